@@ -1,0 +1,38 @@
+import type { AnyStateMachine, EventFromLogic, InputFrom } from 'xstate';
+import type { EventSchemas } from './strict/events.ts';
+import type { EventCatalog } from './testing/explore.ts';
+import type { RecoveryPolicy } from './durable/policy.ts';
+
+/** A persisted snapshot as stored (JSON-compatible). */
+export type PersistedSnapshot = Record<string, unknown>;
+
+/** Upgrades a persisted snapshot from version `n` to `n + 1`. */
+export type SnapshotMigration = (snapshot: PersistedSnapshot) => PersistedSnapshot;
+
+/** Everything agentcharts knows about one chart. */
+export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachine> {
+  /** Catalog name, kebab-case (`task-lifecycle`). */
+  name: string;
+  /** One line on what the chart models and which seed it comes from. */
+  description: string;
+  machine: TLogic;
+  /** Event schemas (also on `machine.schemas.events`). */
+  events: EventSchemas;
+  /** Sample events per type, used by the test generator, the crash test and the demo. */
+  eventSamples: EventCatalog<EventFromLogic<TLogic>>;
+  /** Input used when none is given (tests, CLI). */
+  defaultInput: InputFrom<TLogic>;
+  /** What `recover()` does with an actor of this chart found after a restart. */
+  recovery: RecoveryPolicy;
+  /** Version of the persisted snapshot shape; bump it with a migration. */
+  version: number;
+  /** `migrations[n]` upgrades a snapshot stored at version `n` to `n + 1`. */
+  migrations: Readonly<Record<number, SnapshotMigration>>;
+}
+
+/** Identity helper that keeps the machine's type. */
+export function defineChart<TLogic extends AnyStateMachine>(
+  chart: ChartDefinition<TLogic>,
+): ChartDefinition<TLogic> {
+  return chart;
+}

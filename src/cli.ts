@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { commands } from './commands/index.ts';
+import { AgentchartsError } from './strict/errors.ts';
+
+/** Builds the `agentcharts` program; every command lives in its own file under src/commands. */
+export function buildProgram(): Command {
+  const program = new Command('agentcharts')
+    .description('Typed XState statecharts for agent and task lifecycles, run as durable actors.')
+    .version('0.1.0')
+    .showHelpAfterError();
+  for (const register of commands) register(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  program.exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode;
+      return;
+    }
+    // Known failures get one clear line and a non-zero exit, never a stack trace.
+    const message = error instanceof Error ? error.message : String(error);
+    const name = error instanceof AgentchartsError ? error.name : 'Error';
+    process.stderr.write(`agentcharts: ${name}: ${message}\n`);
+    process.exitCode = 1;
+  }
+}
+
+await main(process.argv);

@@ -1,0 +1,30 @@
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
+
+/** What recovery knows about one actor found in a non-final state. */
+export interface RecoveryContext {
+  actorId: string;
+  /** State label (`running`, `EXECUTION.working`). */
+  state: string;
+  snapshot: AnyMachineSnapshot;
+  /** When the actor last transitioned (ms since epoch). */
+  updatedAt: number;
+  /** Recovery's clock (ms since epoch). */
+  now: number;
+}
+
+/** What to do with a recovered actor. */
+export type RecoveryDecision =
+  | { action: 'resume'; reason: string }
+  | { action: 'send'; event: EventObject; reason: string };
+
+/**
+ * A machine's declared recovery policy (seed 001 §6): given an actor found after a
+ * restart, resume it as it is or send it an event through the normal strict path.
+ */
+export type RecoveryPolicy = (context: RecoveryContext) => RecoveryDecision;
+
+/** The policy of a chart whose states are all safe to resume as they are. */
+export const resumeAll: RecoveryPolicy = () => ({
+  action: 'resume',
+  reason: 'every state of this chart is safe to resume as persisted',
+});

@@ -1,0 +1,176 @@
+/**
+ * Typed errors of agentcharts. Every error carries structured fields (ids, state
+ * labels, event types) and a message built only from those fields: payload values
+ * and secrets never appear in messages, so errors are safe to log.
+ */
+
+/** Base class of every error agentcharts throws on purpose. */
+export class AgentchartsError extends Error {
+  override name = 'AgentchartsError';
+  /** A stable machine-readable code, e.g. `INVALID_EVENT`. */
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Which part of an event failed validation. */
+export type InvalidEventReason =
+  | 'not_an_object'
+  | 'unknown_type'
+  | 'invalid_field'
+  | 'missing_field'
+  | 'unexpected_field'
+  | 'forbidden_key'
+  | 'oversize';
+
+/**
+ * The event is ill-formed: not an object, an unknown `type`, a missing, wrong or
+ * extra field, a forbidden key (`__proto__`, `constructor`, `prototype`) or too
+ * large. Nothing was changed.
+ */
+export class InvalidEventError extends AgentchartsError {
+  override name = 'InvalidEventError';
+  readonly machineId: string;
+  readonly actorId: string | undefined;
+  readonly eventType: string | undefined;
+  readonly reason: InvalidEventReason;
+  /** Dotted path of the offending field (`payload.amount`), when there is one. */
+  readonly field: string | undefined;
+  constructor(fields: {
+    machineId: string;
+    actorId?: string | undefined;
+    eventType?: string | undefined;
+    reason: InvalidEventReason;
+    field?: string | undefined;
+    detail?: string | undefined;
+  }) {
+    const where = fields.actorId ? ` for actor "${fields.actorId}"` : '';
+    const type = fields.eventType !== undefined ? ` "${fields.eventType}"` : '';
+    const field = fields.field !== undefined ? ` at field "${fields.field}"` : '';
+    const detail = fields.detail ? `: ${fields.detail}` : '';
+    super(
+      'INVALID_EVENT',
+      `Invalid event${type} for machine "${fields.machineId}"${where}: ${fields.reason}${field}${detail}`,
+    );
+    this.machineId = fields.machineId;
+    this.actorId = fields.actorId;
+    this.eventType = fields.eventType;
+    this.reason = fields.reason;
+    this.field = fields.field;
+  }
+}
+
+/** The event is well-formed but no transition is enabled for it in the current state. */
+export class InvalidTransitionError extends AgentchartsError {
+  override name = 'InvalidTransitionError';
+  readonly machineId: string;
+  readonly actorId: string | undefined;
+  /** State label of the current state (`executing`, `EXECUTION.working`). */
+  readonly state: string;
+  readonly eventType: string;
+  constructor(fields: {
+    machineId: string;
+    actorId?: string | undefined;
+    state: string;
+    eventType: string;
+  }) {
+    const where = fields.actorId ? ` (actor "${fields.actorId}")` : '';
+    super(
+      'INVALID_TRANSITION',
+      `Machine "${fields.machineId}"${where} in state "${fields.state}" does not accept event "${fields.eventType}"`,
+    );
+    this.machineId = fields.machineId;
+    this.actorId = fields.actorId;
+    this.state = fields.state;
+    this.eventType = fields.eventType;
+  }
+}
+
+/** The actor's stored version moved since it was read: reload and retry. */
+export class ConcurrencyError extends AgentchartsError {
+  override name = 'ConcurrencyError';
+  readonly actorId: string;
+  readonly expectedVersion: number;
+  readonly actualVersion: number | undefined;
+  constructor(fields: { actorId: string; expectedVersion: number; actualVersion?: number | undefined }) {
+    const actual =
+      fields.actualVersion === undefined ? 'unknown' : String(fields.actualVersion);
+    super(
+      'CONCURRENCY',
+      `Actor "${fields.actorId}" was changed concurrently: expected version ${fields.expectedVersion}, found ${actual}`,
+    );
+    this.actorId = fields.actorId;
+    this.expectedVersion = fields.expectedVersion;
+    this.actualVersion = fields.actualVersion;
+  }
+}
+
+/** What the store was doing when it failed. */
+export type StoreOperation =
+  | 'open'
+  | 'migrate'
+  | 'load'
+  | 'create'
+  | 'commit'
+  | 'query'
+  | 'timer'
+  | 'step'
+  | 'close';
+
+/**
+ * The store could not do its work (corrupt row, busy or locked database, full or
+ * read-only disk, lost connection, unknown actor). Nothing was half-written.
+ */
+export class StoreError extends AgentchartsError {
+  override name = 'StoreError';
+  readonly operation: StoreOperation;
+  readonly actorId: string | undefined;
+  /** A short classification: `busy`, `readonly`, `full`, `corrupt`, `not_found`, `connection`, `timeout`, … */
+  readonly kind: string;
+  constructor(
+    fields: {
+      operation: StoreOperation;
+      kind: string;
+      actorId?: string | undefined;
+      detail?: string | undefined;
+    },
+    options?: { cause?: unknown },
+  ) {
+    const where = fields.actorId ? ` for actor "${fields.actorId}"` : '';
+    const detail = fields.detail ? `: ${fields.detail}` : '';
+    super('STORE', `Store ${fields.operation} failed${where} (${fields.kind})${detail}`, options);
+    this.operation = fields.operation;
+    this.actorId = fields.actorId;
+    this.kind = fields.kind;
+  }
+}
+
+/** A persisted snapshot cannot be loaded by this machine (unknown state, machine or version). */
+export class SnapshotVersionError extends AgentchartsError {
+  override name = 'SnapshotVersionError';
+  readonly actorId: string;
+  readonly machineId: string;
+  readonly storedMachineId: string;
+  readonly storedVersion: number;
+  readonly currentVersion: number;
+  constructor(fields: {
+    actorId: string;
+    machineId: string;
+    storedMachineId: string;
+    storedVersion: number;
+    currentVersion: number;
+    detail: string;
+  }) {
+    super(
+      'SNAPSHOT_VERSION',
+      `Actor "${fields.actorId}" stored by machine "${fields.storedMachineId}" v${fields.storedVersion} cannot be loaded by "${fields.machineId}" v${fields.currentVersion}: ${fields.detail}`,
+    );
+    this.actorId = fields.actorId;
+    this.machineId = fields.machineId;
+    this.storedMachineId = fields.storedMachineId;
+    this.storedVersion = fields.storedVersion;
+    this.currentVersion = fields.currentVersion;
+  }
+}

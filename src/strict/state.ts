@@ -1,0 +1,27 @@
+import type { AnyMachineSnapshot, StateValue } from 'xstate';
+
+/**
+ * Flattens a state value into dotted leaf paths: `'executing'`,
+ * `{ EXECUTION: 'working' }` → `'EXECUTION.working'`; parallel regions are
+ * joined with `,` in document order of the value's keys.
+ */
+export function stateLabel(value: StateValue | AnyMachineSnapshot): string {
+  const v: StateValue =
+    typeof value === 'object' && value !== null && 'value' in value && 'status' in value
+      ? (value as AnyMachineSnapshot).value
+      : (value as StateValue);
+  return leafPaths(v).join(',');
+}
+
+/** Dotted leaf paths of a state value. */
+export function leafPaths(value: StateValue): string[] {
+  if (typeof value === 'string') return [value];
+  const out: string[] = [];
+  for (const [key, child] of Object.entries(value)) {
+    if (child === undefined) continue;
+    const sub = leafPaths(child);
+    if (sub.length === 0) out.push(key);
+    else for (const s of sub) out.push(`${key}.${s}`);
+  }
+  return out;
+}

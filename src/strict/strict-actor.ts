@@ -1,0 +1,173 @@
+import {
+  createActor,
+  type Actor,
+  type ActorOptions,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type EventFromLogic,
+  type InputFrom,
+  type Snapshot,
+  type SnapshotFrom,
+  type Subscription,
+} from 'xstate';
+import { InvalidEventError, InvalidTransitionError } from './errors.ts';
+import { validateEvent, type EventSchemas } from './events.ts';
+import { stateLabel } from './state.ts';
+
+export interface CheckEventOptions {
+  actorId?: string | undefined;
+  schemas?: EventSchemas | undefined;
+  maxEventBytes?: number | undefined;
+}
+
+/**
+ * Validates `event` against the machine's schemas, then checks that the current
+ * snapshot enables a transition for it (guards evaluated). Returns the parsed
+ * event; throws {@link InvalidEventError} or {@link InvalidTransitionError}.
+ */
+export function checkEvent<TLogic extends AnyStateMachine>(
+  machine: TLogic,
+  snapshot: SnapshotFrom<TLogic>,
+  event: unknown,
+  options: CheckEventOptions = {},
+): EventFromLogic<TLogic> {
+  const parsed = validateEvent(machine, event, {
+    actorId: options.actorId,
+    schemas: options.schemas,
+    maxBytes: options.maxEventBytes,
+  }) as EventFromLogic<TLogic>;
+  const snap = snapshot as AnyMachineSnapshot;
+  if (snap.status !== 'active' || !snap.can(parsed)) {
+    throw new InvalidTransitionError({
+      machineId: machine.id,
+      actorId: options.actorId,
+      state: stateLabel(snap.value),
+      eventType: parsed.type,
+    });
+  }
+  return parsed;
+}
+
+export interface StrictActorOptions<TLogic extends AnyStateMachine> extends CheckEventOptions {
+  /** Actor id (also used as the XState `systemId`-free actor id). */
+  id?: string;
+  input?: InputFrom<TLogic>;
+  /** A persisted snapshot to restore from. */
+  snapshot?: Snapshot<unknown>;
+  /** Passed through to XState (e.g. the Stately inspector's `inspect`). */
+  inspect?: ActorOptions<TLogic>['inspect'];
+  clock?: ActorOptions<TLogic>['clock'];
+  /** Called for every rejected event, before the error is thrown. */
+  onRejected?: (error: InvalidEventError | InvalidTransitionError) => void;
+}
+
+/**
+ * An XState actor whose `send` throws instead of silently ignoring events:
+ * {@link InvalidEventError} for ill-formed events and
+ * {@link InvalidTransitionError} for events the current state does not accept.
+ * After either, the snapshot is unchanged.
+ */
+export class StrictActor<TLogic extends AnyStateMachine> {
+  /** The underlying XState actor, for APIs that need one (`waitFor`, `toPromise`). */
+  readonly ref: Actor<TLogic>;
+  readonly machine: TLogic;
+  readonly id: string;
+  private readonly options: StrictActorOptions<TLogic>;
+
+  constructor(machine: TLogic, options: StrictActorOptions<TLogic> = {}) {
+    this.machine = machine;
+    this.options = options;
+    const actorOptions: ActorOptions<TLogic> = {};
+    if (options.id !== undefined) actorOptions.id = options.id;
+    if (options.input !== undefined) actorOptions.input = options.input;
+    if (options.snapshot !== undefined) actorOptions.snapshot = options.snapshot;
+    if (options.inspect !== undefined) actorOptions.inspect = options.inspect;
+    if (options.clock !== undefined) actorOptions.clock = options.clock;
+    this.ref = createActor(machine, actorOptions);
+    this.id = options.id ?? this.ref.id;
+  }
+
+  /** Starts the actor (as XState's `actor.start()`); returns itself. */
+  start(): this {
+    this.ref.start();
+    return this;
+  }
+
+  stop(): this {
+    this.ref.stop();
+    return this;
+  }
+
+  /**
+   * Validates and checks the event, then sends it. Returns the new snapshot.
+   *
+   * @example
+   * const actor = createStrictActor(taskLifecycle.machine, { input: { taskId: 't1' } }).start();
+   * actor.send({ type: 'START' });
+   * actor.send({ type: 'COMPLETE' }); // throws InvalidTransitionError if not legal here
+   */
+  send(event: EventFromLogic<TLogic>): SnapshotFrom<TLogic> {
+    const parsed = this.check(event);
+    this.ref.send(parsed);
+    return this.ref.getSnapshot();
+  }
+
+  /** Throws what {@link send} would throw for `event`, without sending it. */
+  check(event: unknown): EventFromLogic<TLogic> {
+    try {
+      return checkEvent(this.machine, this.ref.getSnapshot(), event, {
+        actorId: this.options.id,
+        schemas: this.options.schemas,
+        maxEventBytes: this.options.maxEventBytes,
+      });
+    } catch (error) {
+      if (error instanceof InvalidEventError || error instanceof InvalidTransitionError) {
+        this.options.onRejected?.(error);
+      }
+      throw error;
+    }
+  }
+
+  /** Whether {@link send} would accept `event` now. */
+  can(event: unknown): boolean {
+    try {
+      checkEvent(this.machine, this.ref.getSnapshot(), event, {
+        schemas: this.options.schemas,
+        maxEventBytes: this.options.maxEventBytes,
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  getSnapshot(): SnapshotFrom<TLogic> {
+    return this.ref.getSnapshot();
+  }
+
+  getPersistedSnapshot(): Snapshot<unknown> {
+    return this.ref.getPersistedSnapshot();
+  }
+
+  subscribe(listener: (snapshot: SnapshotFrom<TLogic>) => void): Subscription {
+    return this.ref.subscribe(listener);
+  }
+}
+
+/**
+ * Creates an in-memory actor that rejects bad and illegal events with typed errors.
+ * Call `.start()` as with XState's `createActor`.
+ *
+ * @example
+ * import { createStrictActor } from 'agentcharts';
+ * import { agentLifecycle } from 'agentcharts/machines';
+ *
+ * const agent = createStrictActor(agentLifecycle.machine, { id: 'a1' }).start();
+ * agent.send({ type: 'START', taskId: 't1' });
+ */
+export function createStrictActor<TLogic extends AnyStateMachine>(
+  machine: TLogic,
+  options: StrictActorOptions<TLogic> = {},
+): StrictActor<TLogic> {
+  return new StrictActor(machine, options);
+}
