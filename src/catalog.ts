@@ -1,4 +1,4 @@
-import type { AnyStateMachine, EventFromLogic, InputFrom } from 'xstate';
+import type { AnyStateMachine, EventFromLogic, InputFrom, SnapshotFrom } from 'xstate';
 import type { EventSchemas } from './strict/events.ts';
 import type { EventCatalog } from './testing/explore.ts';
 import type { RecoveryPolicy } from './durable/policy.ts';
@@ -28,6 +28,12 @@ export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   version: number;
   /** `migrations[n]` upgrades a snapshot stored at version `n` to `n + 1`. */
   migrations: Readonly<Record<number, SnapshotMigration>>;
+  /**
+   * Identity of a snapshot for exhaustive traversal: a projection of context onto a
+   * finite set where context grows without bound (counters, timelines). Default:
+   * value + context.
+   */
+  serializeState?: (snapshot: SnapshotFrom<TLogic>) => string;
 }
 
 /** Identity helper that keeps the machine's type. */

@@ -1,4 +1,5 @@
 export * from './strict/index.ts';
 export * from './testing/index.ts';
 export * from './catalog.ts';
-export * from './durable/policy.ts';
+export * from './durable/index.ts';
+export * from './store/index.ts';

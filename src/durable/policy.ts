@@ -14,8 +14,7 @@ export interface RecoveryContext {
 
 /** What to do with a recovered actor. */
 export type RecoveryDecision =
-  | { action: 'resume'; reason: string }
-  | { action: 'send'; event: EventObject; reason: string };
+  { action: 'resume'; reason: string } | { action: 'send'; event: EventObject; reason: string };
 
 /**
  * A machine's declared recovery policy (seed 001 §6): given an actor found after a

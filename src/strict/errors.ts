@@ -94,9 +94,12 @@ export class ConcurrencyError extends AgentchartsError {
   readonly actorId: string;
   readonly expectedVersion: number;
   readonly actualVersion: number | undefined;
-  constructor(fields: { actorId: string; expectedVersion: number; actualVersion?: number | undefined }) {
-    const actual =
-      fields.actualVersion === undefined ? 'unknown' : String(fields.actualVersion);
+  constructor(fields: {
+    actorId: string;
+    expectedVersion: number;
+    actualVersion?: number | undefined;
+  }) {
+    const actual = fields.actualVersion === undefined ? 'unknown' : String(fields.actualVersion);
     super(
       'CONCURRENCY',
       `Actor "${fields.actorId}" was changed concurrently: expected version ${fields.expectedVersion}, found ${actual}`,
@@ -109,15 +112,7 @@ export class ConcurrencyError extends AgentchartsError {
 
 /** What the store was doing when it failed. */
 export type StoreOperation =
-  | 'open'
-  | 'migrate'
-  | 'load'
-  | 'create'
-  | 'commit'
-  | 'query'
-  | 'timer'
-  | 'step'
-  | 'close';
+  'open' | 'migrate' | 'load' | 'create' | 'commit' | 'query' | 'timer' | 'step' | 'close';
 
 /**
  * The store could not do its work (corrupt row, busy or locked database, full or
@@ -172,5 +167,49 @@ export class SnapshotVersionError extends AgentchartsError {
     this.storedMachineId = fields.storedMachineId;
     this.storedVersion = fields.storedVersion;
     this.currentVersion = fields.currentVersion;
+  }
+}
+
+/**
+ * An idempotent step was found `executing` with no process running it (a crash
+ * mid-step): whether its side effect happened is unknown. It is never re-run
+ * blindly; `recover({ reconcile })` or `actor.reconcileStep()` settles it.
+ */
+export class UncertainStepError extends AgentchartsError {
+  override name = 'UncertainStepError';
+  readonly actorId: string;
+  readonly key: string;
+  constructor(fields: { actorId: string; key: string }) {
+    super(
+      'UNCERTAIN_STEP',
+      `Step "${fields.key}" of actor "${fields.actorId}" was interrupted mid-run; reconcile it before running it again`,
+    );
+    this.actorId = fields.actorId;
+    this.key = fields.key;
+  }
+}
+
+/** An actor's input does not match its machine's input schema; no actor was created. */
+export class InvalidInputError extends AgentchartsError {
+  override name = 'InvalidInputError';
+  readonly machineId: string;
+  readonly actorId: string | undefined;
+  readonly field: string | undefined;
+  constructor(fields: {
+    machineId: string;
+    actorId?: string | undefined;
+    field?: string | undefined;
+    detail?: string | undefined;
+  }) {
+    const where = fields.actorId ? ` for actor "${fields.actorId}"` : '';
+    const field = fields.field ? ` at field "${fields.field}"` : '';
+    const detail = fields.detail ? `: ${fields.detail}` : '';
+    super(
+      'INVALID_INPUT',
+      `Invalid input for machine "${fields.machineId}"${where}${field}${detail}`,
+    );
+    this.machineId = fields.machineId;
+    this.actorId = fields.actorId;
+    this.field = fields.field;
   }
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AnyStateMachine, EventObject } from 'xstate';
-import { InvalidEventError, type InvalidEventReason } from './errors.ts';
+import { InvalidEventError, InvalidInputError, type InvalidEventReason } from './errors.ts';
 
 /**
  * Event schemas of a machine, keyed by event type. Each schema is a strict zod
@@ -15,6 +15,32 @@ export type EventFromSchemas<T extends EventSchemas> = z.infer<T[keyof T]>;
 /** What a chart carries in `setup({ schemas })`, readable back from `machine.schemas`. */
 export interface ChartSchemas<T extends EventSchemas = EventSchemas> {
   events: T;
+  /** Schema of the machine's input, checked before an actor is created. */
+  input?: z.ZodType;
+}
+
+/** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
+export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {
+  const schemas = machine.schemas as Partial<ChartSchemas> | undefined;
+  return schemas && typeof schemas === 'object' ? schemas.input : undefined;
+}
+
+/**
+ * Checks an actor's input against the machine's input schema (when it declares
+ * one) and returns it unchanged; throws {@link InvalidInputError} naming the field.
+ */
+export function validateInput(machine: AnyStateMachine, input: unknown, actorId?: string): unknown {
+  const schema = getInputSchema(machine);
+  if (!schema) return input;
+  const result = schema.safeParse(input);
+  if (result.success) return input;
+  const issue = result.error.issues[0];
+  throw new InvalidInputError({
+    machineId: machine.id,
+    actorId,
+    field: issue?.path.map(String).join('.') || undefined,
+    detail: issue?.code,
+  });
 }
 
 /**
@@ -26,10 +52,10 @@ export interface ChartSchemas<T extends EventSchemas = EventSchemas> {
  *   CANCEL: eventSchema('CANCEL'),
  * };
  */
-export function eventSchema<const TType extends string, const TShape extends z.ZodRawShape = {}>(
-  type: TType,
-  shape?: TShape,
-) {
+export function eventSchema<
+  const TType extends string,
+  const TShape extends z.ZodRawShape = Record<never, never>,
+>(type: TType, shape?: TShape) {
   return z.strictObject({ type: z.literal(type), ...(shape ?? ({} as TShape)) });
 }
 
@@ -60,7 +86,11 @@ function findForbiddenKey(value: unknown, path: string[], depth: number): string
   if (depth > 64 || value === null || typeof value !== 'object') return undefined;
   for (const key of Object.keys(value)) {
     if (FORBIDDEN_KEYS.has(key)) return [...path, key].join('.');
-    const found = findForbiddenKey((value as Record<string, unknown>)[key], [...path, key], depth + 1);
+    const found = findForbiddenKey(
+      (value as Record<string, unknown>)[key],
+      [...path, key],
+      depth + 1,
+    );
     if (found) return found;
   }
   return undefined;
@@ -96,6 +126,10 @@ export function validateEvent(
   const type = (event as { type?: unknown }).type;
   if (typeof type !== 'string' || type.length === 0) {
     throw fail('invalid_field', undefined, 'type', 'expected a non-empty string');
+  }
+  if (type.startsWith('xstate.')) {
+    // XState's internal events (delayed `after` events, init) only come from the runtime.
+    throw fail('unknown_type', type, 'type', 'reserved for internal events');
   }
   const forbidden = findForbiddenKey(event, [], 0);
   if (forbidden) throw fail('forbidden_key', type, forbidden);

@@ -9,7 +9,7 @@ export function stateLabel(value: StateValue | AnyMachineSnapshot): string {
   const v: StateValue =
     typeof value === 'object' && value !== null && 'value' in value && 'status' in value
       ? (value as AnyMachineSnapshot).value
-      : (value as StateValue);
+      : value;
   return leafPaths(v).join(',');
 }
 

@@ -11,7 +11,7 @@ import {
   type Subscription,
 } from 'xstate';
 import { InvalidEventError, InvalidTransitionError } from './errors.ts';
-import { validateEvent, type EventSchemas } from './events.ts';
+import { validateEvent, validateInput, type EventSchemas } from './events.ts';
 import { stateLabel } from './state.ts';
 
 export interface CheckEventOptions {
@@ -79,6 +79,7 @@ export class StrictActor<TLogic extends AnyStateMachine> {
     this.options = options;
     const actorOptions: ActorOptions<TLogic> = {};
     if (options.id !== undefined) actorOptions.id = options.id;
+    if (options.snapshot === undefined) validateInput(machine, options.input, options.id);
     if (options.input !== undefined) actorOptions.input = options.input;
     if (options.snapshot !== undefined) actorOptions.snapshot = options.snapshot;
     if (options.inspect !== undefined) actorOptions.inspect = options.inspect;
@@ -102,9 +103,9 @@ export class StrictActor<TLogic extends AnyStateMachine> {
    * Validates and checks the event, then sends it. Returns the new snapshot.
    *
    * @example
-   * const actor = createStrictActor(taskLifecycle.machine, { input: { taskId: 't1' } }).start();
-   * actor.send({ type: 'START' });
-   * actor.send({ type: 'COMPLETE' }); // throws InvalidTransitionError if not legal here
+   * const task = createStrictActor(taskLifecycle.machine, { input: { taskId: 't1' } }).start();
+   * task.send({ type: 'START' });
+   * task.send({ type: 'RETRY' }); // throws InvalidTransitionError: `running` does not accept RETRY
    */
   send(event: EventFromLogic<TLogic>): SnapshotFrom<TLogic> {
     const parsed = this.check(event);
@@ -160,10 +161,10 @@ export class StrictActor<TLogic extends AnyStateMachine> {
  *
  * @example
  * import { createStrictActor } from 'agentcharts';
- * import { agentLifecycle } from 'agentcharts/machines';
+ * import { taskLifecycle } from 'agentcharts/machines';
  *
- * const agent = createStrictActor(agentLifecycle.machine, { id: 'a1' }).start();
- * agent.send({ type: 'START', taskId: 't1' });
+ * const task = createStrictActor(taskLifecycle.machine, { id: 't1', input: { taskId: 't1' } }).start();
+ * task.send({ type: 'START' });
  */
 export function createStrictActor<TLogic extends AnyStateMachine>(
   machine: TLogic,

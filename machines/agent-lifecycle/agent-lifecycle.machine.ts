@@ -1,0 +1,227 @@
+import { assertEvent, assign, emit, setup } from 'xstate';
+import {
+  events,
+  inputSchema,
+  type ActiveState,
+  type AgentLifecycleContext,
+  type AgentLifecycleEmitted,
+  type AgentLifecycleEvent,
+  type AgentLifecycleInput,
+  type AgentLifecycleTag,
+  type AgentStateChangedEvent,
+} from './agent-lifecycle.types.ts';
+
+/** Metadata of a task, cleared on `START` and `CLEANUP` so nothing leaks between tasks. */
+const EMPTY_TASK = {
+  task_id: null,
+  plan_id: null,
+  current_step_id: null,
+  iteration: 0,
+  confidence: null,
+  error: null,
+  waiting_for: null,
+  paused_from_state: null,
+} as const satisfies Omit<AgentLifecycleContext, 'agent_name' | 'user_id'>;
+
+/**
+ * Seed 000 (agent state machine) as a statechart. The seven active states live in
+ * the compound state `active` so that the transitions the seed allows "from any
+ * active state" (`STEP_FAILED`, `TIMEOUT`, `MAX_ITERATIONS`, `CANCEL`) are declared
+ * once, and so that `RESUME` can return through a history state to the exact
+ * state `PAUSE` was taken from. State labels are therefore `active.executing`; the
+ * seed's state name is the last segment (see `agentState()`).
+ */
+export const machine = setup({
+  types: {
+    context: {} as AgentLifecycleContext,
+    events: {} as AgentLifecycleEvent,
+    input: {} as AgentLifecycleInput,
+    emitted: {} as AgentLifecycleEmitted,
+    tags: {} as AgentLifecycleTag,
+  },
+  schemas: { events, input: inputSchema },
+  actions: {
+    startTask: assign(({ event }) => {
+      assertEvent(event, 'START');
+      return { ...EMPTY_TASK, task_id: event.payload.task_id };
+    }),
+    recordPlan: assign(({ event }) => {
+      assertEvent(event, 'PLAN_COMPLETE');
+      return { plan_id: event.payload.plan_id };
+    }),
+    recordStep: assign(({ event }) => {
+      assertEvent(event, 'STEP_COMPLETE');
+      return { current_step_id: event.payload.step_id };
+    }),
+    recordStepError: assign(({ event }) => {
+      assertEvent(event, 'STEP_FAILED');
+      return { error: event.payload.error };
+    }),
+    // The seed leaves `error` unset for these two; `failed` would then read
+    // "unknown error", so the cause is recorded from the payload.
+    recordTimeout: assign(({ event }) => {
+      assertEvent(event, 'TIMEOUT');
+      return { error: `timeout after ${event.payload.duration_ms} ms` };
+    }),
+    recordMaxIterations: assign(({ event }) => {
+      assertEvent(event, 'MAX_ITERATIONS');
+      return { error: `max iterations reached (${event.payload.iterations})` };
+    }),
+    recordConfidence: assign(({ event }) => {
+      assertEvent(event, ['EVALUATION_PASS', 'EVALUATION_FAIL', 'NEXT_STEP']);
+      return { confidence: event.payload.confidence };
+    }),
+    // One adapt → execute loop: the new plan replaces the old one.
+    recordAdaptation: assign(({ context, event }) => {
+      assertEvent(event, 'ADAPTATION_COMPLETE');
+      return { plan_id: event.payload.new_plan_id, iteration: context.iteration + 1 };
+    }),
+    recordWaitingForInput: assign(({ event }) => {
+      assertEvent(event, 'WAIT_FOR_INPUT');
+      return { waiting_for: event.payload.waiting_for };
+    }),
+    recordWaitingForAgent: assign(({ event }) => {
+      assertEvent(event, 'WAIT_FOR_AGENT');
+      return { waiting_for: event.payload.agent_id };
+    }),
+    clearWaitingFor: assign({ waiting_for: null }),
+    rememberPausedFrom: assign((_, params: { state: ActiveState }) => ({
+      paused_from_state: params.state,
+    })),
+    clearPausedFrom: assign({ paused_from_state: null }),
+    resetTask: assign(EMPTY_TASK),
+    announceStateChange: emit(
+      ({ context, event }, params: { state: AgentStateChangedEvent['to_state'] }) => ({
+        type: 'AGENT_STATE_CHANGED' as const,
+        agent_name: context.agent_name,
+        user_id: context.user_id,
+        task_id: context.task_id,
+        to_state: params.state,
+        trigger_event: event.type,
+      }),
+    ),
+  },
+}).createMachine({
+  id: 'agent-lifecycle',
+  initial: 'idle',
+  context: ({ input }) => ({
+    agent_name: input.agent_name,
+    user_id: input.user_id ?? null,
+    ...EMPTY_TASK,
+  }),
+  states: {
+    idle: {
+      on: { START: { target: 'active', actions: 'startTask' } },
+    },
+    active: {
+      tags: 'active',
+      initial: 'initializing',
+      on: {
+        STEP_FAILED: { target: 'failed', actions: 'recordStepError' },
+        TIMEOUT: { target: 'failed', actions: 'recordTimeout' },
+        MAX_ITERATIONS: { target: 'failed', actions: 'recordMaxIterations' },
+        CANCEL: { target: 'cancelled' },
+      },
+      states: {
+        // Where RESUME returns: the child of `active` that was left for `paused`.
+        history: { type: 'history', history: 'deep' },
+        initializing: {
+          on: {
+            INIT_COMPLETE: { target: 'planning' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'initializing' } },
+            },
+          },
+        },
+        planning: {
+          on: {
+            PLAN_COMPLETE: { target: 'executing', actions: 'recordPlan' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'planning' } },
+            },
+          },
+        },
+        executing: {
+          on: {
+            STEP_COMPLETE: { target: 'evaluating', actions: 'recordStep' },
+            WAIT_FOR_INPUT: { target: 'waiting_input', actions: 'recordWaitingForInput' },
+            WAIT_FOR_AGENT: { target: 'waiting_agent', actions: 'recordWaitingForAgent' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'executing' } },
+            },
+          },
+        },
+        evaluating: {
+          on: {
+            EVALUATION_PASS: { target: '#agent-lifecycle.succeeded', actions: 'recordConfidence' },
+            EVALUATION_FAIL: { target: 'adapting', actions: 'recordConfidence' },
+            NEXT_STEP: { target: 'executing', actions: 'recordConfidence' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'evaluating' } },
+            },
+          },
+        },
+        adapting: {
+          on: {
+            ADAPTATION_COMPLETE: { target: 'executing', actions: 'recordAdaptation' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'adapting' } },
+            },
+          },
+        },
+        waiting_input: {
+          tags: 'blocked',
+          entry: { type: 'announceStateChange', params: { state: 'waiting_input' } },
+          on: {
+            INPUT_RECEIVED: { target: 'executing', actions: 'clearWaitingFor' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'waiting_input' } },
+            },
+          },
+        },
+        waiting_agent: {
+          tags: 'blocked',
+          entry: { type: 'announceStateChange', params: { state: 'waiting_agent' } },
+          on: {
+            AGENT_COMPLETE: { target: 'executing', actions: 'clearWaitingFor' },
+            PAUSE: {
+              target: '#agent-lifecycle.paused',
+              actions: { type: 'rememberPausedFrom', params: { state: 'waiting_agent' } },
+            },
+          },
+        },
+      },
+    },
+    paused: {
+      tags: 'blocked',
+      // Cleared on every way out (RESUME and CANCEL): it is set only while paused.
+      exit: 'clearPausedFrom',
+      on: {
+        RESUME: { target: '#agent-lifecycle.active.history' },
+        CANCEL: { target: 'cancelled' },
+      },
+    },
+    // Terminal for the runtime but not XState `final`: the seed returns them to idle
+    // after cleanup, so the actor stays alive for the next task.
+    succeeded: {
+      tags: 'terminal',
+      entry: { type: 'announceStateChange', params: { state: 'succeeded' } },
+      on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
+    },
+    failed: {
+      tags: 'terminal',
+      entry: { type: 'announceStateChange', params: { state: 'failed' } },
+      on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
+    },
+    cancelled: {
+      tags: 'terminal',
+      on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
+    },
+  },
+});

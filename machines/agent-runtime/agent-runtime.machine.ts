@@ -1,0 +1,236 @@
+import { assertEvent, assign, emit, setup } from 'xstate';
+import {
+  events,
+  inputSchema,
+  type AgentRuntimeContext,
+  type AgentRuntimeEmitted,
+  type AgentRuntimeEvent,
+  type AgentRuntimeInput,
+  type AgentRuntimeOutput,
+  type TerminalStateOutput,
+} from './agent-runtime.types.ts';
+
+/** Used when the input does not say how many lost steps to re-plan. */
+export const DEFAULT_MAX_INTERRUPTIONS = 3;
+
+/** Initial context; the input is parsed so a hand-built actor gets the same bounds as the schema. */
+function initialContext({ input }: { input: AgentRuntimeInput }): AgentRuntimeContext {
+  const parsed = inputSchema.parse(input);
+  return {
+    agentId: parsed.agentId,
+    hasController: parsed.hasController,
+    maxInterruptions: parsed.maxInterruptions ?? DEFAULT_MAX_INTERRUPTIONS,
+    steps: 0,
+    pendingToolCalls: [],
+    lastToolResults: [],
+    lastMessage: null,
+    interruptions: 0,
+    result: null,
+    error: null,
+    cancelReason: null,
+  };
+}
+
+/** The run's output: the terminal state's status plus what the context recorded. */
+function runtimeOutput({
+  context,
+  event,
+}: {
+  context: AgentRuntimeContext;
+  event: { output?: unknown };
+}): AgentRuntimeOutput {
+  const terminal = event.output as TerminalStateOutput;
+  return {
+    agentId: context.agentId,
+    status: terminal.status,
+    steps: context.steps,
+    result: context.result,
+    error: context.error,
+    cancelReason: context.cancelReason,
+  };
+}
+
+export const machine = setup({
+  types: {
+    context: {} as AgentRuntimeContext,
+    events: {} as AgentRuntimeEvent,
+    input: {} as AgentRuntimeInput,
+    output: {} as AgentRuntimeOutput,
+    emitted: {} as AgentRuntimeEmitted,
+  },
+  schemas: { events, input: inputSchema },
+  guards: {
+    /** AgentInitialized asked to wait for the user and someone is there to answer. */
+    startsPaused: ({ context, event }) => {
+      assertEvent(event, 'AgentInitialized');
+      return context.hasController && event.waitForInput === true;
+    },
+    decidedToContinue: ({ event }) => {
+      assertEvent(event, 'BrainResult');
+      return event.decision === 'continue';
+    },
+    hasController: ({ context }) => context.hasController,
+    hasPendingToolCalls: ({ context }) => context.pendingToolCalls.length > 0,
+    /** A new brain step must not silently drop tool calls the last one requested. */
+    noPendingToolCalls: ({ context }) => context.pendingToolCalls.length === 0,
+    canReplan: ({ context }) => context.interruptions < context.maxInterruptions,
+  },
+  actions: {
+    startBrainStep: assign({ steps: ({ context }) => context.steps + 1 }),
+    emitSpawnNextStep: emit(({ context }) => ({
+      type: 'spawn_next_step' as const,
+      agentId: context.agentId,
+      step: context.steps,
+    })),
+    emitSpawnTools: emit(({ context }) => ({
+      type: 'spawn_tools' as const,
+      agentId: context.agentId,
+      toolCalls: context.pendingToolCalls,
+    })),
+    /**
+     * A step that requested tools is complete only once they ran, so the
+     * interruption count survives it: a tool call that crashes the process every
+     * time still ends the run after `maxInterruptions` re-plans.
+     */
+    recordBrainResult: assign(({ context, event }) => {
+      assertEvent(event, 'BrainResult');
+      return {
+        pendingToolCalls: event.toolCalls ?? [],
+        lastMessage: event.message ?? null,
+        interruptions: event.toolCalls === undefined ? 0 : context.interruptions,
+      };
+    }),
+    /** Without a controller, the brain yielding control ends the run with its message. */
+    recordFinalAnswer: assign(({ event }) => {
+      assertEvent(event, 'BrainResult');
+      return { result: event.message ?? null };
+    }),
+    recordToolResults: assign(({ event }) => {
+      assertEvent(event, 'ToolsCompleted');
+      return { pendingToolCalls: [], lastToolResults: event.results, interruptions: 0 };
+    }),
+    recordUserInput: assign(({ event }) => {
+      assertEvent(event, 'UserInput');
+      return { lastMessage: event.message };
+    }),
+    recordCancellation: assign(({ event }) => {
+      assertEvent(event, ['CancelTask', 'TaskCancelled']);
+      return { cancelReason: event.reason ?? null, pendingToolCalls: [] };
+    }),
+    emitCancelProcessing: emit(({ context }) => ({
+      type: 'cancel_processing' as const,
+      agentId: context.agentId,
+      reason: context.cancelReason,
+    })),
+    recordCompletion: assign(({ context, event }) => {
+      assertEvent(event, 'TaskCompleted');
+      return { result: event.result ?? context.lastMessage };
+    }),
+    recordFailure: assign(({ event }) => {
+      assertEvent(event, 'TaskFailed');
+      return { error: { code: event.code, message: event.message } };
+    }),
+    /** The lost step is re-planned from Running: pending tool calls may or may not have run. */
+    recordInterruption: assign(({ context }) => ({
+      interruptions: context.interruptions + 1,
+      pendingToolCalls: [],
+    })),
+    recordTooManyInterruptions: assign(({ context, event }) => {
+      assertEvent(event, 'ProcessingInterrupted');
+      return {
+        interruptions: context.interruptions + 1,
+        error: {
+          code: 'TOO_MANY_INTERRUPTIONS',
+          message: `processing was interrupted ${context.interruptions + 1} times in a row: ${event.reason}`,
+        },
+      };
+    }),
+  },
+}).createMachine({
+  id: 'agent-runtime',
+  initial: 'Starting',
+  context: initialContext,
+  output: runtimeOutput,
+  states: {
+    Starting: {
+      on: {
+        AgentInitialized: [{ guard: 'startsPaused', target: 'Paused' }, { target: 'Running' }],
+        CancelTask: { target: 'Cancelled', actions: 'recordCancellation' },
+        TaskFailed: { target: 'Failed', actions: 'recordFailure' },
+      },
+    },
+    Running: {
+      on: {
+        StartThinking: { guard: 'noPendingToolCalls', target: 'Processing.brain' },
+        StartTools: { guard: 'hasPendingToolCalls', target: 'Processing.tools' },
+        CancelTask: [
+          { guard: 'hasController', target: 'Paused', actions: 'recordCancellation' },
+          { target: 'Cancelled', actions: 'recordCancellation' },
+        ],
+        TaskFailed: { target: 'Failed', actions: 'recordFailure' },
+      },
+    },
+    Processing: {
+      initial: 'brain',
+      states: {
+        brain: {
+          entry: ['startBrainStep', 'emitSpawnNextStep'],
+          on: {
+            BrainResult: [
+              {
+                guard: 'decidedToContinue',
+                target: '#agent-runtime.Running',
+                actions: 'recordBrainResult',
+              },
+              {
+                guard: 'hasController',
+                target: '#agent-runtime.Paused',
+                actions: 'recordBrainResult',
+              },
+              {
+                target: '#agent-runtime.Completed',
+                actions: ['recordBrainResult', 'recordFinalAnswer'],
+              },
+            ],
+          },
+        },
+        tools: {
+          entry: 'emitSpawnTools',
+          on: {
+            ToolsCompleted: { target: '#agent-runtime.Running', actions: 'recordToolResults' },
+          },
+        },
+      },
+      on: {
+        TaskCancelled: [
+          { guard: 'hasController', target: 'Paused', actions: 'recordCancellation' },
+          { target: 'Cancelled', actions: 'recordCancellation' },
+        ],
+        CancelTask: [
+          {
+            guard: 'hasController',
+            target: 'Paused',
+            actions: ['recordCancellation', 'emitCancelProcessing'],
+          },
+          { target: 'Cancelled', actions: ['recordCancellation', 'emitCancelProcessing'] },
+        ],
+        TaskFailed: { target: 'Failed', actions: 'recordFailure' },
+        ProcessingInterrupted: [
+          { guard: 'canReplan', target: 'Running', actions: 'recordInterruption' },
+          { target: 'Failed', actions: 'recordTooManyInterruptions' },
+        ],
+      },
+    },
+    Paused: {
+      on: {
+        UserInput: { target: 'Running', actions: 'recordUserInput' },
+        TaskCompleted: { target: 'Completed', actions: 'recordCompletion' },
+        TaskFailed: { target: 'Failed', actions: 'recordFailure' },
+        CancelTask: { target: 'Cancelled', actions: 'recordCancellation' },
+      },
+    },
+    Completed: { type: 'final', output: { status: 'completed' } },
+    Failed: { type: 'final', output: { status: 'failed' } },
+    Cancelled: { type: 'final', output: { status: 'cancelled' } },
+  },
+});

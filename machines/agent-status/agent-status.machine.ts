@@ -1,0 +1,223 @@
+import { assertEvent, assign, setup } from 'xstate';
+import {
+  DEFAULT_TIMELINE_LIMIT,
+  events,
+  inputSchema,
+  type AgentError,
+  type AgentErrorInput,
+  type AgentProgress,
+  type AgentStatus,
+  type AgentStatusContext,
+  type AgentStatusEvent,
+  type AgentStatusInput,
+  type AgentStatusOutput,
+  type TerminalStateOutput,
+  type Timestamp,
+} from './agent-status.types.ts';
+
+/**
+ * Seed 003's valid-transition list (`can_transition_to`), the contract of this
+ * chart. Terminal statuses have no entry: they are final states.
+ */
+export const VALID_TRANSITIONS = {
+  idle: ['initializing', 'terminated'],
+  initializing: ['running', 'thinking', 'failed', 'terminated'],
+  running: ['thinking', 'paused', 'completed', 'failed', 'terminated'],
+  thinking: ['running', 'paused', 'completed', 'failed', 'terminated'],
+  paused: ['running', 'thinking', 'failed', 'terminated'],
+} as const satisfies Partial<Record<AgentStatus, readonly AgentStatus[]>>;
+
+/** Event timestamps normalised to UTC ISO; pure, so replay gives the same context. */
+export function toIsoTimestamp(at: Timestamp): string {
+  return new Date(at).toISOString();
+}
+
+function toAgentError(error: AgentErrorInput, at: Timestamp): AgentError {
+  return {
+    code: error.code,
+    message: error.message,
+    details: error.details ?? null,
+    timestamp: toIsoTimestamp(at),
+    recoverable: error.recoverable,
+  };
+}
+
+function initialContext({ input }: { input: AgentStatusInput }): AgentStatusContext {
+  const parsed = inputSchema.parse(input);
+  const createdAt = toIsoTimestamp(parsed.createdAt);
+  return {
+    agentId: parsed.agentId,
+    name: parsed.name,
+    task: parsed.task,
+    modelBackend: parsed.modelBackend,
+    timelineLimit: parsed.timelineLimit ?? DEFAULT_TIMELINE_LIMIT,
+    currentThought: null,
+    progress: null,
+    error: null,
+    lastOutput: null,
+    createdAt,
+    updatedAt: createdAt,
+    startedAt: null,
+    completedAt: null,
+    // As the seed's `new()`: the timeline opens with the creation entry.
+    timeline: [{ from: null, to: 'idle', timestamp: createdAt, reason: 'Agent created' }],
+  };
+}
+
+function statusOutput({
+  context,
+  event,
+}: {
+  context: AgentStatusContext;
+  event: { output?: unknown };
+}): AgentStatusOutput {
+  const terminal = event.output as TerminalStateOutput;
+  return {
+    agentId: context.agentId,
+    status: terminal.status,
+    error: context.error,
+    progress: context.progress,
+    startedAt: context.startedAt,
+    completedAt: context.completedAt,
+  };
+}
+
+const STARTED_STATUSES: readonly AgentStatus[] = ['initializing', 'running'];
+const TERMINAL: readonly AgentStatus[] = ['completed', 'failed', 'terminated'];
+
+export const machine = setup({
+  types: {
+    context: {} as AgentStatusContext,
+    events: {} as AgentStatusEvent,
+    input: {} as AgentStatusInput,
+    output: {} as AgentStatusOutput,
+  },
+  schemas: { events, input: inputSchema },
+  guards: {
+    /** The STATUS_UPDATE names this target status. */
+    isStatus: ({ event }, params: { status: AgentStatus }) => {
+      assertEvent(event, 'STATUS_UPDATE');
+      return event.status === params.status;
+    },
+  },
+  actions: {
+    /** Timeline entry, `updatedAt`, and the seed's `started_at`/`completed_at` rules. */
+    recordTransition: assign(({ context, event }, params: { from: AgentStatus }) => {
+      assertEvent(event, 'STATUS_UPDATE');
+      const timestamp = toIsoTimestamp(event.at);
+      const entry = {
+        from: params.from,
+        to: event.status,
+        timestamp,
+        reason: event.reason ?? null,
+      };
+      const timeline = [...context.timeline, entry].slice(-context.timelineLimit);
+      return {
+        timeline,
+        updatedAt: timestamp,
+        startedAt:
+          context.startedAt ?? (STARTED_STATUSES.includes(event.status) ? timestamp : null),
+        completedAt: context.completedAt ?? (TERMINAL.includes(event.status) ? timestamp : null),
+        error: event.error !== undefined ? toAgentError(event.error, event.at) : context.error,
+      };
+    }),
+    clearThought: assign({ currentThought: null }),
+    setThought: assign(({ event }) => {
+      assertEvent(event, 'THOUGHT_UPDATE');
+      return { currentThought: event.thought, updatedAt: toIsoTimestamp(event.at) };
+    }),
+    setProgress: assign(({ event }) => {
+      assertEvent(event, 'PROGRESS_UPDATE');
+      const steps =
+        event.currentStep !== undefined && event.totalSteps !== undefined
+          ? { currentStep: event.currentStep, totalSteps: event.totalSteps }
+          : undefined;
+      const progress: AgentProgress = {
+        // The schema admits exactly one of percentage or steps.
+        percentage: steps ? (steps.currentStep / steps.totalSteps) * 100 : (event.percentage ?? 0),
+        currentStep: steps?.currentStep ?? null,
+        totalSteps: steps?.totalSteps ?? null,
+        message: event.message ?? null,
+        details: event.details ?? {},
+      };
+      return { progress, updatedAt: toIsoTimestamp(event.at) };
+    }),
+    setError: assign(({ event }) => {
+      assertEvent(event, 'ERROR');
+      return { error: toAgentError(event.error, event.at), updatedAt: toIsoTimestamp(event.at) };
+    }),
+    recordOutput: assign(({ event }) => {
+      assertEvent(event, 'OUTPUT');
+      const timestamp = toIsoTimestamp(event.at);
+      return {
+        lastOutput: { stream: event.stream, content: event.content, timestamp },
+        updatedAt: timestamp,
+      };
+    }),
+  },
+}).createMachine({
+  id: 'agent-status',
+  initial: 'idle',
+  context: initialContext,
+  output: statusOutput,
+  states: {
+    idle: {
+      on: {
+        STATUS_UPDATE: statusTransitions('idle'),
+        PROGRESS_UPDATE: { actions: 'setProgress' },
+        ERROR: { actions: 'setError' },
+        OUTPUT: { actions: 'recordOutput' },
+      },
+    },
+    initializing: {
+      on: {
+        STATUS_UPDATE: statusTransitions('initializing'),
+        PROGRESS_UPDATE: { actions: 'setProgress' },
+        ERROR: { actions: 'setError' },
+        OUTPUT: { actions: 'recordOutput' },
+      },
+    },
+    running: {
+      on: {
+        STATUS_UPDATE: statusTransitions('running'),
+        PROGRESS_UPDATE: { actions: 'setProgress' },
+        ERROR: { actions: 'setError' },
+        OUTPUT: { actions: 'recordOutput' },
+      },
+    },
+    thinking: {
+      exit: 'clearThought',
+      on: {
+        STATUS_UPDATE: statusTransitions('thinking'),
+        THOUGHT_UPDATE: { actions: 'setThought' },
+        PROGRESS_UPDATE: { actions: 'setProgress' },
+        ERROR: { actions: 'setError' },
+        OUTPUT: { actions: 'recordOutput' },
+      },
+    },
+    paused: {
+      on: {
+        STATUS_UPDATE: statusTransitions('paused'),
+        PROGRESS_UPDATE: { actions: 'setProgress' },
+        ERROR: { actions: 'setError' },
+        OUTPUT: { actions: 'recordOutput' },
+      },
+    },
+    completed: { type: 'final', output: { status: 'completed' } },
+    failed: { type: 'final', output: { status: 'failed' } },
+    terminated: { type: 'final', output: { status: 'terminated' } },
+  },
+});
+
+/**
+ * The guarded STATUS_UPDATE branches of one status, one per target the seed
+ * allows. Built from {@link VALID_TRANSITIONS} so the chart and the list cannot drift;
+ * the conformance test still checks the result against its own transcription.
+ */
+function statusTransitions(from: keyof typeof VALID_TRANSITIONS) {
+  return VALID_TRANSITIONS[from].map((to) => ({
+    guard: { type: 'isStatus' as const, params: { status: to } },
+    target: to,
+    actions: { type: 'recordTransition' as const, params: { from } },
+  }));
+}

@@ -1,0 +1,295 @@
+import { assertEvent, assign, emit, raise, setup } from 'xstate';
+import { AgentchartsError } from '../../src/strict/errors.ts';
+import {
+  events,
+  inputSchema,
+  type ApprovalReminder,
+  type BackoffOptions,
+  type Checkpoint,
+  type TaskLifecycleContext,
+  type TaskLifecycleEmitted,
+  type TaskLifecycleEvent,
+  type TaskLifecycleInput,
+} from './task-lifecycle.types.ts';
+
+/** The task input failed its schema; names the field, never the value. */
+export class InvalidTaskInputError extends AgentchartsError {
+  override name = 'InvalidTaskInputError';
+  readonly machineId = 'task-lifecycle';
+  /** Dotted path of the offending field (`backoff.capMs`), empty for the whole input. */
+  readonly field: string;
+  constructor(field: string, issueCode: string) {
+    super(
+      'INVALID_INPUT',
+      `Invalid input for machine "task-lifecycle" at field "${field || '(root)'}": ${issueCode}`,
+    );
+    this.field = field;
+  }
+}
+
+/**
+ * Validates the input and builds the initial context. The context factory calls
+ * it, so an actor created with bad input is in `error` status with this error.
+ *
+ * @example
+ * initialContext({ taskId: 't1' }).max_retries; // 3
+ */
+export function initialContext({ input }: { input: TaskLifecycleInput }): TaskLifecycleContext {
+  const parsed = inputSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    // Only the path and the issue code: zod's messages can quote the received value.
+    throw new InvalidTaskInputError(
+      issue?.path.map(String).join('.') ?? '',
+      issue?.code ?? 'invalid',
+    );
+  }
+  const { taskId, maxRetries, backoff, approvalTimeoutMs, jitterSeed } = parsed.data;
+  return {
+    task_id: taskId,
+    retry_count: 0,
+    max_retries: maxRetries,
+    backoff: { baseMs: backoff.baseMs, capMs: backoff.capMs },
+    approval_timeout_ms: approvalTimeoutMs,
+    jitter_seed: jitterSeed ?? taskId,
+    last_error: null,
+    checkpoint: null,
+    approval: null,
+    blocked_on: null,
+    result: null,
+  };
+}
+
+/** The largest backoff of an attempt: `min(capMs, baseMs · 2^attempt)`. */
+export function retryCeiling(attempt: number, { baseMs, capMs }: BackoffOptions): number {
+  if (!Number.isInteger(attempt) || attempt < 0) {
+    throw new RangeError(`retry attempt must be a non-negative integer, got ${attempt}`);
+  }
+  // 2^attempt overflows to Infinity for large attempts; min() then yields the cap.
+  return Math.min(capMs, baseMs * 2 ** attempt);
+}
+
+/** 32-bit FNV-1a of a string followed by murmur3's finaliser, as a fraction in [0, 1). */
+function unitHash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return (h >>> 0) / 0x1_0000_0000;
+}
+
+/**
+ * Backoff before retry `attempt` (0-based: the number of retries already taken):
+ * exponential with a cap and "full jitter", `uniform(0, min(cap, base · 2^attempt))`
+ * in whole milliseconds, bounds included. The jitter is a hash of `seed` and
+ * `attempt`, not `Math.random()`, so replaying a task's events yields the same delays.
+ *
+ * @example
+ * retryDelay(2, { baseMs: 1000, capMs: 60000, seed: 'task-1' }); // some value in 0..4000
+ */
+export function retryDelay(
+  attempt: number,
+  { baseMs, capMs, seed }: BackoffOptions & { seed: string },
+): number {
+  const ceiling = retryCeiling(attempt, { baseMs, capMs });
+  return Math.min(ceiling, Math.floor(unitHash(`${seed}:${attempt}`) * (ceiling + 1)));
+}
+
+/** Keeps the checkpoint an event carries; events without one leave the last in place. */
+function checkpointFrom(
+  context: TaskLifecycleContext,
+  event: TaskLifecycleEvent,
+): Checkpoint | null {
+  return 'checkpoint' in event && event.checkpoint !== undefined
+    ? event.checkpoint
+    : context.checkpoint;
+}
+
+export const machine = setup({
+  types: {
+    context: {} as TaskLifecycleContext,
+    events: {} as TaskLifecycleEvent,
+    input: {} as TaskLifecycleInput,
+    emitted: {} as TaskLifecycleEmitted,
+  },
+  schemas: { events, input: inputSchema },
+  actions: {
+    recordCheckpoint: assign({
+      checkpoint: ({ context, event }) => checkpointFrom(context, event),
+    }),
+    requestApproval: assign({
+      approval: ({ context, event }) => {
+        assertEvent(event, 'PAUSE_FOR_APPROVAL');
+        return {
+          reason: event.reason,
+          requested_at: event.requestedAt,
+          deadline: event.requestedAt + context.approval_timeout_ms,
+          status: 'pending' as const,
+          approver: null,
+          comment: null,
+        };
+      },
+    }),
+    grantApproval: assign({
+      approval: ({ context, event }) => {
+        assertEvent(event, 'APPROVAL_GRANTED');
+        return context.approval
+          ? {
+              ...context.approval,
+              status: 'granted' as const,
+              approver: event.approver,
+              comment: event.comment ?? null,
+            }
+          : null;
+      },
+    }),
+    denyApproval: assign({
+      approval: ({ context, event }) => {
+        assertEvent(event, 'APPROVAL_DENIED');
+        return context.approval
+          ? {
+              ...context.approval,
+              status: 'denied' as const,
+              approver: event.approver,
+              comment: event.comment ?? null,
+            }
+          : null;
+      },
+      last_error: ({ event }) => {
+        assertEvent(event, 'APPROVAL_DENIED');
+        return {
+          event: 'APPROVAL_DENIED' as const,
+          message: `approval denied by ${event.approver}`,
+        };
+      },
+    }),
+    timeOutApproval: assign({
+      approval: ({ context }) =>
+        context.approval ? { ...context.approval, status: 'timed_out' as const } : null,
+      last_error: () => ({ event: 'TIMEOUT' as const, message: 'approval_timeout' }),
+    }),
+    recordBlock: assign({
+      blocked_on: ({ event }) => {
+        assertEvent(event, 'BLOCK_ON_DEPENDENCY');
+        return event.dependency;
+      },
+    }),
+    recordResult: assign({
+      result: ({ event }) => {
+        assertEvent(event, 'COMPLETE');
+        return event.result ?? null;
+      },
+    }),
+    recordError: assign({
+      last_error: ({ event }) => {
+        assertEvent(event, ['TRANSIENT_ERROR', 'FATAL_ERROR']);
+        return { event: event.type, message: event.error };
+      },
+    }),
+    countRetry: assign({
+      retry_count: ({ context }) => context.retry_count + 1,
+    }),
+    recordRetriesExhausted: assign({
+      last_error: ({ context }) => ({
+        event: 'MAX_RETRIES_EXCEEDED' as const,
+        message: `retries exhausted (${context.retry_count}/${context.max_retries})`,
+      }),
+    }),
+    raiseRetry: raise({ type: 'RETRY' }),
+    raiseMaxRetriesExceeded: raise({ type: 'MAX_RETRIES_EXCEEDED' }),
+    raiseTimeout: raise({ type: 'TIMEOUT' }),
+    emitApprovalReminder: emit(({ context }): ApprovalReminder => {
+      const approval = context.approval;
+      return {
+        type: 'APPROVAL_REMINDER',
+        taskId: context.task_id,
+        reason: approval?.reason ?? '',
+        requestedAt: approval?.requested_at ?? 0,
+        deadline: approval?.deadline ?? 0,
+      };
+    }),
+  },
+  guards: {
+    canRetry: ({ context }) => context.retry_count < context.max_retries,
+    retriesExhausted: ({ context }) => context.retry_count >= context.max_retries,
+  },
+  delays: {
+    // Exhausted retries fail at once: waiting out a backoff that no retry follows helps nobody.
+    retryBackoff: ({ context }) =>
+      context.retry_count < context.max_retries
+        ? retryDelay(context.retry_count, { ...context.backoff, seed: context.jitter_seed })
+        : 0,
+    approvalTimeout: ({ context }) => context.approval_timeout_ms,
+    approvalReminder: ({ context }) => Math.floor(context.approval_timeout_ms / 2),
+  },
+}).createMachine({
+  id: 'task-lifecycle',
+  description:
+    'Seed 001: the lifecycle of one agent task (planned, running, paused, blocked, retrying, done, failed).',
+  initial: 'planned',
+  context: initialContext,
+  states: {
+    planned: {
+      description: 'Created; preconditions not yet validated. No side effects.',
+      on: { START: { target: 'running' } },
+    },
+    running: {
+      description: 'The agent executes steps; only structured events change the state.',
+      on: {
+        PAUSE_FOR_APPROVAL: { target: 'paused', actions: ['recordCheckpoint', 'requestApproval'] },
+        BLOCK_ON_DEPENDENCY: { target: 'blocked', actions: ['recordCheckpoint', 'recordBlock'] },
+        COMPLETE: { target: 'done', actions: ['recordCheckpoint', 'recordResult'] },
+        FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
+        TRANSIENT_ERROR: { target: 'retrying', actions: ['recordCheckpoint', 'recordError'] },
+      },
+    },
+    paused: {
+      description:
+        'Waiting for a human decision; reminds at half the approval wait, fails when it runs out.',
+      after: {
+        // Targetless: emits the reminder without leaving (or re-entering) `paused`.
+        approvalReminder: { actions: 'emitApprovalReminder' },
+        approvalTimeout: { actions: 'raiseTimeout' },
+      },
+      on: {
+        APPROVAL_GRANTED: { target: 'running', actions: 'grantApproval' },
+        APPROVAL_DENIED: { target: 'failed', actions: 'denyApproval' },
+        TIMEOUT: { target: 'failed', actions: 'timeOutApproval' },
+      },
+    },
+    blocked: {
+      description: 'A dependency is unavailable; no automatic timeout (alerting watches it).',
+      on: {
+        DEPENDENCY_RESOLVED: { target: 'running' },
+        FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
+      },
+    },
+    retrying: {
+      description:
+        'The last attempt failed transiently; after the backoff, RETRY if retries remain, else MAX_RETRIES_EXCEEDED.',
+      after: {
+        retryBackoff: [
+          { guard: 'canRetry', actions: 'raiseRetry' },
+          { actions: 'raiseMaxRetriesExceeded' },
+        ],
+      },
+      on: {
+        RETRY: { guard: 'canRetry', target: 'running', actions: 'countRetry' },
+        MAX_RETRIES_EXCEEDED: {
+          guard: 'retriesExhausted',
+          target: 'failed',
+          actions: 'recordRetriesExhausted',
+        },
+        FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
+      },
+    },
+    done: { type: 'final', description: 'Terminal: completed.' },
+    failed: { type: 'final', description: 'Terminal: checkpoint and error stay in context.' },
+  },
+});

@@ -1,0 +1,100 @@
+import { createActor, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
+import type { PersistedSnapshot, SnapshotMigration } from '../catalog.ts';
+import { SnapshotVersionError, StoreError } from '../strict/errors.ts';
+import type { ActorRow } from '../store/types.ts';
+
+/** How a machine's persisted snapshots are versioned. */
+export interface ChartVersioning {
+  version: number;
+  migrations: Readonly<Record<number, SnapshotMigration>>;
+}
+
+/** The persisted (JSON) form of a live snapshot. */
+export function encodeSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+  return JSON.stringify(machine.getPersistedSnapshot(snapshot));
+}
+
+/** Turns persisted JSON into a live snapshot without starting anything. */
+export function restoreSnapshot(
+  machine: AnyStateMachine,
+  persisted: PersistedSnapshot,
+): AnyMachineSnapshot {
+  // createActor restores through machine.restoreSnapshot; the actor is never started,
+  // so no entry action, timer or child runs.
+  return createActor(machine, { snapshot: persisted as never }).getSnapshot() as AnyMachineSnapshot;
+}
+
+/**
+ * Loads an actor row into a live snapshot: parses the JSON (corrupt → StoreError),
+ * checks the machine id and version, runs migrations from the stored version up to
+ * the current one, and checks the state exists in the chart.
+ */
+export function decodeActorRow(
+  machine: AnyStateMachine,
+  versioning: ChartVersioning,
+  row: ActorRow,
+): AnyMachineSnapshot {
+  const fail = (detail: string) =>
+    new SnapshotVersionError({
+      actorId: row.id,
+      machineId: machine.id,
+      storedMachineId: row.machineId,
+      storedVersion: row.chartVersion,
+      currentVersion: versioning.version,
+      detail,
+    });
+  if (row.machineId !== machine.id) throw fail('different machine');
+  if (row.chartVersion > versioning.version) throw fail('stored by a newer chart version');
+
+  let persisted: PersistedSnapshot;
+  try {
+    const parsed: unknown = JSON.parse(row.snapshot);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new Error('not an object');
+    persisted = parsed as PersistedSnapshot;
+  } catch (cause) {
+    throw new StoreError(
+      { operation: 'load', kind: 'corrupt', actorId: row.id, detail: 'snapshot is not valid JSON' },
+      { cause },
+    );
+  }
+  for (let v = row.chartVersion; v < versioning.version; v++) {
+    const migrate = versioning.migrations[v];
+    if (!migrate) throw fail(`no migration from version ${v} to ${v + 1}`);
+    persisted = migrate(persisted);
+  }
+  if (!('value' in persisted) || !('status' in persisted)) {
+    throw new StoreError({
+      operation: 'load',
+      kind: 'corrupt',
+      actorId: row.id,
+      detail: 'snapshot lacks value or status',
+    });
+  }
+  if (!stateValueExists(machine, persisted.value)) throw fail('state does not exist in this chart');
+  try {
+    return restoreSnapshot(machine, persisted);
+  } catch (cause) {
+    throw Object.assign(fail('snapshot cannot be restored'), { cause });
+  }
+}
+
+/** Whether every path of a (persisted) state value names state nodes of the chart. */
+export function stateValueExists(machine: AnyStateMachine, value: unknown): boolean {
+  const walk = (node: AnyStateMachine['root'], v: unknown): boolean => {
+    if (typeof v === 'string') return Object.hasOwn(node.states, v);
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length === 0) return false;
+    return entries.every(([key, child]) => {
+      const next = Object.hasOwn(node.states, key) ? node.states[key] : undefined;
+      if (!next) return false;
+      // A compound state with an empty value object is not valid; atomic children are strings.
+      return Object.keys(next.states).length === 0
+        ? child === undefined ||
+            (typeof child === 'object' && child !== null && Object.keys(child).length === 0)
+        : walk(next, child);
+    });
+  };
+  return walk(machine.root, value);
+}

@@ -1,0 +1,175 @@
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import type { Logger } from 'pino';
+import type { ChartDefinition } from '../catalog.ts';
+import { AgentchartsError } from '../strict/errors.ts';
+import type { Store } from '../store/types.ts';
+import type { Clock } from './clock.ts';
+import { settleStep, type ReconcileHook } from './actor.ts';
+import { getRuntime } from './runtime.ts';
+
+export interface RecoverOptions {
+  /** Charts by which stored actors are loaded (default: none besides those already registered). */
+  charts?: Iterable<ChartDefinition>;
+  clock?: Clock;
+  logger?: Logger;
+  /** Settles steps found `executing` (interrupted by a crash). Without it they stay uncertain. */
+  reconcile?: ReconcileHook;
+  /** Keep polling the store for due timers afterwards (ms; 0 = no polling). Default 0. */
+  pollTimersMs?: number;
+}
+
+/** What recovery did with one actor. */
+export interface RecoveryEntry {
+  actorId: string;
+  machineId: string;
+  /** State before recovery touched the actor. */
+  stateBefore: string;
+  stateAfter: string;
+  action: 'resumed' | 'sent' | 'failed';
+  event?: EventObject;
+  reason: string;
+  /** Timers that were overdue and fired during recovery. */
+  timersFired: number;
+  error?: { name: string; message: string };
+}
+
+export interface RecoveryReport {
+  startedAt: number;
+  finishedAt: number;
+  actors: RecoveryEntry[];
+  steps: Array<{
+    key: string;
+    outcome: 'done' | 'not_done' | 'uncertain' | 'failed';
+    detail: string;
+  }>;
+  counts: { actors: number; resumed: number; sent: number; failed: number; timersFired: number };
+}
+
+function errorInfo(error: unknown): { name: string; message: string } {
+  return error instanceof Error
+    ? { name: error.name, message: error.message }
+    : { name: 'Error', message: String(error) };
+}
+
+/**
+ * Restores every non-final actor of the store after a restart: settles steps
+ * interrupted mid-run through `reconcile`, fires overdue durable timers, applies
+ * each machine's declared recovery policy to what is still active, and re-arms
+ * future timers. One actor's failure (unknown machine, corrupt row) is reported
+ * and never stops the others.
+ *
+ * @example
+ * const report = await recover(openStore(), { charts: Object.values(catalog) });
+ * for (const a of report.actors) console.log(a.actorId, a.action, a.reason);
+ */
+export async function recover(store: Store, options: RecoverOptions = {}): Promise<RecoveryReport> {
+  const runtimeOptions: { clock?: Clock; logger?: Logger; charts?: Iterable<ChartDefinition> } = {};
+  if (options.clock) runtimeOptions.clock = options.clock;
+  if (options.logger) runtimeOptions.logger = options.logger;
+  if (options.charts) runtimeOptions.charts = options.charts;
+  const runtime = getRuntime(store, runtimeOptions);
+  const startedAt = runtime.clock.now();
+  const report: RecoveryReport = {
+    startedAt,
+    finishedAt: startedAt,
+    actors: [],
+    steps: [],
+    counts: { actors: 0, resumed: 0, sent: 0, failed: 0, timersFired: 0 },
+  };
+
+  // 1. Uncertain steps: never re-run blindly.
+  for (const step of await store.listSteps({ status: 'executing' })) {
+    if (runtime.liveActor(step.actorId)) continue; // running in this process, not interrupted
+    if (!options.reconcile) {
+      report.steps.push({
+        key: step.key,
+        outcome: 'uncertain',
+        detail: 'no reconcile hook; left for an operator',
+      });
+      continue;
+    }
+    try {
+      const decision = await options.reconcile({
+        key: step.key,
+        actorId: step.actorId,
+        name: step.name,
+        startedAt: step.startedAt,
+        attempts: step.attempts,
+      });
+      await settleStep(store, step.key, decision, runtime.clock.now());
+      report.steps.push({
+        key: step.key,
+        outcome: decision.status,
+        detail: decision.status === 'done' ? 'reconciled as done' : decision.reason,
+      });
+    } catch (error) {
+      report.steps.push({ key: step.key, outcome: 'failed', detail: errorInfo(error).message });
+    }
+  }
+
+  // 2. + 3. Every active actor: overdue timers, then the policy on what is still active.
+  let afterId: string | undefined;
+  for (;;) {
+    const page = await store.listActors({ status: 'active', afterId, limit: 500 });
+    if (page.length === 0) break;
+    afterId = page[page.length - 1]?.id;
+    for (const row of page) {
+      const entry: RecoveryEntry = {
+        actorId: row.id,
+        machineId: row.machineId,
+        stateBefore: row.state,
+        stateAfter: row.state,
+        action: 'resumed',
+        reason: '',
+        timersFired: 0,
+      };
+      report.actors.push(entry);
+      try {
+        const actor = await runtime.actor(row.id);
+        const now = runtime.clock.now();
+        for (const timer of await store.timers(row.id)) {
+          if (timer.dueAt <= now && (await runtime.fireTimer(row.id, timer.timerId)))
+            entry.timersFired++;
+        }
+        const snapshot = actor.getSnapshot() as AnyMachineSnapshot;
+        if (snapshot.status !== 'active') {
+          entry.reason = `finished by an overdue timer (${actor.state})`;
+        } else {
+          const chart = runtime.chartFor(row.machineId);
+          const decision = chart?.recovery
+            ? chart.recovery({
+                actorId: row.id,
+                state: actor.state,
+                snapshot,
+                updatedAt: row.updatedAt,
+                now,
+              })
+            : { action: 'resume' as const, reason: 'no recovery policy declared' };
+          entry.reason = decision.reason;
+          if (decision.action === 'send') {
+            await actor.sendFromRecovery(decision.event, decision.reason);
+            entry.action = 'sent';
+            entry.event = decision.event;
+          }
+        }
+        entry.stateAfter = actor.state;
+      } catch (error) {
+        entry.action = 'failed';
+        entry.error = errorInfo(error);
+        entry.reason = error instanceof AgentchartsError ? error.code : 'error';
+        runtime.logger.error({ actorId: row.id, err: error }, 'recovery failed for actor');
+      }
+    }
+  }
+
+  for (const a of report.actors) {
+    report.counts.actors++;
+    report.counts.timersFired += a.timersFired;
+    if (a.action === 'resumed') report.counts.resumed++;
+    else if (a.action === 'sent') report.counts.sent++;
+    else report.counts.failed++;
+  }
+  if (options.pollTimersMs) runtime.startTimerPolling(options.pollTimersMs);
+  report.finishedAt = runtime.clock.now();
+  return report;
+}

@@ -1,0 +1,154 @@
+/**
+ * Versioned schema of the SQLite store. Migrations are applied in order when a
+ * store opens; each runs in its own `BEGIN IMMEDIATE` transaction together with
+ * its `schema_migrations` row, so a crash or a second process opening the same
+ * file never leaves a half-applied version. A database written by a newer
+ * agentcharts (a version this build does not know) is refused, never guessed at.
+ */
+import type Database from 'better-sqlite3';
+import { StoreError } from '../strict/errors.ts';
+
+/** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
+export interface SqliteMigration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+/** Every migration this build knows, oldest first. Append only; never edit a released one. */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    description: 'actors, append-only transitions, timers, steps, rejections',
+    sql: `
+      CREATE TABLE actors (
+        id TEXT PRIMARY KEY NOT NULL,
+        machine_id TEXT NOT NULL,
+        chart_version INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('active', 'done', 'error', 'stopped')),
+        snapshot TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        head_hash TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX actors_machine_state ON actors (machine_id, state);
+      CREATE INDEX actors_status ON actors (status);
+      CREATE INDEX actors_state ON actors (state);
+
+      CREATE TABLE transitions (
+        actor_id TEXT NOT NULL REFERENCES actors (id),
+        seq INTEGER NOT NULL,
+        from_state TEXT,
+        to_state TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        metadata TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (actor_id, seq)
+      ) STRICT;
+      CREATE TRIGGER transitions_no_update BEFORE UPDATE ON transitions
+      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+      CREATE TRIGGER transitions_no_delete BEFORE DELETE ON transitions
+      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+
+      CREATE TABLE timers (
+        actor_id TEXT NOT NULL REFERENCES actors (id),
+        timer_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        PRIMARY KEY (actor_id, timer_id)
+      ) STRICT;
+      CREATE INDEX timers_due_at ON timers (due_at);
+
+      CREATE TABLE steps (
+        key TEXT PRIMARY KEY NOT NULL,
+        actor_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('executing', 'done', 'failed')),
+        result TEXT,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        attempts INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX steps_actor ON steps (actor_id);
+
+      CREATE TABLE rejections (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        actor_id TEXT NOT NULL,
+        machine_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX rejections_at ON rejections (at);
+    `,
+  },
+];
+
+/** The schema version this build writes. */
+export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;
+
+/** The version recorded in `schema_migrations`, 0 for a fresh database. */
+export function sqliteSchemaVersion(db: Database.Database): number {
+  const table = db
+    .prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`)
+    .get();
+  if (table === undefined) return 0;
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as {
+    v: number | null;
+  };
+  return row.v ?? 0;
+}
+
+/**
+ * Brings the database to the newest version in `migrations`, in place. Returns the
+ * versions before and after. Throws StoreError (`migrate`, kind `schema_too_new`)
+ * when the database is newer than `migrations` knows.
+ */
+export function migrateSqlite(
+  db: Database.Database,
+  migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS,
+): { from: number; to: number } {
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) {
+      throw new StoreError({
+        operation: 'migrate',
+        kind: 'bad_migration',
+        detail: `migration #${i + 1} is numbered ${m.version}`,
+      });
+    }
+  });
+  const latest = migrations.length;
+  const from = sqliteSchemaVersion(db);
+  const tooNew = (found: number) =>
+    new StoreError({
+      operation: 'migrate',
+      kind: 'schema_too_new',
+      detail: `database schema version ${found} is newer than version ${latest} supported by this agentcharts; upgrade agentcharts`,
+    });
+  if (from > latest) throw tooNew(from);
+  // Read-only connections open a current database without writing anything.
+  if (from === latest) return { from, to: latest };
+
+  const step = db.transaction((m: SqliteMigration) => {
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    const current = sqliteSchemaVersion(db);
+    if (current > latest) throw tooNew(current);
+    if (current >= m.version) return;
+    db.exec(m.sql);
+    db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(
+      m.version,
+      Date.now(),
+    );
+  });
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL) STRICT',
+  );
+  for (const m of migrations.slice(from)) step.immediate(m);
+  return { from, to: latest };
+}

@@ -1,0 +1,167 @@
+/**
+ * The storage contract of the durable runtime. One interface, implemented by the
+ * embedded SQLite store (default), PostgreSQL and an in-memory store for unit
+ * tests; one conformance suite (test/store-conformance.test.ts) runs against all.
+ *
+ * Stores move opaque JSON text: the runtime builds rows (including the hash chain)
+ * and parses snapshots, so every store writes byte-identical data.
+ */
+
+/** Status of the actor's machine snapshot (XState's `snapshot.status`). */
+export type ActorStatus = 'active' | 'done' | 'error' | 'stopped';
+
+/** One durable actor: its latest snapshot and where its audit chain stands. */
+export interface ActorRow {
+  id: string;
+  /** `machine.id` of the chart that runs it. */
+  machineId: string;
+  /** Persisted-snapshot version of the chart (ChartDefinition.version). */
+  chartVersion: number;
+  /** Compare-and-set version: 1 after creation, +1 per committed transition. */
+  version: number;
+  /** State label of the snapshot (`running`, `EXECUTION.working`). */
+  state: string;
+  status: ActorStatus;
+  /** JSON text of the persisted XState snapshot. */
+  snapshot: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Hash of the latest transition row (head of the chain). */
+  headHash: string;
+}
+
+/** One append-only audit row. `seq` equals the actor version it produced. */
+export interface TransitionRow {
+  actorId: string;
+  seq: number;
+  /** `null` on the creation row. */
+  fromState: string | null;
+  toState: string;
+  eventType: string;
+  /** JSON text of the event (`{"type":"xstate.init"}` plus input on creation). */
+  event: string;
+  at: number;
+  /** JSON text: source (`send`, `timer`, `recover`), correlation ids, … */
+  metadata: string;
+  prevHash: string;
+  hash: string;
+}
+
+/** A pending durable timer (an XState delayed event) with an absolute due time. */
+export interface TimerRow {
+  actorId: string;
+  /** XState send id (for `after`, the `xstate.after.*` event type). */
+  timerId: string;
+  /** JSON text of the event to deliver. */
+  event: string;
+  dueAt: number;
+}
+
+/** Everything one transition writes, applied atomically. */
+export interface ActorWrite {
+  actorId: string;
+  /** The version the runtime read; 0 creates the actor (fails if it exists). */
+  expectedVersion: number;
+  actor: ActorRow;
+  transition: TransitionRow;
+  /** Timers to insert or replace (same actorId + timerId). */
+  timersSet: TimerRow[];
+  /** Timer ids of this actor to delete. */
+  timersCancel: string[];
+  /**
+   * The timer this transition consumes (a timer firing): it must still exist and is
+   * deleted; if it is gone the write fails with ConcurrencyError.
+   */
+  consumeTimer?: string | undefined;
+}
+
+export type StepStatus = 'executing' | 'done' | 'failed';
+
+/** An idempotent step (seed 001 §5), keyed `<actorId>:<name>`. */
+export interface StepRow {
+  key: string;
+  actorId: string;
+  name: string;
+  status: StepStatus;
+  /** JSON text of the result (done) or of the error (failed); null while executing. */
+  result: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  /** Executions started for this key (1 normally; >1 only through explicit reconcile → rerun). */
+  attempts: number;
+}
+
+/** An event refused by the strict layer, kept for metrics and alerts. */
+export interface RejectionRow {
+  actorId: string;
+  machineId: string;
+  state: string;
+  eventType: string;
+  /** `invalid_transition` or an InvalidEventError reason. */
+  reason: string;
+  at: number;
+}
+
+export interface ActorQuery {
+  machineId?: string | undefined;
+  state?: string | undefined;
+  status?: ActorStatus | undefined;
+  /** Keyset pagination: ids strictly greater than this. */
+  afterId?: string | undefined;
+  /** Default 100. */
+  limit?: number | undefined;
+}
+
+export interface Store {
+  /** `sqlite`, `postgres` or `memory`. */
+  readonly kind: string;
+  /** Where the data lives, printable (no credentials). */
+  readonly location: string;
+
+  /**
+   * Applies each write atomically, all in one transaction where the store can
+   * (group commit). Returns, per write, `null` on success or the error that
+   * rejected that write alone (ConcurrencyError on a version or timer conflict).
+   * A failure of the whole transaction rejects the promise with a StoreError and
+   * nothing is written.
+   */
+  commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>>;
+
+  loadActor(actorId: string): Promise<ActorRow | undefined>;
+  listActors(query?: ActorQuery): Promise<ActorRow[]>;
+  /** Transition rows of one actor in `seq` order. */
+  history(actorId: string): Promise<TransitionRow[]>;
+  /** Every actor id that has transition rows (for verify), in order. */
+  actorIdsWithHistory(): Promise<string[]>;
+
+  timers(actorId: string): Promise<TimerRow[]>;
+  /** Timers due at or before `now`, earliest first. */
+  dueTimers(now: number, limit: number): Promise<TimerRow[]>;
+  /** The earliest pending due time, if any. */
+  nextTimerDue(): Promise<number | undefined>;
+
+  getStep(key: string): Promise<StepRow | undefined>;
+  /**
+   * Inserts the step as `executing` if absent and returns `{ row, created: true }`;
+   * otherwise returns the existing row untouched with `created: false`.
+   */
+  beginStep(step: { key: string; actorId: string; name: string; startedAt: number }): Promise<{
+    row: StepRow;
+    created: boolean;
+  }>;
+  /** Marks an executing step done or failed. */
+  finishStep(
+    key: string,
+    status: 'done' | 'failed',
+    result: string,
+    finishedAt: number,
+  ): Promise<void>;
+  /** Re-arms an uncertain step for another execution (reconcile said `rerun`), attempts + 1. */
+  restartStep(key: string, startedAt: number): Promise<void>;
+  listSteps(query?: { actorId?: string; status?: StepStatus }): Promise<StepRow[]>;
+
+  recordRejection(row: RejectionRow): Promise<void>;
+  listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;
+
+  close(): Promise<void>;
+}
