@@ -18,8 +18,7 @@ import {
   StoreError,
   UncertainStepError,
 } from '../strict/errors.ts';
-import { validateInput, type EventSchemas } from '../strict/events.ts';
-import { checkEvent } from '../strict/strict-actor.ts';
+import { validateEvent, validateInput, type EventSchemas } from '../strict/events.ts';
 import { stateLabel } from '../strict/state.ts';
 import type { ActorRow, ActorStatus, Store, TimerRow, TransitionRow } from '../store/types.ts';
 import type { Clock } from './clock.ts';
@@ -291,24 +290,25 @@ export class DurableActor<TLogic extends AnyStateMachine> {
     const from = this.row.state;
 
     let parsed: EventObject;
+    let next: unknown;
+    let actions: readonly unknown[];
     try {
-      if (options.internal) {
-        parsed = event as EventObject;
-        if (previous.status !== 'active' || !previous.can(parsed)) {
-          throw new InvalidTransitionError({
-            machineId: this.machine.id,
+      parsed = options.internal
+        ? (event as EventObject)
+        : validateEvent(this.machine, event, {
             actorId: this.id,
-            state: from,
-            eventType: parsed.type,
+            schemas: this.schemas,
+            maxBytes: this.maxEventBytes,
           });
-        }
-      } else {
-        parsed = checkEvent(this.machine, previous as SnapshotFrom<TLogic>, event, {
-          actorId: this.id,
-          schemas: this.schemas,
-          maxEventBytes: this.maxEventBytes,
-        });
-      }
+      if (previous.status !== 'active') throw this.illegal(parsed.type);
+      [next, actions] = transition(
+        this.machine,
+        previous as SnapshotFrom<TLogic>,
+        parsed as EventFromLogic<TLogic>,
+      );
+      // `transition()` returns the very same snapshot when no transition is enabled:
+      // one computation both checks legality and produces the next state.
+      if (next === previous) throw this.illegal(parsed.type);
     } catch (error) {
       if (error instanceof InvalidEventError || error instanceof InvalidTransitionError) {
         await this.reject(error, now);
@@ -316,11 +316,6 @@ export class DurableActor<TLogic extends AnyStateMachine> {
       throw error;
     }
 
-    const [next, actions] = transition(
-      this.machine,
-      previous as SnapshotFrom<TLogic>,
-      parsed as EventFromLogic<TLogic>,
-    );
     const nextSnapshot = next as AnyMachineSnapshot;
     const planned = planActions(this.id, now, actions);
     const status = nextSnapshot.status;
@@ -404,6 +399,15 @@ export class DurableActor<TLogic extends AnyStateMachine> {
       previous,
     });
     return nextSnapshot as SnapshotFrom<TLogic>;
+  }
+
+  private illegal(eventType: string): InvalidTransitionError {
+    return new InvalidTransitionError({
+      machineId: this.machine.id,
+      actorId: this.id,
+      state: this.row.state,
+      eventType,
+    });
   }
 
   private async reject(

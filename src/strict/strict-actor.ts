@@ -108,9 +108,45 @@ export class StrictActor<TLogic extends AnyStateMachine> {
    * task.send({ type: 'RETRY' }); // throws InvalidTransitionError: `running` does not accept RETRY
    */
   send(event: EventFromLogic<TLogic>): SnapshotFrom<TLogic> {
-    const parsed = this.check(event);
+    const before = this.ref.getSnapshot() as AnyMachineSnapshot;
+    let parsed: EventFromLogic<TLogic>;
+    try {
+      parsed = validateEvent(this.machine, event, {
+        actorId: this.options.id,
+        schemas: this.options.schemas,
+        maxBytes: this.options.maxEventBytes,
+      }) as EventFromLogic<TLogic>;
+      if (before.status !== 'active') throw this.illegal(before, parsed.type);
+    } catch (error) {
+      this.rejected(error);
+      throw error;
+    }
     this.ref.send(parsed);
-    return this.ref.getSnapshot();
+    const after = this.ref.getSnapshot();
+    // XState keeps the very same snapshot object when no transition is enabled, so
+    // one transition computation both applies the event and tells whether it was
+    // legal (a separate `can()` would compute it twice).
+    if (after === before) {
+      const error = this.illegal(before, parsed.type);
+      this.rejected(error);
+      throw error;
+    }
+    return after;
+  }
+
+  private illegal(snapshot: AnyMachineSnapshot, eventType: string): InvalidTransitionError {
+    return new InvalidTransitionError({
+      machineId: this.machine.id,
+      actorId: this.options.id,
+      state: stateLabel(snapshot.value),
+      eventType,
+    });
+  }
+
+  private rejected(error: unknown): void {
+    if (error instanceof InvalidEventError || error instanceof InvalidTransitionError) {
+      this.options.onRejected?.(error);
+    }
   }
 
   /** Throws what {@link send} would throw for `event`, without sending it. */

@@ -1,0 +1,204 @@
+import { assertEvent, assign, setup } from 'xstate';
+import {
+  events,
+  planWorkflowInputSchema,
+  type Artifact,
+  type Comment,
+  type GlobalEvent,
+  type PlanWorkflowContext,
+  type PlanWorkflowEvent,
+  type PlanWorkflowInput,
+  type WorkflowMode,
+  type WorkspaceContext,
+} from './plan-workflow.types.ts';
+
+type ArtifactAdded = Extract<GlobalEvent, { type: 'ARTIFACT_ADDED' }>;
+type CommentAdded = Extract<GlobalEvent, { type: 'ADD_COMMENT' }>;
+
+/**
+ * Context reducers of the global events. plan-workflow and team-workflow both wrap
+ * them in `assign`, so the two charts give ARTIFACT_ADDED, ADD_COMMENT and
+ * CLEAR_COMMENTS the same meaning.
+ */
+export const workspace = {
+  /** The empty workspace of a fresh run (also what RESET restores). */
+  empty(): WorkspaceContext {
+    return { artifacts: [], comments: [] };
+  },
+  /** Adds the artifact, or replaces the one with the same id in place. */
+  artifactAdded(artifacts: readonly Artifact[], event: ArtifactAdded): Artifact[] {
+    const artifact: Artifact = {
+      artifactId: event.artifactId,
+      name: event.name,
+      uri: event.uri ?? null,
+    };
+    const index = artifacts.findIndex((a) => a.artifactId === event.artifactId);
+    if (index === -1) return [...artifacts, artifact];
+    return artifacts.map((a, i) => (i === index ? artifact : a));
+  },
+  /** Appends a comment (ADD_COMMENT, or a comment carried by another event). */
+  commentAdded(
+    comments: readonly Comment[],
+    comment: Pick<CommentAdded, 'author' | 'text' | 'artifactId'>,
+  ): Comment[] {
+    return [
+      ...comments,
+      { author: comment.author, text: comment.text, artifactId: comment.artifactId ?? null },
+    ];
+  },
+  /** CLEAR_COMMENTS empties the list; artifacts stay. */
+  commentsCleared(): Comment[] {
+    return [];
+  },
+};
+
+/** The context of a run that has not started, from the fields that survive RESET. */
+function freshContext(workflowId: string, defaultMode: WorkflowMode): PlanWorkflowContext {
+  return {
+    workflowId,
+    defaultMode,
+    mode: null,
+    request: null,
+    plan: null,
+    tasks: [],
+    feedback: null,
+    changeRequests: 0,
+    summary: null,
+    report: null,
+    ...workspace.empty(),
+  };
+}
+
+/** Initial context from the (validated) input. */
+export function planWorkflowContext({
+  input,
+}: {
+  input: PlanWorkflowInput | undefined;
+}): PlanWorkflowContext {
+  const parsed = planWorkflowInputSchema.parse(input ?? {});
+  return freshContext(parsed.workflowId ?? 'plan-workflow', parsed.mode ?? 'interactive');
+}
+
+/** START's mode, or the input's default when START names none. */
+export function startMode(
+  context: { defaultMode: WorkflowMode },
+  event: { type: string; mode?: WorkflowMode | undefined },
+): WorkflowMode {
+  return event.mode ?? context.defaultMode;
+}
+
+export const machine = setup({
+  types: {
+    context: {} as PlanWorkflowContext,
+    events: {} as PlanWorkflowEvent,
+    // Every input field is optional, so an actor may be created without input. The
+    // assertion is what XState infers the input type from: without it, `{}`.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+    input: {} as PlanWorkflowInput | undefined,
+  },
+  schemas: { events, input: planWorkflowInputSchema },
+  guards: {
+    isInteractive: ({ context, event }) => {
+      assertEvent(event, 'START');
+      return startMode(context, event) === 'interactive';
+    },
+    isAutonomous: ({ context, event }) => {
+      assertEvent(event, 'START');
+      return startMode(context, event) === 'autonomous';
+    },
+  },
+  actions: {
+    recordStart: assign(({ context, event }) => {
+      assertEvent(event, 'START');
+      return { request: event.request, mode: startMode(context, event) };
+    }),
+    recordPlan: assign(({ event }) => {
+      assertEvent(event, 'PLAN_CREATED');
+      return { plan: event.plan };
+    }),
+    recordTasks: assign(({ event }) => {
+      assertEvent(event, 'TASKS_CREATED');
+      return { tasks: event.tasks.map((t) => ({ taskId: t.taskId, title: t.title })) };
+    }),
+    recordChangeRequest: assign(({ context, event }) => {
+      assertEvent(event, 'CHANGES_REQUESTED');
+      return { feedback: event.feedback, changeRequests: context.changeRequests + 1 };
+    }),
+    recordSummary: assign(({ event }) => {
+      assertEvent(event, 'IMPLEMENTATION_COMPLETE');
+      return { summary: event.summary ?? null };
+    }),
+    recordReport: assign(({ event }) => {
+      assertEvent(event, 'TESTS_PASS');
+      return { report: event.report ?? null };
+    }),
+    addArtifact: assign(({ context, event }) => {
+      assertEvent(event, 'ARTIFACT_ADDED');
+      return { artifacts: workspace.artifactAdded(context.artifacts, event) };
+    }),
+    addComment: assign(({ context, event }) => {
+      assertEvent(event, 'ADD_COMMENT');
+      return { comments: workspace.commentAdded(context.comments, event) };
+    }),
+    clearComments: assign(() => ({ comments: workspace.commentsCleared() })),
+    resetContext: assign(({ context }) => freshContext(context.workflowId, context.defaultMode)),
+  },
+}).createMachine({
+  id: 'plan-workflow',
+  context: planWorkflowContext,
+  initial: 'IDLE',
+  // Global events (seed 004, note on IDLE): on the root, so every state accepts them,
+  // COMPLETE included (the issue asks for them in every state). COMPLETE is therefore
+  // not an XState final state: the work is done (tag `terminal`) and RESET starts over.
+  on: {
+    ARTIFACT_ADDED: { actions: 'addArtifact' },
+    ADD_COMMENT: { actions: 'addComment' },
+    CLEAR_COMMENTS: { actions: 'clearComments' },
+    RESET: { target: '.IDLE', actions: 'resetContext' },
+  },
+  states: {
+    IDLE: {
+      description: 'Waiting for work',
+      on: {
+        START: [
+          { guard: 'isInteractive', target: 'PLANNING', actions: 'recordStart' },
+          { guard: 'isAutonomous', target: 'EXECUTION', actions: 'recordStart' },
+        ],
+      },
+    },
+    PLANNING: {
+      description: 'Analyzes request, creates Implementation Plan',
+      on: { PLAN_CREATED: { target: 'AWAITING_PLAN_APPROVAL', actions: 'recordPlan' } },
+    },
+    AWAITING_PLAN_APPROVAL: {
+      description: 'Waiting for user approval of plan',
+      on: {
+        PLAN_APPROVED: { target: 'CREATING_TASKS' },
+        CHANGES_REQUESTED: { target: 'PLANNING', actions: 'recordChangeRequest' },
+      },
+    },
+    CREATING_TASKS: {
+      description: 'Converts approved plan into Task List',
+      on: { TASKS_CREATED: { target: 'AWAITING_TASKS_APPROVAL', actions: 'recordTasks' } },
+    },
+    AWAITING_TASKS_APPROVAL: {
+      description: 'Waiting for user approval of tasks',
+      on: {
+        TASKS_APPROVED: { target: 'EXECUTION' },
+        CHANGES_REQUESTED: { target: 'CREATING_TASKS', actions: 'recordChangeRequest' },
+      },
+    },
+    EXECUTION: {
+      description: 'Executes tasks autonomously',
+      on: { IMPLEMENTATION_COMPLETE: { target: 'VERIFICATION', actions: 'recordSummary' } },
+    },
+    VERIFICATION: {
+      description: 'Tests and verifies implementation',
+      on: {
+        TESTS_PASS: { target: 'COMPLETE', actions: 'recordReport' },
+        CHANGES_REQUESTED: { target: 'EXECUTION', actions: 'recordChangeRequest' },
+      },
+    },
+    COMPLETE: { description: 'Work verified; only the global events apply', tags: ['terminal'] },
+  },
+});

@@ -1,0 +1,182 @@
+import { defineChart } from '../../src/catalog.ts';
+import type { RecoveryPolicy } from '../../src/durable/policy.ts';
+import { machine } from './team-workflow.machine.ts';
+import { events, type TeamWorkflowInput } from './team-workflow.types.ts';
+
+export {
+  approvalReachesThreshold,
+  machine,
+  roleOf,
+  taskOf,
+  teamWorkflowContext,
+} from './team-workflow.machine.ts';
+export {
+  DEFAULT_THRESHOLD,
+  events,
+  memberSchema,
+  roleSchema,
+  teamTaskSchema,
+  teamWorkflowInputSchema,
+  voteDecisionSchema,
+} from './team-workflow.types.ts';
+export type {
+  Member,
+  Role,
+  TaskStatus,
+  TeamTask,
+  TeamTaskDraft,
+  TeamWorkflowContext,
+  TeamWorkflowEvent,
+  TeamWorkflowInput,
+  VoteDecision,
+} from './team-workflow.types.ts';
+
+/** Why each resting state of team-workflow is safe to resume as persisted. */
+const resumeReasons: Readonly<Record<string, string>> = {
+  IDLE: 'waiting for START; nothing was in flight',
+  'PLANNING.Architect_Drafts': 'the architect drafts outside the chart and sends PLAN_DRAFTED',
+  'PLANNING.Team_Review':
+    'votes cast so far are in context; the remaining voters vote after restart',
+  'TASK_CREATION.Architect_Decomposes':
+    'the architect decomposes outside the chart and sends TASKS_DRAFTED',
+  'TASK_CREATION.Team_Review':
+    'votes cast so far are in context; the remaining voters vote after restart',
+  'EXECUTION.Dispatch': 'waiting for TASKS_ASSIGNED from whoever dispatches',
+  'EXECUTION.Parallel_Work':
+    'each task keeps its status in context; workers report progress as they resume',
+  'EXECUTION.Blocked': 'blockers are resolved by the team, not by a clock',
+  'VERIFICATION.QA_Review': 'waiting for the QA member to pass or fail the work',
+  'VERIFICATION.Cross_Review': 'reviews done so far are in context; the rest follow',
+};
+
+/**
+ * Recovery policy: resume every state. Every wait is on people (votes, work,
+ * blockers, reviews) whose progress is already in context; the seed has no
+ * deadline or failure event the chart could send instead.
+ */
+export const recovery: RecoveryPolicy = ({ state }) => ({
+  action: 'resume',
+  reason: resumeReasons[state] ?? 'no in-flight work is held by the chart',
+});
+
+/** A small team: one member per role, every member votes, default threshold. */
+export const defaultInput: TeamWorkflowInput = {
+  workflowId: 'team-demo',
+  members: [
+    { id: 'arch', role: 'architect' },
+    { id: 'dev', role: 'developer' },
+    { id: 'qa', role: 'qa' },
+  ],
+};
+
+export const chart = defineChart({
+  name: 'team-workflow',
+  description:
+    'Seed 004, team variant: architect drafts, consensus votes, parallel per-task work with blockers, QA then cross review.',
+  machine,
+  events,
+  eventSamples: {
+    START: [{ type: 'START', request: 'Add a dark mode toggle' }],
+    PLAN_DRAFTED: [
+      { type: 'PLAN_DRAFTED', by: 'arch', plan: 'Theme context, toggle, QA checklist' },
+      { type: 'PLAN_DRAFTED', by: 'dev', plan: 'Not the architect' },
+    ],
+    TASKS_DRAFTED: [
+      {
+        type: 'TASKS_DRAFTED',
+        by: 'arch',
+        tasks: [
+          { taskId: 't1', title: 'Toggle component', role: 'developer' },
+          { taskId: 't2', title: 'QA checklist', role: 'qa' },
+        ],
+      },
+      {
+        type: 'TASKS_DRAFTED',
+        by: 'qa',
+        tasks: [{ taskId: 't1', title: 'Not the architect', role: 'developer' }],
+      },
+    ],
+    VOTE: [
+      { type: 'VOTE', voterId: 'arch', decision: 'approve' },
+      { type: 'VOTE', voterId: 'dev', decision: 'approve' },
+      { type: 'VOTE', voterId: 'qa', decision: 'approve', comment: 'LGTM' },
+      { type: 'VOTE', voterId: 'qa', decision: 'request_changes', comment: 'Add tests' },
+      { type: 'VOTE', voterId: 'outsider', decision: 'approve' },
+    ],
+    TASKS_ASSIGNED: [
+      {
+        type: 'TASKS_ASSIGNED',
+        assignments: [
+          { taskId: 't1', assignee: 'dev' },
+          { taskId: 't2', assignee: 'qa' },
+        ],
+      },
+      { type: 'TASKS_ASSIGNED', assignments: [{ taskId: 't1', assignee: 'dev' }] },
+      { type: 'TASKS_ASSIGNED', assignments: [{ taskId: 't2', assignee: 'qa' }] },
+      {
+        type: 'TASKS_ASSIGNED',
+        assignments: [
+          { taskId: 't1', assignee: 'qa' },
+          { taskId: 't2', assignee: 'dev' },
+        ],
+      },
+    ],
+    TASK_STARTED: [
+      { type: 'TASK_STARTED', taskId: 't1' },
+      { type: 'TASK_STARTED', taskId: 't2' },
+      { type: 'TASK_STARTED', taskId: 't9' },
+    ],
+    TASK_DONE: [
+      { type: 'TASK_DONE', taskId: 't1', summary: 'Toggle merged' },
+      { type: 'TASK_DONE', taskId: 't2' },
+    ],
+    TASK_FAILED: [
+      { type: 'TASK_FAILED', taskId: 't1', reason: 'Build broke' },
+      { type: 'TASK_FAILED', taskId: 't2', reason: 'No test device' },
+    ],
+    BLOCKER_RAISED: [
+      { type: 'BLOCKER_RAISED', taskId: 't1', description: 'Waiting on design tokens' },
+      { type: 'BLOCKER_RAISED', taskId: 't2', description: 'Staging is down' },
+    ],
+    BLOCKER_RESOLVED: [
+      { type: 'BLOCKER_RESOLVED', taskId: 't1' },
+      { type: 'BLOCKER_RESOLVED', taskId: 't2' },
+    ],
+    QA_PASS: [
+      { type: 'QA_PASS', by: 'qa', report: 'All checks green' },
+      { type: 'QA_PASS', by: 'dev' },
+    ],
+    QA_FAIL: [
+      { type: 'QA_FAIL', by: 'qa', taskIds: ['t1'], report: 'Toggle does not persist' },
+      { type: 'QA_FAIL', by: 'qa', taskIds: ['t2'], report: 'Checklist incomplete' },
+      { type: 'QA_FAIL', by: 'qa', taskIds: ['t1', 't2'], report: 'Both need work' },
+    ],
+    CROSS_REVIEW: [
+      { type: 'CROSS_REVIEW', taskId: 't1', reviewerId: 'qa', decision: 'approve' },
+      { type: 'CROSS_REVIEW', taskId: 't1', reviewerId: 'dev', decision: 'approve' },
+      {
+        type: 'CROSS_REVIEW',
+        taskId: 't1',
+        reviewerId: 'arch',
+        decision: 'request_changes',
+        comment: 'Use the design tokens',
+      },
+      { type: 'CROSS_REVIEW', taskId: 't2', reviewerId: 'dev', decision: 'approve' },
+      { type: 'CROSS_REVIEW', taskId: 't2', reviewerId: 'qa', decision: 'approve' },
+    ],
+    ARTIFACT_ADDED: [
+      { type: 'ARTIFACT_ADDED', artifactId: 'plan', name: 'Implementation Plan' },
+      { type: 'ARTIFACT_ADDED', artifactId: 'tasks', name: 'Task List', uri: 'file:///tasks.md' },
+    ],
+    ADD_COMMENT: [
+      { type: 'ADD_COMMENT', author: 'dev', text: 'Which tokens?', artifactId: 'plan' },
+      { type: 'ADD_COMMENT', author: 'qa', text: 'Starting review' },
+    ],
+    CLEAR_COMMENTS: [{ type: 'CLEAR_COMMENTS' }],
+    RESET: [{ type: 'RESET' }],
+  },
+  defaultInput,
+  recovery,
+  version: 1,
+  migrations: {},
+});

@@ -1,0 +1,469 @@
+import { and, assertEvent, assign, setup } from 'xstate';
+import { workspace } from '../plan-workflow/index.ts';
+import {
+  DEFAULT_THRESHOLD,
+  events,
+  teamWorkflowInputSchema,
+  type Member,
+  type Role,
+  type TeamTask,
+  type TeamWorkflowContext,
+  type TeamWorkflowEvent,
+  type TeamWorkflowInput,
+} from './team-workflow.types.ts';
+
+type Team = Pick<TeamWorkflowContext, 'workflowId' | 'members' | 'voters' | 'threshold'>;
+
+/** The context of a run that has not started: the team, an empty workspace. */
+function freshContext(team: Team): TeamWorkflowContext {
+  return {
+    workflowId: team.workflowId,
+    members: team.members.map((m) => ({ ...m })),
+    voters: [...team.voters],
+    threshold: team.threshold,
+    request: null,
+    plan: null,
+    taskDrafts: [],
+    votes: {},
+    tasks: {},
+    revisions: { plan: 0, tasks: 0 },
+    qaReport: null,
+    ...workspace.empty(),
+  };
+}
+
+/** Initial context from the input, validated (an invalid team puts the actor in error). */
+export function teamWorkflowContext({ input }: { input: TeamWorkflowInput }): TeamWorkflowContext {
+  const team = teamWorkflowInputSchema.parse(input);
+  return freshContext({
+    workflowId: team.workflowId ?? 'team-workflow',
+    members: team.members,
+    voters: team.voters ?? team.members.map((m) => m.id),
+    threshold: team.threshold ?? DEFAULT_THRESHOLD,
+  });
+}
+
+/** Role of a member, or undefined for a non-member. */
+export function roleOf(context: { members: readonly Member[] }, id: string): Role | undefined {
+  return context.members.find((m) => m.id === id)?.role;
+}
+
+/** A task by id; own keys only, so `constructor` and friends are unknown tasks. */
+export function taskOf(context: Pick<TeamWorkflowContext, 'tasks'>, id: string) {
+  return Object.hasOwn(context.tasks, id) ? context.tasks[id] : undefined;
+}
+
+/** Whether approving now (one more approval) reaches the threshold. */
+export function approvalReachesThreshold(
+  context: Pick<TeamWorkflowContext, 'votes' | 'voters' | 'threshold'>,
+): boolean {
+  const approvals = Object.values(context.votes).filter((d) => d === 'approve').length + 1;
+  return approvals / context.voters.length >= context.threshold;
+}
+
+function patchTask(
+  tasks: Record<string, TeamTask>,
+  id: string,
+  patch: Partial<TeamTask>,
+): Record<string, TeamTask> {
+  const task = Object.hasOwn(tasks, id) ? tasks[id] : undefined;
+  if (!task) return tasks;
+  return { ...tasks, [id]: { ...task, ...patch } };
+}
+
+/** A reopened task goes back to dispatch for a new attempt. */
+function reopened(task: TeamTask): Partial<TeamTask> {
+  return {
+    status: 'PENDING',
+    assignee: null,
+    blocker: null,
+    reviewedBy: null,
+    outcome: null,
+    attempt: task.attempt + 1,
+  };
+}
+
+const settled = (t: TeamTask) => t.status === 'DONE' || t.status === 'FAILED';
+
+export const machine = setup({
+  types: {
+    context: {} as TeamWorkflowContext,
+    events: {} as TeamWorkflowEvent,
+    input: {} as TeamWorkflowInput,
+  },
+  schemas: { events, input: teamWorkflowInputSchema },
+  guards: {
+    isArchitect: ({ context, event }) => {
+      assertEvent(event, ['PLAN_DRAFTED', 'TASKS_DRAFTED']);
+      return roleOf(context, event.by) === 'architect';
+    },
+    isQa: ({ context, event }) => {
+      assertEvent(event, ['QA_PASS', 'QA_FAIL']);
+      return roleOf(context, event.by) === 'qa';
+    },
+    taskRolesStaffed: ({ context, event }) => {
+      assertEvent(event, 'TASKS_DRAFTED');
+      return event.tasks.every((t) => context.members.some((m) => m.role === t.role));
+    },
+    voteIsValid: ({ context, event }) => {
+      assertEvent(event, 'VOTE');
+      return context.voters.includes(event.voterId) && !Object.hasOwn(context.votes, event.voterId);
+    },
+    isApproval: ({ event }) => {
+      assertEvent(event, ['VOTE', 'CROSS_REVIEW']);
+      return event.decision === 'approve';
+    },
+    isChangeRequest: ({ event }) => {
+      assertEvent(event, ['VOTE', 'CROSS_REVIEW']);
+      return event.decision === 'request_changes';
+    },
+    reachesThreshold: ({ context }) => approvalReachesThreshold(context),
+    assignmentsCoverPending: ({ context, event }) => {
+      assertEvent(event, 'TASKS_ASSIGNED');
+      const pending = Object.values(context.tasks).filter((t) => t.status === 'PENDING');
+      return (
+        event.assignments.length === pending.length &&
+        event.assignments.every((a) => {
+          const task = taskOf(context, a.taskId);
+          return task?.status === 'PENDING' && roleOf(context, a.assignee) === task.role;
+        })
+      );
+    },
+    taskIsAssigned: ({ context, event }) => {
+      assertEvent(event, 'TASK_STARTED');
+      return taskOf(context, event.taskId)?.status === 'ASSIGNED';
+    },
+    taskIsWorkable: ({ context, event }) => {
+      assertEvent(event, ['TASK_DONE', 'TASK_FAILED', 'BLOCKER_RAISED']);
+      const task = taskOf(context, event.taskId);
+      return task?.status === 'IN_PROGRESS' && task.blocker === null;
+    },
+    taskIsBlocked: ({ context, event }) => {
+      assertEvent(event, 'BLOCKER_RESOLVED');
+      const blocker = taskOf(context, event.taskId)?.blocker;
+      return blocker !== undefined && blocker !== null;
+    },
+    isLastBlocker: ({ context, event }) => {
+      assertEvent(event, 'BLOCKER_RESOLVED');
+      return Object.values(context.tasks).every(
+        (t) => t.blocker === null || t.taskId === event.taskId,
+      );
+    },
+    allTasksSettled: ({ context }) => Object.values(context.tasks).every(settled),
+    noFailedTasks: ({ context }) =>
+      Object.values(context.tasks).every((t) => t.status !== 'FAILED'),
+    reopenListValid: ({ context, event }) => {
+      assertEvent(event, 'QA_FAIL');
+      const listed = new Set(event.taskIds);
+      return (
+        event.taskIds.every((id) => taskOf(context, id) !== undefined) &&
+        Object.values(context.tasks).every((t) => t.status !== 'FAILED' || listed.has(t.taskId))
+      );
+    },
+    crossReviewValid: ({ context, event }) => {
+      assertEvent(event, 'CROSS_REVIEW');
+      const task = taskOf(context, event.taskId);
+      if (!task || task.status !== 'DONE' || task.reviewedBy !== null || task.assignee === null) {
+        return false;
+      }
+      const reviewerRole = roleOf(context, event.reviewerId);
+      return reviewerRole !== undefined && reviewerRole !== roleOf(context, task.assignee);
+    },
+    allDoneTasksReviewed: ({ context }) =>
+      Object.values(context.tasks).every((t) => t.status !== 'DONE' || t.reviewedBy !== null),
+  },
+  actions: {
+    recordRequest: assign(({ event }) => {
+      assertEvent(event, 'START');
+      return { request: event.request };
+    }),
+    recordPlan: assign(({ event }) => {
+      assertEvent(event, 'PLAN_DRAFTED');
+      return { plan: event.plan, votes: {} };
+    }),
+    recordTaskDrafts: assign(({ event }) => {
+      assertEvent(event, 'TASKS_DRAFTED');
+      return {
+        taskDrafts: event.tasks.map((t) => ({ taskId: t.taskId, title: t.title, role: t.role })),
+        votes: {},
+      };
+    }),
+    recordVote: assign(({ context, event }) => {
+      assertEvent(event, 'VOTE');
+      return {
+        votes: { ...context.votes, [event.voterId]: event.decision },
+        comments:
+          event.comment === undefined
+            ? context.comments
+            : workspace.commentAdded(context.comments, {
+                author: event.voterId,
+                text: event.comment,
+              }),
+      };
+    }),
+    reopenDrafting: assign(({ context }, params: { phase: 'plan' | 'tasks' }) => ({
+      votes: {},
+      revisions: { ...context.revisions, [params.phase]: context.revisions[params.phase] + 1 },
+    })),
+    closeVote: assign({ votes: {} }),
+    createTasks: assign(({ context }) => ({
+      tasks: Object.fromEntries(
+        context.taskDrafts.map((d): [string, TeamTask] => [
+          d.taskId,
+          {
+            taskId: d.taskId,
+            title: d.title,
+            role: d.role,
+            status: 'PENDING',
+            assignee: null,
+            blocker: null,
+            reviewedBy: null,
+            attempt: 1,
+            outcome: null,
+          },
+        ]),
+      ),
+    })),
+    assignTasks: assign(({ context, event }) => {
+      assertEvent(event, 'TASKS_ASSIGNED');
+      let tasks = context.tasks;
+      for (const a of event.assignments) {
+        tasks = patchTask(tasks, a.taskId, { status: 'ASSIGNED', assignee: a.assignee });
+      }
+      return { tasks };
+    }),
+    startTask: assign(({ context, event }) => {
+      assertEvent(event, 'TASK_STARTED');
+      return { tasks: patchTask(context.tasks, event.taskId, { status: 'IN_PROGRESS' }) };
+    }),
+    finishTask: assign(({ context, event }) => {
+      assertEvent(event, 'TASK_DONE');
+      return {
+        tasks: patchTask(context.tasks, event.taskId, {
+          status: 'DONE',
+          outcome: event.summary ?? null,
+        }),
+      };
+    }),
+    failTask: assign(({ context, event }) => {
+      assertEvent(event, 'TASK_FAILED');
+      return {
+        tasks: patchTask(context.tasks, event.taskId, { status: 'FAILED', outcome: event.reason }),
+      };
+    }),
+    raiseBlocker: assign(({ context, event }) => {
+      assertEvent(event, 'BLOCKER_RAISED');
+      return { tasks: patchTask(context.tasks, event.taskId, { blocker: event.description }) };
+    }),
+    resolveBlocker: assign(({ context, event }) => {
+      assertEvent(event, 'BLOCKER_RESOLVED');
+      return { tasks: patchTask(context.tasks, event.taskId, { blocker: null }) };
+    }),
+    recordQaPass: assign(({ event }) => {
+      assertEvent(event, 'QA_PASS');
+      return { qaReport: event.report ?? null };
+    }),
+    reopenFailedQa: assign(({ context, event }) => {
+      assertEvent(event, 'QA_FAIL');
+      let tasks = context.tasks;
+      for (const id of event.taskIds) {
+        const task = taskOf({ tasks }, id);
+        if (task) tasks = patchTask(tasks, id, reopened(task));
+      }
+      return { tasks, qaReport: event.report };
+    }),
+    recordReview: assign(({ context, event }) => {
+      assertEvent(event, 'CROSS_REVIEW');
+      return {
+        tasks: patchTask(context.tasks, event.taskId, { reviewedBy: event.reviewerId }),
+      };
+    }),
+    reopenReviewedTask: assign(({ context, event }) => {
+      assertEvent(event, 'CROSS_REVIEW');
+      const task = taskOf(context, event.taskId);
+      return {
+        tasks: task ? patchTask(context.tasks, event.taskId, reopened(task)) : context.tasks,
+      };
+    }),
+    addReviewComment: assign(({ context, event }) => {
+      assertEvent(event, 'CROSS_REVIEW');
+      if (event.comment === undefined) return {};
+      return {
+        comments: workspace.commentAdded(context.comments, {
+          author: event.reviewerId,
+          text: event.comment,
+        }),
+      };
+    }),
+    addArtifact: assign(({ context, event }) => {
+      assertEvent(event, 'ARTIFACT_ADDED');
+      return { artifacts: workspace.artifactAdded(context.artifacts, event) };
+    }),
+    addComment: assign(({ context, event }) => {
+      assertEvent(event, 'ADD_COMMENT');
+      return { comments: workspace.commentAdded(context.comments, event) };
+    }),
+    clearComments: assign(() => ({ comments: workspace.commentsCleared() })),
+    resetContext: assign(({ context }) => freshContext(context)),
+  },
+}).createMachine({
+  id: 'team-workflow',
+  context: teamWorkflowContext,
+  initial: 'IDLE',
+  // The single-agent chart's global events, with the same context effects.
+  on: {
+    ARTIFACT_ADDED: { actions: 'addArtifact' },
+    ADD_COMMENT: { actions: 'addComment' },
+    CLEAR_COMMENTS: { actions: 'clearComments' },
+    RESET: { target: '.IDLE', actions: 'resetContext' },
+  },
+  states: {
+    IDLE: {
+      description: 'Waiting for work',
+      on: { START: { target: 'PLANNING', actions: 'recordRequest' } },
+    },
+    PLANNING: {
+      description: 'Architect drafts the plan; the team votes on it',
+      initial: 'Architect_Drafts',
+      states: {
+        Architect_Drafts: {
+          on: {
+            PLAN_DRAFTED: { guard: 'isArchitect', target: 'Team_Review', actions: 'recordPlan' },
+          },
+        },
+        Team_Review: {
+          on: {
+            VOTE: [
+              {
+                guard: and(['voteIsValid', 'isApproval', 'reachesThreshold']),
+                target: 'Approved',
+                actions: 'recordVote',
+              },
+              {
+                guard: and(['voteIsValid', 'isChangeRequest']),
+                target: 'Architect_Drafts',
+                actions: ['recordVote', { type: 'reopenDrafting', params: { phase: 'plan' } }],
+              },
+              { guard: 'voteIsValid', actions: 'recordVote' },
+            ],
+          },
+        },
+        Approved: { description: 'Consensus reached (seed: CONSENSUS_APPROVED)', type: 'final' },
+      },
+      onDone: { target: 'TASK_CREATION', actions: 'closeVote' },
+    },
+    TASK_CREATION: {
+      description: 'Architect decomposes the plan into tasks; the team votes on them',
+      initial: 'Architect_Decomposes',
+      states: {
+        Architect_Decomposes: {
+          on: {
+            TASKS_DRAFTED: {
+              guard: and(['isArchitect', 'taskRolesStaffed']),
+              target: 'Team_Review',
+              actions: 'recordTaskDrafts',
+            },
+          },
+        },
+        Team_Review: {
+          on: {
+            VOTE: [
+              {
+                guard: and(['voteIsValid', 'isApproval', 'reachesThreshold']),
+                target: 'Approved',
+                actions: 'recordVote',
+              },
+              {
+                guard: and(['voteIsValid', 'isChangeRequest']),
+                target: 'Architect_Decomposes',
+                actions: ['recordVote', { type: 'reopenDrafting', params: { phase: 'tasks' } }],
+              },
+              { guard: 'voteIsValid', actions: 'recordVote' },
+            ],
+          },
+        },
+        Approved: { description: 'Consensus reached (seed: CONSENSUS_APPROVED)', type: 'final' },
+      },
+      onDone: { target: 'EXECUTION', actions: ['closeVote', 'createTasks'] },
+    },
+    EXECUTION: {
+      description: 'Tasks are dispatched and worked on in parallel',
+      initial: 'Dispatch',
+      // Per-task moves are accepted wherever their guard holds: in Parallel_Work and,
+      // for tasks that are not blocked, in Blocked.
+      on: {
+        TASK_STARTED: { guard: 'taskIsAssigned', actions: 'startTask' },
+        TASK_DONE: { guard: 'taskIsWorkable', actions: 'finishTask' },
+        TASK_FAILED: { guard: 'taskIsWorkable', actions: 'failTask' },
+        BLOCKER_RAISED: { guard: 'taskIsWorkable', target: '.Blocked', actions: 'raiseBlocker' },
+      },
+      states: {
+        Dispatch: {
+          on: {
+            TASKS_ASSIGNED: {
+              guard: 'assignmentsCoverPending',
+              target: 'Parallel_Work',
+              actions: 'assignTasks',
+            },
+          },
+        },
+        Parallel_Work: {
+          always: { guard: 'allTasksSettled', target: 'All_Complete' },
+        },
+        Blocked: {
+          on: {
+            BLOCKER_RESOLVED: [
+              {
+                guard: and(['taskIsBlocked', 'isLastBlocker']),
+                target: 'Parallel_Work',
+                actions: 'resolveBlocker',
+              },
+              { guard: 'taskIsBlocked', actions: 'resolveBlocker' },
+            ],
+          },
+        },
+        All_Complete: { description: 'Every task is DONE or FAILED', type: 'final' },
+      },
+      onDone: { target: 'VERIFICATION' },
+    },
+    VERIFICATION: {
+      description: 'QA reviews, then each done task is cross-reviewed by another role',
+      initial: 'QA_Review',
+      states: {
+        QA_Review: {
+          on: {
+            QA_PASS: {
+              guard: and(['isQa', 'noFailedTasks']),
+              target: 'Cross_Review',
+              actions: 'recordQaPass',
+            },
+            QA_FAIL: {
+              guard: and(['isQa', 'reopenListValid']),
+              target: '#team-workflow.EXECUTION',
+              actions: 'reopenFailedQa',
+            },
+          },
+        },
+        Cross_Review: {
+          always: { guard: 'allDoneTasksReviewed', target: 'Verified' },
+          on: {
+            CROSS_REVIEW: [
+              {
+                guard: and(['crossReviewValid', 'isApproval']),
+                actions: ['recordReview', 'addReviewComment'],
+              },
+              {
+                guard: and(['crossReviewValid', 'isChangeRequest']),
+                target: '#team-workflow.EXECUTION',
+                actions: ['reopenReviewedTask', 'addReviewComment'],
+              },
+            ],
+          },
+        },
+        Verified: { description: 'Every done task approved (seed: ALL_APPROVED)', type: 'final' },
+      },
+      onDone: { target: 'COMPLETE' },
+    },
+    COMPLETE: { description: 'Final state', type: 'final' },
+  },
+});

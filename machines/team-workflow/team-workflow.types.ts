@@ -1,0 +1,162 @@
+import { z } from 'zod';
+import { eventSchema, type EventFromSchemas } from '../../src/strict/events.ts';
+import {
+  events as planEvents,
+  fields,
+  globalEvents,
+  hasUniqueTaskIds,
+  idSchema,
+  planTaskSchema,
+  textSchema,
+  type WorkspaceContext,
+} from '../plan-workflow/index.ts';
+
+/** Team roles (seed 004, "Add Role Context"). */
+export const roleSchema = z.enum(['architect', 'developer', 'qa']);
+export type Role = z.infer<typeof roleSchema>;
+
+export const memberSchema = z.strictObject({ id: idSchema, role: roleSchema });
+export type Member = z.infer<typeof memberSchema>;
+
+/** A task of the team's list: the single-agent task plus the role that must do it. */
+export const teamTaskSchema = planTaskSchema.extend({ role: roleSchema });
+export type TeamTaskDraft = z.infer<typeof teamTaskSchema>;
+
+export const voteDecisionSchema = z.enum(['approve', 'request_changes']);
+export type VoteDecision = z.infer<typeof voteDecisionSchema>;
+
+function uniqueStrings(values: readonly string[]): boolean {
+  return new Set(values).size === values.length;
+}
+
+/** Member id of the sender, where the seed ties the step to a role. */
+const by = { by: idSchema };
+
+/**
+ * Event schemas of team-workflow. The single-agent vocabulary is reused, not
+ * restated: START is plan-workflow's START without the mode (a team always plans),
+ * the global events are plan-workflow's schemas, and the drafting events spread
+ * plan-workflow's payload field groups.
+ */
+export const events = {
+  START: planEvents.START.omit({ mode: true }),
+  ...globalEvents,
+  PLAN_DRAFTED: eventSchema('PLAN_DRAFTED', { ...fields.plan, ...by }),
+  TASKS_DRAFTED: eventSchema('TASKS_DRAFTED', {
+    ...by,
+    tasks: z
+      .array(teamTaskSchema)
+      .min(1)
+      .max(200)
+      .refine(hasUniqueTaskIds, 'task ids must be unique'),
+  }),
+  VOTE: eventSchema('VOTE', {
+    voterId: idSchema,
+    decision: voteDecisionSchema,
+    comment: textSchema.optional(),
+  }),
+  TASKS_ASSIGNED: eventSchema('TASKS_ASSIGNED', {
+    assignments: z
+      .array(z.strictObject({ taskId: idSchema, assignee: idSchema }))
+      .min(1)
+      .max(200)
+      .refine((list) => hasUniqueTaskIds(list), 'a task is assigned once'),
+  }),
+  TASK_STARTED: eventSchema('TASK_STARTED', { taskId: idSchema }),
+  TASK_DONE: eventSchema('TASK_DONE', { taskId: idSchema, summary: textSchema.optional() }),
+  TASK_FAILED: eventSchema('TASK_FAILED', { taskId: idSchema, reason: textSchema }),
+  BLOCKER_RAISED: eventSchema('BLOCKER_RAISED', { taskId: idSchema, description: textSchema }),
+  BLOCKER_RESOLVED: eventSchema('BLOCKER_RESOLVED', { taskId: idSchema }),
+  QA_PASS: eventSchema('QA_PASS', { ...by, report: textSchema.optional() }),
+  QA_FAIL: eventSchema('QA_FAIL', {
+    ...by,
+    taskIds: z.array(idSchema).min(1).max(200).refine(uniqueStrings, 'task ids must be unique'),
+    report: textSchema,
+  }),
+  CROSS_REVIEW: eventSchema('CROSS_REVIEW', {
+    taskId: idSchema,
+    reviewerId: idSchema,
+    decision: voteDecisionSchema,
+    comment: textSchema.optional(),
+  }),
+};
+
+export type TeamWorkflowEvent = EventFromSchemas<typeof events>;
+
+/**
+ * Per-task status. The seed's per-task substates are ASSIGNED → IN_PROGRESS →
+ * DONE / FAILED; PENDING is a task approved (or reopened) but not yet dispatched.
+ */
+export type TaskStatus = 'PENDING' | 'ASSIGNED' | 'IN_PROGRESS' | 'DONE' | 'FAILED';
+
+export interface TeamTask {
+  taskId: string;
+  title: string;
+  role: Role;
+  status: TaskStatus;
+  assignee: string | null;
+  /** Open blocker's description, while the task is blocked. */
+  blocker: string | null;
+  /** Member who approved the work in cross review, for the current attempt. */
+  reviewedBy: string | null;
+  /** 1 on first dispatch, +1 each time QA or a cross reviewer reopens the task. */
+  attempt: number;
+  /** TASK_DONE summary or TASK_FAILED reason of the current attempt. */
+  outcome: string | null;
+}
+
+export interface TeamWorkflowContext extends WorkspaceContext {
+  workflowId: string;
+  members: Member[];
+  /** Member ids whose votes count; approval needs approvals / voters.length ≥ threshold. */
+  voters: string[];
+  threshold: number;
+  request: string | null;
+  plan: string | null;
+  /** The task list as drafted by the architect, in order. */
+  taskDrafts: TeamTaskDraft[];
+  /** Votes of the current review round, by voter id. */
+  votes: Record<string, VoteDecision>;
+  /** Tasks by id, from approval of the task list on. */
+  tasks: Record<string, TeamTask>;
+  /** Review rounds that ended in a change request, per phase. */
+  revisions: { plan: number; tasks: number };
+  /** Latest QA report. */
+  qaReport: string | null;
+}
+
+function hasRole(members: readonly Member[], role: Role): boolean {
+  return members.some((m) => m.role === role);
+}
+
+/** The team: members with roles, the voters among them, and the approval threshold. */
+export const teamWorkflowInputSchema = z
+  .strictObject({
+    workflowId: idSchema.optional(),
+    members: z.array(memberSchema).min(1).max(100),
+    /** Defaults to every member. */
+    voters: z.array(idSchema).min(1).optional(),
+    /** Share of voters that must approve; default 0.67 (seed 004). */
+    threshold: z.number().gt(0).lte(1).optional(),
+  })
+  .refine((t) => uniqueStrings(t.members.map((m) => m.id)), {
+    message: 'member ids must be unique',
+    path: ['members'],
+  })
+  .refine((t) => hasRole(t.members, 'architect') && hasRole(t.members, 'qa'), {
+    message: 'the team needs an architect (drafts) and a qa member (QA review)',
+    path: ['members'],
+  })
+  .refine((t) => t.voters === undefined || uniqueStrings(t.voters), {
+    message: 'voter ids must be unique',
+    path: ['voters'],
+  })
+  .refine((t) => (t.voters ?? []).every((v) => t.members.some((m) => m.id === v)), {
+    message: 'every voter must be a member',
+    path: ['voters'],
+  });
+
+export type TeamWorkflowInput = z.input<typeof teamWorkflowInputSchema>;
+
+/** Seed 004: "threshold": 0.67. */
+export const DEFAULT_THRESHOLD = 0.67;

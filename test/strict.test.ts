@@ -1,0 +1,136 @@
+import { describe, expect, test } from 'vitest';
+import { setup } from 'xstate';
+import { z } from 'zod';
+import {
+  InvalidEventError,
+  InvalidInputError,
+  InvalidTransitionError,
+  createStrictActor,
+  eventSchema,
+  stateLabel,
+  type EventFromSchemas,
+} from '../src/index.ts';
+import { taskLifecycle } from '../machines/index.ts';
+
+const events = {
+  GO: eventSchema('GO', { amount: z.number().int().positive(), note: z.string().optional() }),
+  STOP: eventSchema('STOP'),
+};
+const input = z.strictObject({ owner: z.string().min(1) });
+const machine = setup({
+  types: { events: {} as EventFromSchemas<typeof events>, input: {} as z.infer<typeof input> },
+  schemas: { events, input },
+}).createMachine({
+  id: 'strict-demo',
+  initial: 'idle',
+  states: {
+    idle: { on: { GO: 'busy' } },
+    busy: { initial: 'a', states: { a: {} }, on: { STOP: 'stopped' } },
+    stopped: { type: 'final' },
+  },
+});
+
+describe('the strict actor', () => {
+  test('sends a legal event and returns the new snapshot', () => {
+    const actor = createStrictActor(machine, { id: 's1', input: { owner: 'o' } }).start();
+    expect(stateLabel(actor.send({ type: 'GO', amount: 3 }))).toBe('busy.a');
+  });
+
+  test('rejects an illegal event with the machine, actor, state and event named, snapshot unchanged', () => {
+    const rejected: unknown[] = [];
+    const actor = createStrictActor(machine, {
+      id: 's2',
+      input: { owner: 'o' },
+      onRejected: (e) => rejected.push(e),
+    }).start();
+    const before = actor.getSnapshot();
+    const error = (() => {
+      try {
+        actor.send({ type: 'STOP' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(InvalidTransitionError);
+    expect(error).toMatchObject({
+      machineId: 'strict-demo',
+      actorId: 's2',
+      state: 'idle',
+      eventType: 'STOP',
+    });
+    expect((error as Error).message).toBe(
+      'Machine "strict-demo" (actor "s2") in state "idle" does not accept event "STOP"',
+    );
+    expect(actor.getSnapshot()).toBe(before);
+    expect(rejected).toEqual([error]);
+  });
+
+  test('rejects every event once the machine is done', () => {
+    const actor = createStrictActor(machine, { input: { owner: 'o' } }).start();
+    actor.send({ type: 'GO', amount: 1 });
+    actor.send({ type: 'STOP' });
+    expect(() => actor.send({ type: 'GO', amount: 1 })).toThrow(InvalidTransitionError);
+  });
+
+  test.each([
+    ['not an object', 'GO', 'not_an_object', undefined],
+    ['unknown type', { type: 'JUMP' }, 'unknown_type', undefined],
+    ['missing field', { type: 'GO' }, 'missing_field', 'amount'],
+    ['wrong type', { type: 'GO', amount: 'ten-thousand-dollars' }, 'invalid_field', 'amount'],
+    ['out of range', { type: 'GO', amount: -5 }, 'invalid_field', 'amount'],
+    ['extra key', { type: 'GO', amount: 1, secret: 'hunter2' }, 'unexpected_field', 'secret'],
+    [
+      '__proto__ key',
+      JSON.parse('{"type":"GO","amount":1,"__proto__":{"admin":true}}'),
+      'forbidden_key',
+      '__proto__',
+    ],
+    ['internal event', { type: 'xstate.after.1000.strict-demo.idle' }, 'unknown_type', 'type'],
+    ['oversize', { type: 'GO', amount: 1, note: 'x'.repeat(70_000) }, 'oversize', undefined],
+  ])(
+    'rejects an ill-formed event (%s) with InvalidEventError and no change',
+    (_, event, reason, field) => {
+      const actor = createStrictActor(machine, { input: { owner: 'o' } }).start();
+      const before = actor.getSnapshot();
+      let error: unknown;
+      try {
+        actor.send(event as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidEventError);
+      expect(error).toMatchObject({ reason, field });
+      expect((error as Error).message).not.toMatch(/hunter2|ten-thousand|admin|xxxx/);
+      expect(actor.getSnapshot()).toBe(before);
+    },
+  );
+
+  test('refuses input that does not match the machine input schema, naming the field', () => {
+    expect(() => createStrictActor(machine, { id: 's3', input: { owner: '' } })).toThrow(
+      InvalidInputError,
+    );
+    expect(() =>
+      createStrictActor(taskLifecycle.machine, { input: { taskId: 't', maxRetries: -1 } }),
+    ).toThrow(/field "maxRetries"/);
+  });
+
+  test('check and can answer without sending', () => {
+    const actor = createStrictActor(machine, { input: { owner: 'o' } }).start();
+    expect(actor.can({ type: 'GO', amount: 1 })).toBe(true);
+    expect(actor.can({ type: 'STOP' })).toBe(false);
+    expect(actor.can({ type: 'GO' })).toBe(false);
+    expect(() => actor.check({ type: 'STOP' })).toThrow(InvalidTransitionError);
+    expect(actor.getSnapshot().value).toBe('idle');
+  });
+
+  test('accepts any event type the chart names when the machine declares no schemas', () => {
+    const plain = setup({}).createMachine({
+      id: 'plain',
+      initial: 'a',
+      states: { a: { on: { GO: 'b' } }, b: {} },
+    });
+    const actor = createStrictActor(plain).start();
+    expect(() => actor.send({ type: 'NOPE' })).toThrow(InvalidEventError);
+    expect(actor.send({ type: 'GO' }).value).toBe('b');
+  });
+});
