@@ -1,5 +1,6 @@
 export * from './strict/index.ts';
 export * from './testing/index.ts';
+export * from './inspect/index.ts';
 export * from './catalog.ts';
 export * from './durable/index.ts';
 export * from './store/index.ts';

@@ -9,6 +9,7 @@ import {
   events,
   machine,
   recovery,
+  serializeState,
   type PlanWorkflowEvent,
   type PlanWorkflowInput,
 } from '../machines/plan-workflow/index.ts';
@@ -49,15 +50,6 @@ const EXTRAS = SEED_STATES.flatMap((s) => [
 
 const input: PlanWorkflowInput = { workflowId: 'wf-1', mode: 'interactive' };
 const samples = chart.eventSamples;
-/** Guards read only the mode; comments grow without bound, so only their presence counts. */
-const serializeState = (s: Snap): string =>
-  JSON.stringify([
-    s.value,
-    s.status,
-    s.context.mode,
-    s.context.comments.length > 0,
-    s.context.artifacts.map((a) => a.artifactId),
-  ]);
 const explored = exploreMachine(machine, { events: samples, input, serializeState });
 const reachable = [...explored.states.values()];
 

@@ -11,6 +11,7 @@ import {
   events,
   machine,
   recovery,
+  serializeState,
   type TeamWorkflowEvent,
   type TeamWorkflowInput,
 } from '../machines/team-workflow/index.ts';
@@ -161,26 +162,6 @@ const EXTRAS = [
 
 const input: TeamWorkflowInput = defaultInput;
 const samples = chart.eventSamples;
-/**
- * Guards read votes, task statuses, assignees, blockers and reviews; those are
- * finite for 3 voters and 2 tasks. Comments, attempts and revisions grow without
- * bound and no guard reads them, so they are left out.
- */
-const serializeState = (s: Snap): string =>
-  JSON.stringify([
-    s.value,
-    s.status,
-    s.context.votes,
-    Object.values(s.context.tasks).map((t) => [
-      t.taskId,
-      t.status,
-      t.assignee,
-      t.blocker !== null,
-      t.reviewedBy,
-    ]),
-    s.context.comments.length > 0,
-    s.context.artifacts.map((a) => a.artifactId),
-  ]);
 const explored = exploreMachine(machine, { events: samples, input, serializeState });
 const reachable = [...explored.states.values()];
 

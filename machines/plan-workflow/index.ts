@@ -1,3 +1,4 @@
+import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/catalog.ts';
 import type { RecoveryPolicy } from '../../src/durable/policy.ts';
 import { machine } from './plan-workflow.machine.ts';
@@ -54,6 +55,17 @@ export const recovery: RecoveryPolicy = ({ state }) => ({
   reason: resumeReasons[state] ?? 'no in-flight work is held by the chart',
 });
 
+/** Guards read only the mode; comments grow without bound, so only their presence counts. */
+export function serializeState(s: SnapshotFrom<typeof machine>): string {
+  return JSON.stringify([
+    s.value,
+    s.status,
+    s.context.mode,
+    s.context.comments.length > 0,
+    s.context.artifacts.map((a) => a.artifactId),
+  ]);
+}
+
 export const chart = defineChart({
   name: 'plan-workflow',
   description:
@@ -99,4 +111,5 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  serializeState,
 });

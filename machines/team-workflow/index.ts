@@ -1,3 +1,4 @@
+import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/catalog.ts';
 import type { RecoveryPolicy } from '../../src/durable/policy.ts';
 import { machine } from './team-workflow.machine.ts';
@@ -68,6 +69,28 @@ export const defaultInput: TeamWorkflowInput = {
     { id: 'qa', role: 'qa' },
   ],
 };
+
+/**
+ * Guards read votes, task statuses, assignees, blockers and reviews; those are
+ * finite for 3 voters and 2 tasks. Comments, attempts and revisions grow without
+ * bound and no guard reads them, so they are left out.
+ */
+export function serializeState(s: SnapshotFrom<typeof machine>): string {
+  return JSON.stringify([
+    s.value,
+    s.status,
+    s.context.votes,
+    Object.values(s.context.tasks).map((t) => [
+      t.taskId,
+      t.status,
+      t.assignee,
+      t.blocker !== null,
+      t.reviewedBy,
+    ]),
+    s.context.comments.length > 0,
+    s.context.artifacts.map((a) => a.artifactId),
+  ]);
+}
 
 export const chart = defineChart({
   name: 'team-workflow',
@@ -179,4 +202,5 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  serializeState,
 });

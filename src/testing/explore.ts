@@ -21,7 +21,7 @@ export interface ExploreOptions<TLogic extends AnyStateMachine> {
   events: EventCatalog<EventFromLogic<TLogic>>;
   input?: InputFrom<TLogic>;
   /**
-   * Identity of a state for the traversal. Defaults to state value + context,
+   * Identity of a state for the traversal. Defaults to state value + context + history,
    * which is exact but can be infinite when context counts; pass a projection
    * (e.g. state label plus a bounded counter) to keep the graph finite.
    */
@@ -78,9 +78,16 @@ export function delayedEvents(snapshot: AnyMachineSnapshot): EventObject[] {
   return out;
 }
 
-/** The default identity of a snapshot: its value and context. */
-export function serializeValueAndContext(snapshot: AnyMachineSnapshot): string {
-  return JSON.stringify({ value: snapshot.value, context: snapshot.context as unknown });
+/**
+ * The default identity of a snapshot: value, context and history. History counts:
+ * two `paused` states that resume to different places are different states.
+ */
+export function serializeSnapshotIdentity(snapshot: AnyMachineSnapshot): string {
+  const history: Record<string, string[]> = {};
+  for (const key of Object.keys(snapshot.historyValue).sort()) {
+    history[key] = (snapshot.historyValue[key] ?? []).map((node) => node.id);
+  }
+  return JSON.stringify({ value: snapshot.value, context: snapshot.context as unknown, history });
 }
 
 /**
@@ -97,7 +104,7 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
   );
   const serialize =
     (options.serializeState as ((s: AnyMachineSnapshot) => string) | undefined) ??
-    serializeValueAndContext;
+    serializeSnapshotIdentity;
   const includeDelayed = options.includeDelayed ?? true;
   const limit = options.limit ?? 50_000;
   const rejected: ExploredGraph<TLogic>['rejected'] = [];
@@ -162,7 +169,8 @@ export function transitionTable<TLogic extends AnyStateMachine>(
 ): string[] {
   const graph = exploreMachine(machine, options);
   const rows = new Set<string>();
-  for (const e of graph.edges) rows.add(`${e.fromLabel} --${eventLabel(e.event.type)}--> ${e.toLabel}`);
+  for (const e of graph.edges)
+    rows.add(`${e.fromLabel} --${eventLabel(e.event.type)}--> ${e.toLabel}`);
   return [...rows].sort();
 }
 

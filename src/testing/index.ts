@@ -1,1 +1,3 @@
 export * from './explore.ts';
+export * from './plan.ts';
+export * from './replay.ts';

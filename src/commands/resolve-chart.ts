@@ -1,0 +1,228 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import { AgentchartsError } from '../strict/errors.ts';
+import { getEventSchemas, getMachineEventTypes } from '../strict/events.ts';
+import type { EventCatalog } from '../testing/explore.ts';
+
+/** A machine named on the command line, with what the CLI needs to explore it. */
+export interface ResolvedChart {
+  /** Catalog name, or the module path and export name. */
+  name: string;
+  origin: 'catalog' | 'module';
+  machine: AnyStateMachine;
+  eventSamples: EventCatalog;
+  /** Event types the source gave no samples for; a bare `{ type }` sample stands in. */
+  derivedSamples: string[];
+  input: unknown;
+  serializeState: ((snapshot: AnyMachineSnapshot) => string) | undefined;
+}
+
+/** The name is not in the catalog of our machines. */
+export class ChartNotFoundError extends AgentchartsError {
+  override name = 'ChartNotFoundError';
+  readonly chart: string;
+  readonly known: string[];
+  constructor(chart: string, known: string[]) {
+    super(
+      'CHART_NOT_FOUND',
+      `Unknown machine "${chart}"; known machines: ${known.join(', ')} (or pass a path to a module that exports a machine)`,
+    );
+    this.chart = chart;
+    this.known = known;
+  }
+}
+
+/** The module could not be found or failed while loading. */
+export class ModuleLoadError extends AgentchartsError {
+  override name = 'ModuleLoadError';
+  readonly file: string;
+  constructor(file: string, detail: string, options?: { cause?: unknown }) {
+    super('MODULE_LOAD', `Cannot load module "${file}": ${detail}`, options);
+    this.file = file;
+  }
+}
+
+/** The module exports no XState machine, or several and none was chosen. */
+export class NoMachineError extends AgentchartsError {
+  override name = 'NoMachineError';
+  readonly file: string;
+  constructor(file: string, detail: string) {
+    super('NO_MACHINE', `Module "${file}" ${detail}`);
+    this.file = file;
+  }
+}
+
+/** Whether a value is an XState state machine (duck-typed: a user's module may load its own copy of xstate). */
+export function isStateMachine(value: unknown): value is AnyStateMachine {
+  if (value === null || typeof value !== 'object') return false;
+  const v = value as Record<string, unknown>;
+  const root = v.root as Record<string, unknown> | undefined;
+  return (
+    typeof v.id === 'string' &&
+    typeof v.transition === 'function' &&
+    typeof v.getInitialSnapshot === 'function' &&
+    typeof root === 'object' &&
+    root !== null &&
+    typeof root.states === 'object'
+  );
+}
+
+interface ChartLike {
+  machine: AnyStateMachine;
+  eventSamples?: EventCatalog;
+  defaultInput?: unknown;
+  serializeState?: (snapshot: AnyMachineSnapshot) => string;
+}
+
+function isChartLike(value: unknown): value is ChartLike {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    isStateMachine((value as { machine?: unknown }).machine)
+  );
+}
+
+/** `./x.ts`, `/abs/x.ts`, `x.ts`, `dir/x` are paths; `task-lifecycle` is a catalog name. */
+export function looksLikePath(spec: string): boolean {
+  return /[\\/]/.test(spec) || /\.[cm]?[jt]sx?$/.test(spec) || spec.startsWith('.');
+}
+
+function camelCase(name: string): string {
+  return name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+function asFunction(value: unknown): ((snapshot: AnyMachineSnapshot) => string) | undefined {
+  return typeof value === 'function'
+    ? (value as (snapshot: AnyMachineSnapshot) => string)
+    : undefined;
+}
+
+/** Fills in `{ type }` for event types the machine names but the samples lack. */
+function completeSamples(
+  machine: AnyStateMachine,
+  samples: EventCatalog | undefined,
+): { eventSamples: EventCatalog; derivedSamples: string[] } {
+  const out: Record<string, readonly EventObject[]> = { ...(samples ?? {}) } as Record<
+    string,
+    readonly EventObject[]
+  >;
+  const types = new Set([
+    ...getMachineEventTypes(machine).filter((t) => !t.includes('*')),
+    ...Object.keys(getEventSchemas(machine) ?? {}),
+  ]);
+  const derivedSamples: string[] = [];
+  for (const type of [...types].sort()) {
+    if ((out[type] ?? []).length > 0) continue;
+    out[type] = [{ type }];
+    derivedSamples.push(type);
+  }
+  return { eventSamples: out, derivedSamples };
+}
+
+async function resolveCatalogChart(name: string): Promise<ResolvedChart> {
+  const machines = (await import('../../machines/index.ts')) as unknown as Record<
+    string,
+    unknown
+  > & {
+    catalog: Record<string, ChartLike>;
+  };
+  const chart = Object.hasOwn(machines.catalog, name) ? machines.catalog[name] : undefined;
+  if (!chart) throw new ChartNotFoundError(name, Object.keys(machines.catalog).sort());
+  // A chart's namespace (`agentLifecycle`) may export the projection that keeps its traversal finite.
+  const namespace = machines[camelCase(name)] as Record<string, unknown> | undefined;
+  const { eventSamples, derivedSamples } = completeSamples(chart.machine, chart.eventSamples);
+  return {
+    name,
+    origin: 'catalog',
+    machine: chart.machine,
+    eventSamples,
+    derivedSamples,
+    input: chart.defaultInput,
+    serializeState: asFunction(chart.serializeState) ?? asFunction(namespace?.serializeState),
+  };
+}
+
+async function resolveModuleChart(
+  spec: string,
+  exportName: string | undefined,
+  cwd: string,
+): Promise<ResolvedChart> {
+  const file = resolve(cwd, spec);
+  if (!existsSync(file)) throw new ModuleLoadError(spec, 'no such file');
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    const detail =
+      error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
+    throw new ModuleLoadError(spec, detail, { cause: error });
+  }
+
+  let picked: { exportName: string; value: AnyStateMachine | ChartLike } | undefined;
+  if (exportName !== undefined) {
+    const value = Object.hasOwn(mod, exportName) ? mod[exportName] : undefined;
+    if (!isStateMachine(value) && !isChartLike(value)) {
+      throw new NoMachineError(spec, `has no export "${exportName}" that is a machine or a chart`);
+    }
+    picked = { exportName, value };
+  } else {
+    for (const candidate of ['chart', 'machine', 'default']) {
+      const value = mod[candidate];
+      if (Object.hasOwn(mod, candidate) && (isChartLike(value) || isStateMachine(value))) {
+        picked = { exportName: candidate, value };
+        break;
+      }
+    }
+    if (!picked) {
+      const found = Object.entries(mod).filter(([, v]) => isStateMachine(v) || isChartLike(v));
+      if (found.length === 0) {
+        throw new NoMachineError(
+          spec,
+          'exports no XState machine (looked for a `chart` or `machine` export, a default export, or any export that is a StateMachine)',
+        );
+      }
+      if (found.length > 1) {
+        throw new NoMachineError(
+          spec,
+          `exports several machines (${found.map(([k]) => k).join(', ')}); choose one with --export <name>`,
+        );
+      }
+      const [name, value] = found[0] as [string, AnyStateMachine | ChartLike];
+      picked = { exportName: name, value };
+    }
+  }
+
+  const chart: ChartLike = isChartLike(picked.value) ? picked.value : { machine: picked.value };
+  // Samples, input and projection may also sit beside a bare machine export.
+  const samples = chart.eventSamples ?? (mod.eventSamples as EventCatalog | undefined);
+  const { eventSamples, derivedSamples } = completeSamples(chart.machine, samples);
+  return {
+    name: `${spec}#${picked.exportName}`,
+    origin: 'module',
+    machine: chart.machine,
+    eventSamples,
+    derivedSamples,
+    input: chart.defaultInput ?? mod.defaultInput ?? mod.input,
+    serializeState: asFunction(chart.serializeState) ?? asFunction(mod.serializeState),
+  };
+}
+
+/**
+ * Resolves a CLI argument to a machine: a catalog name (`task-lifecycle`) or a
+ * path to a module (`./my-machine.ts`, loaded through the running tsx loader).
+ * From a module it takes the `chart` export (a chart definition), else the
+ * `machine` export, else the default export, else the only export that is a
+ * StateMachine; `exportName` picks one explicitly. Event samples, input and a
+ * `serializeState` projection come from the chart or from module exports of
+ * those names (`eventSamples`, `defaultInput`/`input`, `serializeState`).
+ */
+export async function resolveChart(
+  spec: string,
+  options: { exportName?: string | undefined; cwd?: string | undefined } = {},
+): Promise<ResolvedChart> {
+  if (looksLikePath(spec))
+    return resolveModuleChart(spec, options.exportName, options.cwd ?? process.cwd());
+  return resolveCatalogChart(spec);
+}

@@ -1,0 +1,15 @@
+import { resolveChart } from '../src/commands/resolve-chart.ts';
+import { generateTransitionTests } from '../src/testing/generate.ts';
+
+// The same chart, samples, input and state projection `agentcharts paths agent-status` uses,
+// so the pinned counts below are the ones the CLI prints. A chart change that
+// alters them fails the pinned-counts test: review the change, then update them.
+const chart = await resolveChart('agent-status');
+
+generateTransitionTests(chart.machine, {
+  events: chart.eventSamples,
+  input: chart.input,
+  ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
+  describe: 'agent-status',
+  expect: { states: 8, legal: 57, illegal: 19, paths: 9 },
+});
