@@ -303,6 +303,82 @@ describe('a durable actor', () => {
   });
 });
 
+describe('store faults under a durable actor', () => {
+  test('a busy database fails the send with a StoreError naming the actor, and the actor keeps serving after', async () => {
+    const store = openStore(`sqlite:${file}?busy_timeout=50`);
+    stores.push(store);
+    const a = await createDurableActor(machine, {
+      id: 'f1',
+      store,
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    const b = await createDurableActor(machine, {
+      id: 'f2',
+      store,
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    const locker = new Database(file);
+    locker.exec('BEGIN EXCLUSIVE');
+    const error = await a.send({ type: 'START', by: 'x' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ actorId: 'f1', kind: 'busy' });
+    expect(a.getSnapshot().value).toBe('idle');
+    locker.exec('ROLLBACK');
+    locker.close();
+    await b.send({ type: 'START', by: 'y' });
+    await a.send({ type: 'START', by: 'x' });
+    expect([a.getSnapshot().value, b.getSnapshot().value]).toEqual(['working', 'working']);
+    expect((await verify(store, { charts: [chart] })).ok).toBe(true);
+  });
+
+  test('a full disk fails the send with nothing half-written; other actors go on once space is back', async () => {
+    const store = open();
+    const a = await createDurableActor(machine, {
+      id: 'f3',
+      store,
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    const raw = (store as unknown as { db: Database.Database }).db;
+    const pages = raw.pragma('page_count', { simple: true }) as number;
+    raw.pragma(`max_page_count = ${pages}`);
+    const big = 'x'.repeat(60_000);
+    const error = await a.send({ type: 'START', by: big }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'StoreError', kind: 'full', actorId: 'f3' });
+    expect(await store.history('f3')).toHaveLength(1);
+    expect((await store.loadActor('f3'))?.version).toBe(1);
+    raw.pragma('max_page_count = 1073741823');
+    await a.send({ type: 'START', by: big });
+    expect(a.version).toBe(2);
+    expect((await verify(store, { charts: [chart] })).ok).toBe(true);
+  });
+
+  test('a read-only database fails the send with a StoreError and changes nothing', async () => {
+    const writer = open();
+    await createDurableActor(machine, {
+      id: 'f4',
+      store: writer,
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    const reader = openStore(`sqlite:${file}?readonly=1`);
+    stores.push(reader);
+    const ro = await createDurableActor(machine, {
+      id: 'f4',
+      store: reader,
+      clock: new ManualClock(),
+    });
+    await expect(ro.send({ type: 'START', by: 'r' })).rejects.toMatchObject({
+      name: 'StoreError',
+      kind: 'readonly',
+      actorId: 'f4',
+    });
+    expect((await writer.loadActor('f4'))?.version).toBe(1);
+  });
+});
+
 describe('durable timers', () => {
   test('become rows with an absolute due time and are cancelled when their state is left', async () => {
     const store = open();
