@@ -15,6 +15,7 @@ import {
   ConcurrencyError,
   InvalidEventError,
   InvalidTransitionError,
+  LeaseLostError,
   StoreError,
   UncertainStepError,
 } from '../strict/errors.ts';
@@ -229,7 +230,9 @@ export class DurableActor<TLogic extends AnyStateMachine> {
 
   /** @internal Sends on behalf of recovery (recorded with source `recover`). */
   sendFromRecovery(event: EventObject, reason: string): Promise<SnapshotFrom<TLogic>> {
-    return this.enqueue(() => this.process(event, 'recover', { metadata: { reason } }));
+    return this.enqueue(() =>
+      this.process(event, 'recover', { fenced: true, metadata: { reason } }),
+    );
   }
 
   /**
@@ -244,7 +247,11 @@ export class DurableActor<TLogic extends AnyStateMachine> {
         if (!timer) return false;
         const event = JSON.parse(timer.event) as EventObject;
         try {
-          await this.process(event, 'timer', { consumeTimer: timerId, internal: true });
+          await this.process(event, 'timer', {
+            consumeTimer: timerId,
+            internal: true,
+            fenced: true,
+          });
           return true;
         } catch (error) {
           if (error instanceof ConcurrencyError) continue; // reload and look again
@@ -280,6 +287,8 @@ export class DurableActor<TLogic extends AnyStateMachine> {
     options: {
       consumeTimer?: string;
       internal?: boolean;
+      /** An owner duty (timer, recovery): fenced by the lease when leases are on. */
+      fenced?: boolean;
       metadata?: Record<string, unknown> | undefined;
     },
   ): Promise<SnapshotFrom<TLogic>> {
@@ -356,9 +365,11 @@ export class DurableActor<TLogic extends AnyStateMachine> {
         timersSet: planned.timersSet,
         timersCancel: planned.timersCancel,
         consumeTimer: options.consumeTimer,
+        lease: options.fenced ? runtime.fence() : undefined,
       });
     } catch (error) {
       if (error instanceof ConcurrencyError) this.stale = true;
+      if (error instanceof LeaseLostError) runtime.dropLease(this.id);
       const err = error instanceof Error ? error : new Error(String(error));
       runtime.logger.error(
         { actorId: this.id, machineId: this.machine.id, state: from, eventType: parsed.type, err },
@@ -630,6 +641,7 @@ async function loadInto<TLogic extends AnyStateMachine>(
   const snapshot = decodeActorRow(machine, versioning, row);
   const actor = new DurableActor(runtime, machine, versioning, row, snapshot, options);
   runtime.track(actor);
+  if (runtime.owner !== undefined) await runtime.acquire([row.id]);
   // Re-arm timers this process does not know about yet (e.g. after a restart).
   for (const t of await runtime.store.timers(row.id)) runtime.schedule(t);
   return actor;
@@ -752,6 +764,7 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
   }
   const actor = new DurableActor(runtime, machine, versioning, row, initial, actorOptions);
   runtime.track(actor);
+  if (runtime.owner !== undefined) await runtime.acquire([row.id]);
   for (const t of planned.timersSet) runtime.schedule(t);
   for (const listener of planned.effects) {
     try {

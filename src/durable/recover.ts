@@ -2,10 +2,10 @@ import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import type { Logger } from 'pino';
 import type { ChartDefinition } from '../catalog.ts';
 import { AgentchartsError } from '../strict/errors.ts';
-import type { Store } from '../store/types.ts';
+import type { ActorRow, StepRow, Store } from '../store/types.ts';
 import type { Clock } from './clock.ts';
 import { settleStep, type ReconcileHook } from './actor.ts';
-import { getRuntime } from './runtime.ts';
+import { getRuntime, type RuntimeOptions } from './runtime.ts';
 
 export interface RecoverOptions {
   /** Charts by which stored actors are loaded (default: none besides those already registered). */
@@ -16,6 +16,12 @@ export interface RecoverOptions {
   reconcile?: ReconcileHook;
   /** Keep polling the store for due timers afterwards (ms; 0 = no polling). Default 0. */
   pollTimersMs?: number;
+  /**
+   * Worker identity (multi-process): recover only actors that are unowned or whose
+   * lease expired, taking their leases. Without it every active actor is recovered.
+   */
+  owner?: string;
+  leaseMs?: number;
 }
 
 /** What recovery did with one actor. */
@@ -77,43 +83,47 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     counts: { actors: 0, resumed: 0, sent: 0, failed: 0, timersFired: 0 },
   };
 
-  // 1. Uncertain steps: never re-run blindly.
+  // Uncertain steps, by actor; settled only by whoever recovers that actor.
+  const uncertain = new Map<string, StepRow[]>();
   for (const step of await store.listSteps({ status: 'executing' })) {
     if (runtime.liveActor(step.actorId)) continue; // running in this process, not interrupted
-    if (!options.reconcile) {
-      report.steps.push({
-        key: step.key,
-        outcome: 'uncertain',
-        detail: 'no reconcile hook; left for an operator',
-      });
-      continue;
-    }
-    try {
-      const decision = await options.reconcile({
-        key: step.key,
-        actorId: step.actorId,
-        name: step.name,
-        startedAt: step.startedAt,
-        attempts: step.attempts,
-      });
-      await settleStep(store, step.key, decision, runtime.clock.now());
-      report.steps.push({
-        key: step.key,
-        outcome: decision.status,
-        detail: decision.status === 'done' ? 'reconciled as done' : decision.reason,
-      });
-    } catch (error) {
-      report.steps.push({ key: step.key, outcome: 'failed', detail: errorInfo(error).message });
-    }
+    const list = uncertain.get(step.actorId) ?? [];
+    list.push(step);
+    uncertain.set(step.actorId, list);
   }
+  const settle = async (actorId: string): Promise<void> => {
+    for (const step of uncertain.get(actorId) ?? []) {
+      report.steps.push(await reconcileOne(store, step, options.reconcile, runtime.clock.now()));
+    }
+    uncertain.delete(actorId);
+  };
 
-  // 2. + 3. Every active actor: overdue timers, then the policy on what is still active.
+  // The actors to recover: every active one, or (with an owner) those whose lease
+  // was free or expired and is now ours.
   let afterId: string | undefined;
+  const seen = new Set<string>();
+  const nextPage = async (): Promise<ActorRow[]> => {
+    if (runtime.owner === undefined) {
+      const page = await store.listActors({ status: 'active', afterId, limit: 500 });
+      afterId = page.at(-1)?.id;
+      return page;
+    }
+    const taken = (await runtime.acquire(undefined, 500)).filter((id) => !seen.has(id));
+    const rows: ActorRow[] = [];
+    for (const id of taken) {
+      const row = await store.loadActor(id);
+      if (row) rows.push(row);
+    }
+    return rows;
+  };
+
+  // Every recovered actor: uncertain steps, overdue timers, then the policy on what is still active.
   for (;;) {
-    const page = await store.listActors({ status: 'active', afterId, limit: 500 });
+    const page = await nextPage();
     if (page.length === 0) break;
-    afterId = page[page.length - 1]?.id;
     for (const row of page) {
+      seen.add(row.id);
+      await settle(row.id);
       const entry: RecoveryEntry = {
         actorId: row.id,
         machineId: row.machineId,
@@ -162,6 +172,12 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     }
   }
 
+  // Steps of actors that are no longer active (finished or errored) are settled too;
+  // with an owner, only after taking that actor's lease.
+  for (const actorId of [...uncertain.keys()]) {
+    if ((await runtime.acquire([actorId])).length > 0) await settle(actorId);
+  }
+
   for (const a of report.actors) {
     report.counts.actors++;
     report.counts.timersFired += a.timersFired;
@@ -172,4 +188,36 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
   if (options.pollTimersMs) runtime.startTimerPolling(options.pollTimersMs);
   report.finishedAt = runtime.clock.now();
   return report;
+}
+
+async function reconcileOne(
+  store: Store,
+  step: StepRow,
+  reconcile: ReconcileHook | undefined,
+  now: number,
+): Promise<RecoveryReport['steps'][number]> {
+  if (!reconcile) {
+    return {
+      key: step.key,
+      outcome: 'uncertain',
+      detail: 'no reconcile hook; left for an operator',
+    };
+  }
+  try {
+    const decision = await reconcile({
+      key: step.key,
+      actorId: step.actorId,
+      name: step.name,
+      startedAt: step.startedAt,
+      attempts: step.attempts,
+    });
+    await settleStep(store, step.key, decision, now);
+    return {
+      key: step.key,
+      outcome: decision.status,
+      detail: decision.status === 'done' ? 'reconciled as done' : decision.reason,
+    };
+  } catch (error) {
+    return { key: step.key, outcome: 'failed', detail: errorInfo(error).message };
+  }
 }

@@ -1,7 +1,7 @@
 import type { AnyStateMachine, EventObject } from 'xstate';
 import { pino, type Logger } from 'pino';
 import type { ChartDefinition } from '../catalog.ts';
-import { ConcurrencyError, StoreError } from '../strict/errors.ts';
+import { ConcurrencyError, LeaseLostError, StoreError } from '../strict/errors.ts';
 import type { ActorWrite, Store, TimerRow } from '../store/types.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { ChartVersioning } from './codec.ts';
@@ -25,6 +25,15 @@ export interface RuntimeOptions {
   charts?: Iterable<ChartDefinition>;
   /** Largest number of writes in one group commit. Default 512. */
   maxBatch?: number;
+  /**
+   * Worker identity for multi-process deployments. When set, this runtime takes
+   * leases on the actors it creates, loads or recovers; only a lease holder fires
+   * an actor's timers and applies recovery, and those writes are fenced by the
+   * lease. Plain sends from any worker stay ordered by compare-and-set.
+   */
+  owner?: string;
+  /** Lease length in ms (default 30,000); renewed every third of it. */
+  leaseMs?: number;
 }
 
 interface PendingWrite {
@@ -61,6 +70,11 @@ export class DurableRuntime {
   private pollHandle: unknown;
   private pollMs = 0;
   private closed = false;
+  /** Worker identity, when leases are on. */
+  readonly owner: string | undefined;
+  readonly leaseMs: number;
+  private readonly held = new Set<string>();
+  private renewHandle: unknown;
   /** Set by the factory in actor.ts to avoid an import cycle. */
   static loadActor?: (
     runtime: DurableRuntime,
@@ -77,7 +91,86 @@ export class DurableRuntime {
         pino.destination(2),
       );
     this.maxBatch = options.maxBatch ?? 512;
+    this.owner = options.owner;
+    this.leaseMs = options.leaseMs ?? 30_000;
     for (const chart of options.charts ?? []) this.registerChart(chart);
+  }
+
+  // ---- leases ----------------------------------------------------------------
+
+  /** Whether this runtime holds the actor's lease (always true without an owner). */
+  holds(actorId: string): boolean {
+    return this.owner === undefined || this.held.has(actorId);
+  }
+
+  /** The fencing token for owner duties, or undefined when leases are off. */
+  fence(): { owner: string; now: number } | undefined {
+    return this.owner === undefined ? undefined : { owner: this.owner, now: this.clock.now() };
+  }
+
+  /**
+   * Tries to take (or renew) the leases of `actorIds`, or of up to `limit` unowned
+   * or expired actors when no ids are given. Returns the ids now held.
+   */
+  async acquire(actorIds?: readonly string[], limit = 500): Promise<string[]> {
+    if (this.owner === undefined) return actorIds ? [...actorIds] : [];
+    const now = this.clock.now();
+    const leases = await this.store.acquireLeases({
+      owner: this.owner,
+      now,
+      leaseUntil: now + this.leaseMs,
+      limit: actorIds ? actorIds.length : limit,
+      actorIds,
+    });
+    for (const l of leases) this.held.add(l.actorId);
+    this.scheduleRenewal();
+    return leases.map((l) => l.actorId);
+  }
+
+  private scheduleRenewal(): void {
+    if (this.renewHandle !== undefined || this.closed || this.owner === undefined) return;
+    this.renewHandle = this.clock.setTimeout(
+      () => {
+        this.renewHandle = undefined;
+        void this.renew().finally(() => {
+          if (this.held.size > 0) this.scheduleRenewal();
+        });
+      },
+      Math.max(1, Math.floor(this.leaseMs / 3)),
+    );
+  }
+
+  /** Extends every held lease; leases that were lost are dropped (another worker took over). */
+  async renew(): Promise<void> {
+    if (this.owner === undefined || this.held.size === 0 || this.closed) return;
+    const ids = [...this.held];
+    const now = this.clock.now();
+    try {
+      const kept = new Set(
+        await this.store.renewLeases({
+          owner: this.owner,
+          now,
+          leaseUntil: now + this.leaseMs,
+          actorIds: ids,
+        }),
+      );
+      for (const id of ids) {
+        if (!kept.has(id)) {
+          this.held.delete(id);
+          this.logger.warn(
+            { actorId: id, owner: this.owner },
+            'lease lost; another worker owns the actor now',
+          );
+        }
+      }
+    } catch (error) {
+      this.logger.error({ err: error, owner: this.owner }, 'lease renewal failed');
+    }
+  }
+
+  /** @internal Forgets a lease the store says is gone. */
+  dropLease(actorId: string): void {
+    this.held.delete(actorId);
   }
 
   /** Makes a chart loadable by machine id (recover, timers, verify). */
@@ -226,10 +319,17 @@ export class DurableRuntime {
   async fireTimer(actorId: string, timerId: string): Promise<boolean> {
     if (this.closed) return false;
     try {
+      if (!this.holds(actorId) && (await this.acquire([actorId])).length === 0) {
+        return false; // its lease holder fires it
+      }
       const actor = await this.actor(actorId);
       return await actor.deliverTimer(timerId);
     } catch (error) {
       if (error instanceof ConcurrencyError) return false;
+      if (error instanceof LeaseLostError) {
+        this.dropLease(actorId);
+        return false;
+      }
       this.logger.error(
         { err: error, actorId, timerId },
         'timer delivery failed; it stays pending',
@@ -242,7 +342,16 @@ export class DurableRuntime {
   async fireDueTimers(limit = 1000): Promise<number> {
     let fired = 0;
     for (;;) {
-      const due = await this.store.dueTimers(this.clock.now(), limit);
+      const now = this.clock.now();
+      const due =
+        this.owner === undefined
+          ? await this.store.dueTimers(now, limit)
+          : await this.store.claimDueTimers({
+              owner: this.owner,
+              now,
+              claimUntil: now + this.leaseMs,
+              limit,
+            });
       if (due.length === 0) return fired;
       let progressed = false;
       for (const t of due) {
@@ -286,6 +395,13 @@ export class DurableRuntime {
     await this.drain();
     this.closed = true;
     if (this.pollHandle !== undefined) this.clock.clearTimeout(this.pollHandle);
+    if (this.renewHandle !== undefined) this.clock.clearTimeout(this.renewHandle);
+    if (this.owner !== undefined && this.held.size > 0) {
+      await this.store.releaseLeases(this.owner, [...this.held]).catch((error: unknown) => {
+        this.logger.error({ err: error }, 'could not release leases');
+      });
+      this.held.clear();
+    }
     for (const handle of this.timerHandles.values()) this.clock.clearTimeout(handle);
     this.timerHandles.clear();
     for (const actor of [...this.live.values()]) actor.detach();

@@ -73,6 +73,26 @@ export interface ActorWrite {
    * deleted; if it is gone the write fails with ConcurrencyError.
    */
   consumeTimer?: string | undefined;
+  /**
+   * Fencing for owner duties (timer firings, recovery actions): when set, the write
+   * fails with LeaseLostError unless `owner` holds the actor's lease and it has not
+   * expired at `now`. Plain sends carry no lease: compare-and-set orders them.
+   */
+  lease?: { owner: string; now: number } | undefined;
+}
+
+/** Who is responsible for an actor's timers and recovery, until when. */
+export interface LeaseRow {
+  actorId: string;
+  owner: string;
+  /** ms since epoch; the lease is expired at any `now` greater than this. */
+  leaseUntil: number;
+}
+
+/** A due timer claimed by one worker so others skip it while it fires. */
+export interface TimerClaim extends TimerRow {
+  claimedBy: string;
+  claimUntil: number;
 }
 
 export type StepStatus = 'executing' | 'done' | 'failed';
@@ -159,6 +179,43 @@ export interface Store {
   /** Re-arms an uncertain step for another execution (reconcile said `rerun`), attempts + 1. */
   restartStep(key: string, startedAt: number): Promise<void>;
   listSteps(query?: { actorId?: string; status?: StepStatus }): Promise<StepRow[]>;
+
+  /**
+   * Without `actorIds`: takes up to `limit` active actors that are unowned or whose
+   * lease expired before `now` (never ones `owner` already holds, so repeated calls
+   * page through the rest). With `actorIds`: takes or renews each listed actor (any
+   * status) that is unowned, expired, or already held by `owner`. Sets owner and
+   * `leaseUntil`; returns the leases taken. Concurrent callers never take the same
+   * actor (row locks / SKIP LOCKED).
+   */
+  acquireLeases(request: {
+    owner: string;
+    now: number;
+    leaseUntil: number;
+    limit: number;
+    actorIds?: readonly string[] | undefined;
+  }): Promise<LeaseRow[]>;
+  /** Extends leases `owner` still holds (unexpired at `now`); returns the ids renewed. */
+  renewLeases(request: {
+    owner: string;
+    now: number;
+    leaseUntil: number;
+    actorIds: readonly string[];
+  }): Promise<string[]>;
+  /** Gives up leases (e.g. on clean shutdown). */
+  releaseLeases(owner: string, actorIds: readonly string[]): Promise<void>;
+  lease(actorId: string): Promise<LeaseRow | undefined>;
+  /**
+   * Claims up to `limit` due timers (due at or before `now`, unclaimed or whose claim
+   * expired) for `owner` until `claimUntil`, earliest first. Concurrent callers get
+   * disjoint sets. Firing still consumes the row in the transition's commit.
+   */
+  claimDueTimers(request: {
+    owner: string;
+    now: number;
+    claimUntil: number;
+    limit: number;
+  }): Promise<TimerClaim[]>;
 
   recordRejection(row: RejectionRow): Promise<void>;
   listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;

@@ -213,3 +213,24 @@ export class InvalidInputError extends AgentchartsError {
     this.field = fields.field;
   }
 }
+
+/**
+ * A write that needs the actor's lease (timer firing, recovery action) was made by
+ * a worker that no longer holds it: another worker took the actor over.
+ */
+export class LeaseLostError extends AgentchartsError {
+  override name = 'LeaseLostError';
+  readonly actorId: string;
+  readonly owner: string;
+  readonly holder: string | undefined;
+  constructor(fields: { actorId: string; owner: string; holder?: string | undefined }) {
+    const holder = fields.holder ? `; held by "${fields.holder}"` : '';
+    super(
+      'LEASE_LOST',
+      `Worker "${fields.owner}" does not hold the lease of actor "${fields.actorId}"${holder}`,
+    );
+    this.actorId = fields.actorId;
+    this.owner = fields.owner;
+    this.holder = fields.holder;
+  }
+}
