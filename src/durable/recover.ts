@@ -69,7 +69,9 @@ function errorInfo(error: unknown): { name: string; message: string } {
  * for (const a of report.actors) console.log(a.actorId, a.action, a.reason);
  */
 export async function recover(store: Store, options: RecoverOptions = {}): Promise<RecoveryReport> {
-  const runtimeOptions: { clock?: Clock; logger?: Logger; charts?: Iterable<ChartDefinition> } = {};
+  const runtimeOptions: RuntimeOptions = {};
+  if (options.owner !== undefined) runtimeOptions.owner = options.owner;
+  if (options.leaseMs !== undefined) runtimeOptions.leaseMs = options.leaseMs;
   if (options.clock) runtimeOptions.clock = options.clock;
   if (options.logger) runtimeOptions.logger = options.logger;
   if (options.charts) runtimeOptions.charts = options.charts;

@@ -417,8 +417,13 @@ export function getRuntime(store: Store, options?: RuntimeOptions): DurableRunti
   if (!runtime) {
     runtime = new DurableRuntime(store, options);
     runtimes.set(store, runtime);
-  } else if (options?.charts) {
-    for (const chart of options.charts) runtime.registerChart(chart);
+  } else {
+    if (options?.owner !== undefined && options.owner !== runtime.owner) {
+      throw new Error(
+        `the runtime of this store already runs as owner "${runtime.owner ?? '(none)'}"; open another store handle for owner "${options.owner}"`,
+      );
+    }
+    for (const chart of options?.charts ?? []) runtime.registerChart(chart);
   }
   return runtime;
 }
