@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { taskLifecycle } from '../machines/index.ts';
 import { assign, emit, setup } from 'xstate';
 import { z } from 'zod';
 import {
@@ -442,6 +443,29 @@ describe('durable timers', () => {
     expect(rows.filter((r) => r.eventType.startsWith('xstate.after.'))).toHaveLength(1);
     expect(rows.at(-1)?.toState).toBe('timedOut');
     expect((await verify(stores.at(-1) as Store, { charts: [chart] })).ok).toBe(true);
+  });
+
+  test('fire a targetless delayed transition that only emits (the approval reminder)', async () => {
+    const store = open();
+    const clock = new ManualClock(0);
+    const task = await createDurableActor(taskLifecycle.machine, {
+      id: 'reminded',
+      store,
+      input: { taskId: 'reminded', approvalTimeoutMs: 400 },
+      clock,
+    });
+    const reminders: string[] = [];
+    task.on('APPROVAL_REMINDER', (e) => reminders.push(e.type));
+    await task.send({ type: 'START' });
+    await task.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'refund over limit', requestedAt: 0 });
+    clock.advance(200);
+    await waitFor(() => reminders.length === 1);
+    expect(task.getSnapshot().value).toBe('paused');
+    expect(await store.listRejections({ actorId: 'reminded' })).toEqual([]);
+    expect((await task.history()).at(-1)).toMatchObject({ fromState: 'paused', toState: 'paused' });
+    expect((await store.timers('reminded')).map((t) => t.timerId)).toEqual([
+      'xstate.after.approvalTimeout.task-lifecycle.paused',
+    ]);
   });
 });
 

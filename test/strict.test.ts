@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { setup } from 'xstate';
+import { emit, setup } from 'xstate';
 import { z } from 'zod';
 import {
   InvalidEventError,
@@ -121,6 +121,18 @@ describe('the strict actor', () => {
     expect(actor.can({ type: 'GO' })).toBe(false);
     expect(() => actor.check({ type: 'STOP' })).toThrow(InvalidTransitionError);
     expect(actor.getSnapshot().value).toBe('idle');
+  });
+
+  test('accepts a targetless transition whose only action emits (the snapshot object stays the same)', () => {
+    const emitter = setup({
+      types: { events: {} as { type: 'PING' }, emitted: {} as { type: 'PONG' } },
+      actions: { pong: emit({ type: 'PONG' }) },
+    }).createMachine({ id: 'emitter', on: { PING: { actions: 'pong' } } });
+    const actor = createStrictActor(emitter).start();
+    const heard: string[] = [];
+    actor.ref.on('PONG', (e) => heard.push(e.type));
+    actor.send({ type: 'PING' });
+    expect(heard).toEqual(['PONG']);
   });
 
   test('accepts any event type the chart names when the machine declares no schemas', () => {

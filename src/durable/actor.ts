@@ -315,9 +315,11 @@ export class DurableActor<TLogic extends AnyStateMachine> {
         previous as SnapshotFrom<TLogic>,
         parsed as EventFromLogic<TLogic>,
       );
-      // `transition()` returns the very same snapshot when no transition is enabled:
-      // one computation both checks legality and produces the next state.
-      if (next === previous) throw this.illegal(parsed.type);
+      // `transition()` returns the very same snapshot when no transition is enabled, so
+      // one computation usually both checks legality and produces the next state. A
+      // targetless transition whose actions leave context alone (an `emit`) also keeps
+      // the snapshot; only then is `can()` asked.
+      if (next === previous && !previous.can(parsed)) throw this.illegal(parsed.type);
     } catch (error) {
       if (error instanceof InvalidEventError || error instanceof InvalidTransitionError) {
         await this.reject(error, now);

@@ -123,10 +123,11 @@ export class StrictActor<TLogic extends AnyStateMachine> {
     }
     this.ref.send(parsed);
     const after = this.ref.getSnapshot();
-    // XState keeps the very same snapshot object when no transition is enabled, so
-    // one transition computation both applies the event and tells whether it was
-    // legal (a separate `can()` would compute it twice).
-    if (after === before) {
+    // XState keeps the very same snapshot object when no transition is enabled, so one
+    // transition computation usually both applies the event and tells whether it was
+    // legal. A targetless transition whose actions leave context alone (an `emit`)
+    // also keeps it; only then is the (pure) `can()` asked.
+    if (after === before && !before.can(parsed)) {
       const error = this.illegal(before, parsed.type);
       this.rejected(error);
       throw error;

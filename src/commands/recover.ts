@@ -1,0 +1,93 @@
+import type { Command } from 'commander';
+import { charts } from '../../machines/index.ts';
+import { clockTime, eventLabel, table } from '../demo/format.ts';
+import { recover } from '../durable/recover.ts';
+import { getRuntime } from '../durable/runtime.ts';
+import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
+import { openExistingStore, type StoreOptions } from './verify.ts';
+
+/** `agentcharts recover`: what a restarted process does first, run once from the command line. */
+export function registerRecover(program: Command): void {
+  program
+    .command('recover')
+    .description(
+      "Recover every unfinished actor: fire overdue durable timers and apply each chart's recovery policy (interrupted steps are reported, not re-run)",
+    )
+    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
+    .option('--db <file>', 'a SQLite file instead of --store')
+    .option('--json', 'print the report as JSON')
+    .action(async (opts: StoreOptions & { json?: boolean }): Promise<void> => {
+      const { store, where } = openExistingStore(opts);
+      try {
+        const report = await recover(store, { charts });
+        // Timers armed by recovery stay in the store; the next process that recovers fires them.
+        await getRuntime(store).close();
+        const pending = new Map<string, string>();
+        for (const a of report.actors) {
+          const next = (await store.timers(a.actorId)).sort((x, y) => x.dueAt - y.dueAt)[0];
+          if (next)
+            pending.set(a.actorId, `${eventLabel(next.timerId)} at ${clockTime(next.dueAt)}`);
+        }
+        if (opts.json) {
+          process.stdout.write(
+            `${JSON.stringify(
+              {
+                store: where,
+                ...report,
+                pendingTimers: Object.fromEntries(pending),
+              },
+              null,
+              2,
+            )}\n`,
+          );
+        } else {
+          const lines = [`recover ${where}`];
+          if (report.actors.length === 0 && report.steps.length === 0) {
+            lines.push('nothing to recover: no unfinished actor, no interrupted step');
+          }
+          if (report.steps.length > 0) {
+            lines.push('Interrupted steps:');
+            lines.push(
+              table(
+                ['step', 'outcome', 'detail'],
+                report.steps.map((s) => [s.key, s.outcome, s.detail]),
+              ),
+            );
+          }
+          if (report.actors.length > 0) {
+            lines.push('Actors:');
+            lines.push(
+              table(
+                ['actor', 'machine', 'before', 'after', 'action', 'next timer', 'reason'],
+                report.actors.map((a) => [
+                  a.actorId,
+                  a.machineId,
+                  a.stateBefore,
+                  a.stateAfter,
+                  a.action === 'sent' && a.event ? `sent ${a.event.type}` : a.action,
+                  pending.get(a.actorId) ?? '-',
+                  a.error ? `${a.error.name}: ${a.error.message}` : a.reason,
+                ]),
+              ),
+            );
+          }
+          const c = report.counts;
+          lines.push(
+            `${c.actors} actor(s): ${c.sent} sent an event, ${c.resumed} resumed, ${c.failed} failed; ${c.timersFired} overdue timer(s) fired`,
+          );
+          const uncertain = report.steps.filter((s) => s.outcome === 'uncertain').length;
+          if (uncertain > 0) {
+            lines.push(
+              `${uncertain} step(s) stay uncertain: settle them with recover(store, { reconcile }) in the application, which can ask the external system`,
+            );
+          }
+          process.stdout.write(`${lines.join('\n')}\n`);
+        }
+        if (report.counts.failed > 0 || report.steps.some((s) => s.outcome === 'failed')) {
+          process.exitCode = 1;
+        }
+      } finally {
+        await store.close();
+      }
+    });
+}

@@ -1,0 +1,57 @@
+/** Text formatting shared by the demo and the durable CLI commands: aligned columns, no JSON. */
+
+/** `hh:mm:ss.mmm` in local time. */
+export function clockTime(at: number): string {
+  const d = new Date(at);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+}
+
+/**
+ * A readable event label: `xstate.init` → `create`, a delayed transition
+ * `xstate.after.retryBackoff.task-lifecycle.retrying` → `after:retryBackoff`.
+ */
+export function eventLabel(eventType: string): string {
+  if (eventType === 'xstate.init') return 'create';
+  const after = /^xstate\.after\.([^.]+)\./.exec(eventType);
+  if (after?.[1] !== undefined) return `after:${after[1]}`;
+  return eventType;
+}
+
+/** `from --EVENT--> to`, padded so that successive lines align; an optional note after `to`. */
+export function transitionText(
+  from: string | null,
+  eventType: string,
+  to: string,
+  note?: string,
+): string {
+  const arrow = `--${eventLabel(eventType)}-->`;
+  const head = `${(from ?? '(new)').padEnd(9)} ${arrow.padEnd(24)} `;
+  return note ? `${head}${to.padEnd(9)} ${note}` : `${head}${to}`;
+}
+
+/** Cents as dollars: 15000 → `$150.00`. */
+export function dollars(cents: number): string {
+  return `$${(cents / 100).toFixed(2)}`;
+}
+
+/** Rows as aligned columns (every cell left-aligned except those named in `right`). */
+export function table(
+  header: readonly string[],
+  rows: ReadonlyArray<readonly string[]>,
+  options: { indent?: string; right?: readonly number[] } = {},
+): string {
+  const indent = options.indent ?? '  ';
+  const right = new Set(options.right ?? []);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    indent +
+    cells
+      .map((c, i) => {
+        const w = widths[i] ?? 0;
+        if (i === cells.length - 1 && !right.has(i)) return c;
+        return right.has(i) ? c.padStart(w) : c.padEnd(w);
+      })
+      .join('  ');
+  return [line(header), ...rows.map(line)].join('\n');
+}
