@@ -1,0 +1,55 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, test } from 'vitest';
+
+const root = join(import.meta.dirname, '..');
+const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+// Self-contained programs (they start with an import) are run; shorter fragments
+// that continue one of them are not.
+const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+  .map((m) => m[1] ?? '')
+  .filter((code) => code.startsWith('import '));
+
+describe('the README', () => {
+  test('shows the two-command Quick start', () => {
+    expect(readme).toContain('npm install && npm start');
+    expect(readme).toMatch(/^npm test\b/m);
+  });
+
+  test('has TypeScript examples to run', () => {
+    expect(blocks.length).toBeGreaterThan(0);
+  });
+
+  test.each(blocks.map((code, i) => [i + 1, code] as const))(
+    'ts block %i runs as shown and prints what its comments say',
+    (i, code) => {
+      // Inside the package, so `agentcharts` resolves by self-reference as for a user.
+      const dir = join(root, 'test-artifacts', 'readme');
+      mkdirSync(dir, { recursive: true });
+      const file = join(dir, `block-${i}.ts`);
+      writeFileSync(file, code);
+      const cwd = mkdtempSync(join(tmpdir(), 'agentcharts-readme-'));
+      try {
+        const run = spawnSync(process.execPath, ['--import', tsx, file], {
+          cwd,
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        expect(run.stderr).toBe('');
+        expect(run.status).toBe(0);
+        // Every `// a b c` comment on a console.log line is the output that line prints.
+        for (const line of code.split('\n')) {
+          const m = /console\.log\(.*\);\s*\/\/ (.+)$/.exec(line);
+          if (m?.[1]) expect(run.stdout).toContain(m[1].split('…')[0]?.trim());
+        }
+      } finally {
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    },
+  );
+});
