@@ -294,6 +294,26 @@ describe('a durable actor', () => {
     expect(report).toMatchObject({ ok: true, actorsChecked: 1, rowsChecked: 3 });
   });
 
+  test('decides legality on the stored state when another process moved the actor', async () => {
+    const a = await createDurableActor(machine, {
+      id: 'j9',
+      store: open(),
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    const b = await createDurableActor(machine, {
+      id: 'j9',
+      store: open(),
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    await b.send({ type: 'START', by: 'b' });
+    // a still caches `idle`, where FINISH is illegal; the stored state is `working`.
+    await a.send({ type: 'FINISH' });
+    expect(a.getSnapshot().status).toBe('done');
+    expect(await (stores[0] as Store).listRejections({ actorId: 'j9' })).toEqual([]);
+  });
+
   test('fails an event for an actor that does not exist with a StoreError naming it', async () => {
     const store = open();
     const error = await openDurableActor(store, 'nobody', { charts: [chart] }).catch(

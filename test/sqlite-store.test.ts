@@ -168,6 +168,27 @@ describe('SQLite schema migrations', () => {
     ]);
   });
 
+  it('upgrades a version 1 database in place to leases and timer claims, keeping its rows', async () => {
+    const file = freshFile();
+    const v1 = raw(file);
+    migrateSqlite(v1, SQLITE_MIGRATIONS.slice(0, 1));
+    v1.prepare(
+      `INSERT INTO actors VALUES ('a', 'm', 1, 1, 's1', 'active', '{}', 1, 1, 'h1')`,
+    ).run();
+    v1.prepare(`INSERT INTO timers VALUES ('a', 't', '{}', 5)`).run();
+    v1.close();
+
+    const store = open(`sqlite:${file}`);
+    expect(sqliteSchemaVersion(store.db)).toBe(SQLITE_SCHEMA_VERSION);
+    expect((await store.loadActor('a'))?.version).toBe(1);
+    expect(await store.acquireLeases({ owner: 'w1', now: 10, leaseUntil: 20, limit: 5 })).toEqual([
+      { actorId: 'a', owner: 'w1', leaseUntil: 20 },
+    ]);
+    expect(
+      await store.claimDueTimers({ owner: 'w1', now: 10, claimUntil: 20, limit: 5 }),
+    ).toMatchObject([{ actorId: 'a', timerId: 't', claimedBy: 'w1' }]);
+  });
+
   it('migrates a database file that predates the schema', async () => {
     const file = freshFile();
     raw(file).exec('CREATE TABLE unrelated (x INTEGER)');

@@ -1,20 +1,32 @@
 /**
  * The Store contract, written once as a function over a store factory and run
- * against every implementation. A new store (PostgreSQL) joins by adding one
- * entry to `targets` whose `open` returns a fresh, empty store.
+ * against every implementation. A store joins by adding one entry to `targets`
+ * whose `open` returns a fresh, empty store. PostgreSQL runs against a real
+ * throwaway server (test/support/postgres.ts), each test in a fresh schema.
  */
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConcurrencyError, StoreError } from '../src/strict/errors.ts';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConcurrencyError, LeaseLostError, StoreError } from '../src/strict/errors.ts';
 import { openStore, parseStoreUrl } from '../src/store/open.ts';
-import type { ActorRow, ActorStatus, ActorWrite, Store, TimerRow } from '../src/store/types.ts';
+import type {
+  ActorRow,
+  ActorStatus,
+  ActorWrite,
+  Store,
+  TimerClaim,
+  TimerRow,
+} from '../src/store/types.ts';
+import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
 
 interface StoreTarget {
   name: string;
   /** A fresh, empty store (a networked store may need async setup). */
   open: () => Store | Promise<Store>;
+  /** Starts what the target needs (a server), once before its tests. */
+  setup?: () => Promise<void>;
+  teardown?: () => Promise<void>;
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'agentcharts-conformance-'));
@@ -26,6 +38,27 @@ const targets: StoreTarget[] = [
   { name: 'sqlite (file)', open: () => openStore(`sqlite:${join(scratch, `${++files}.db`)}`) },
   { name: 'sqlite (:memory:)', open: () => openStore('sqlite::memory:') },
 ];
+
+let server: PostgresServer | undefined;
+if (postgresAvailable()) {
+  targets.push({
+    name: 'postgres',
+    open: () => {
+      if (server === undefined) throw new Error('the PostgreSQL server did not start');
+      return openStore(server.freshUrl());
+    },
+    setup: async () => {
+      server = await startPostgres();
+    },
+    teardown: async () => {
+      await server?.destroy();
+    },
+  });
+} else {
+  describe('Store conformance: postgres', () => {
+    it.skip('SKIPPED: PostgreSQL not installed', () => undefined);
+  });
+}
 
 // ---------------------------------------------------------------- row builders
 
@@ -39,6 +72,7 @@ interface WriteOptions {
   timersSet?: Array<{ id: string; dueAt: number }>;
   timersCancel?: string[];
   consumeTimer?: string;
+  lease?: { owner: string; now: number };
 }
 
 function timer(actorId: string, timerId: string, dueAt: number): TimerRow {
@@ -80,6 +114,7 @@ function write(actorId: string, version: number, options: WriteOptions = {}): Ac
     timersSet: (options.timersSet ?? []).map((t) => timer(actorId, t.id, t.dueAt)),
     timersCancel: options.timersCancel ?? [],
     ...(options.consumeTimer !== undefined ? { consumeTimer: options.consumeTimer } : {}),
+    ...(options.lease !== undefined ? { lease: options.lease } : {}),
   };
 }
 
@@ -91,6 +126,8 @@ async function commitOk(store: Store, ...writes: ActorWrite[]): Promise<void> {
 
 function storeConformance(target: StoreTarget): void {
   describe(`Store conformance: ${target.name}`, () => {
+    if (target.setup) beforeAll(target.setup);
+    if (target.teardown) afterAll(target.teardown);
     let store: Store;
     beforeEach(async () => {
       store = await target.open();
@@ -412,6 +449,24 @@ function storeConformance(target: StoreTarget): void {
         expect(await store.listActors({ limit: 0 })).toEqual([]);
       });
 
+      it('orders and pages ids by their bytes, whatever the locale', async () => {
+        const odd = ['b', 'B', 'a', '_', 'é', 'Z', 'a-'];
+        await commitOk(
+          store,
+          ...odd.map((id) => write(id, 1, { timersSet: [{ id: 't', dueAt: 7 }] })),
+        );
+        const bytes = ['B', 'Z', '_', 'a', 'a-', 'a1', 'a2', 'a3', 'b', 'b1', 'b2', 'é'];
+        expect(ids(await store.listActors())).toEqual(bytes);
+        expect(ids(await store.listActors({ afterId: 'a', limit: 3 }))).toEqual(['a-', 'a1', 'a2']);
+        expect(ids(await store.listActors({ afterId: 'b2' }))).toEqual(['é']);
+        expect((await store.actorIdsWithHistory()).filter((id) => odd.includes(id))).toEqual(
+          bytes.filter((id) => odd.includes(id)),
+        );
+        expect((await store.dueTimers(7, 100)).map((t) => t.actorId)).toEqual(
+          bytes.filter((id) => odd.includes(id)),
+        );
+      });
+
       it('returns at most 100 actors by default', async () => {
         const many = Array.from({ length: 105 }, (_, i) =>
           write(`c${String(i).padStart(3, '0')}`, 1),
@@ -420,6 +475,240 @@ function storeConformance(target: StoreTarget): void {
         const rows = await store.listActors();
         expect(rows).toHaveLength(100);
         expect(rows[0]?.id).toBe('a1');
+      });
+    });
+
+    describe('leases', () => {
+      const take = (owner: string, now: number, limit = 10, actorIds?: string[]) =>
+        store.acquireLeases({ owner, now, leaseUntil: now + 100, limit, actorIds });
+      const ids = (rows: Array<{ actorId: string }>) => rows.map((r) => r.actorId);
+
+      it('leases unowned active actors in id order up to the limit, never done ones', async () => {
+        await commitOk(
+          store,
+          write('c', 1),
+          write('a', 1),
+          write('d', 1, { status: 'done' }),
+          write('b', 1),
+        );
+        expect(await take('A', 1_000, 2)).toEqual([
+          { actorId: 'a', owner: 'A', leaseUntil: 1_100 },
+          { actorId: 'b', owner: 'A', leaseUntil: 1_100 },
+        ]);
+        // Actors A already holds are not returned again: repeated calls page on.
+        expect(ids(await take('A', 1_000, 2))).toEqual(['c']);
+        expect(await take('A', 1_000, 2)).toEqual([]);
+        expect(await store.lease('a')).toEqual({ actorId: 'a', owner: 'A', leaseUntil: 1_100 });
+        expect(await store.lease('d')).toBeUndefined();
+        expect(await store.lease('nobody')).toBeUndefined();
+      });
+
+      it('does not let B take an actor A holds until the lease has expired', async () => {
+        await commitOk(store, write('a', 1));
+        await take('A', 1_000);
+        expect(await take('B', 1_050)).toEqual([]);
+        // Expired only at a `now` greater than leaseUntil.
+        expect(await take('B', 1_100)).toEqual([]);
+        expect(await store.lease('a')).toMatchObject({ owner: 'A' });
+        expect(await take('B', 1_101)).toEqual([{ actorId: 'a', owner: 'B', leaseUntil: 1_201 }]);
+        expect(await store.lease('a')).toEqual({ actorId: 'a', owner: 'B', leaseUntil: 1_201 });
+      });
+
+      it('takes or renews exactly the listed actors, whatever their status, skipping ones held by others', async () => {
+        await commitOk(
+          store,
+          write('a', 1),
+          write('b', 1, { status: 'done' }),
+          write('c', 1),
+          write('d', 1),
+        );
+        await take('B', 1_000, 10, ['c']);
+        await take('A', 1_000, 10, ['d']);
+        expect(await take('A', 1_050, 10, ['d', 'c', 'b', 'a', 'ghost', 'a'])).toEqual([
+          { actorId: 'a', owner: 'A', leaseUntil: 1_150 },
+          { actorId: 'b', owner: 'A', leaseUntil: 1_150 },
+          { actorId: 'd', owner: 'A', leaseUntil: 1_150 },
+        ]);
+        expect(await store.lease('c')).toMatchObject({ owner: 'B', leaseUntil: 1_100 });
+        expect(await take('A', 1_050, 10, [])).toEqual([]);
+      });
+
+      it('renews a lease only while its owner still holds it', async () => {
+        await commitOk(store, write('a', 1), write('b', 1), write('c', 1));
+        await take('A', 1_000, 10, ['a', 'b']);
+        await take('B', 1_000, 10, ['c']);
+        expect(
+          await store.renewLeases({
+            owner: 'A',
+            now: 1_100,
+            leaseUntil: 1_500,
+            actorIds: ['c', 'b', 'a', 'ghost'],
+          }),
+        ).toEqual(['a', 'b']);
+        expect(await store.lease('a')).toMatchObject({ owner: 'A', leaseUntil: 1_500 });
+        expect(await store.lease('c')).toMatchObject({ owner: 'B', leaseUntil: 1_100 });
+        // Once expired, a lease cannot be renewed, even before anyone else took it.
+        expect(
+          await store.renewLeases({ owner: 'B', now: 1_101, leaseUntil: 2_000, actorIds: ['c'] }),
+        ).toEqual([]);
+        expect(await store.lease('c')).toMatchObject({ owner: 'B', leaseUntil: 1_100 });
+      });
+
+      it('releases only the leases its owner holds, so others can take them at once', async () => {
+        await commitOk(store, write('a', 1), write('b', 1));
+        await take('A', 1_000, 10, ['a']);
+        await take('B', 1_000, 10, ['b']);
+        await store.releaseLeases('A', ['a', 'b', 'ghost']);
+        expect(await store.lease('a')).toBeUndefined();
+        expect(await store.lease('b')).toMatchObject({ owner: 'B' });
+        expect(ids(await take('C', 1_001))).toEqual(['a']);
+      });
+
+      it('leaves the lease untouched when a compare-and-set write commits', async () => {
+        await commitOk(store, write('a', 1));
+        await take('A', 1_000);
+        await commitOk(store, write('a', 2), write('a', 3, { lease: { owner: 'A', now: 1_050 } }));
+        expect(await store.lease('a')).toEqual({ actorId: 'a', owner: 'A', leaseUntil: 1_100 });
+        expect((await store.loadActor('a'))?.version).toBe(3);
+      });
+
+      it('refuses bad lease requests as bad_query', async () => {
+        await expect(take('', 1_000)).rejects.toMatchObject({
+          name: 'StoreError',
+          kind: 'bad_query',
+        });
+        await expect(take('A', 1_000, -1)).rejects.toMatchObject({ kind: 'bad_query' });
+        await expect(
+          store.acquireLeases({ owner: 'A', now: 1.5, leaseUntil: 2, limit: 1 }),
+        ).rejects.toMatchObject({ kind: 'bad_query' });
+      });
+    });
+
+    describe('lease fencing', () => {
+      const fenced = (actorId: string, version: number, owner: string, now: number) =>
+        write(actorId, version, { lease: { owner, now } });
+
+      it('fails the fenced write of a worker whose lease was taken over, and commits the rest of the batch', async () => {
+        await commitOk(
+          store,
+          write('a', 1, { timersSet: [{ id: 't', dueAt: 500 }] }),
+          write('b', 1),
+        );
+        await store.acquireLeases({ owner: 'A', now: 1_000, leaseUntil: 1_100, limit: 10 });
+        await commitOk(store, fenced('a', 2, 'A', 1_100));
+        // A stalls past its lease; B takes the actor over.
+        await store.acquireLeases({ owner: 'B', now: 1_200, leaseUntil: 1_300, limit: 10 });
+        const before = {
+          actor: await store.loadActor('a'),
+          history: await store.history('a'),
+          timers: await store.timers('a'),
+        };
+        const stale = write('a', 3, { consumeTimer: 't', lease: { owner: 'A', now: 1_050 } });
+        const [lost, other] = await store.commit([stale, write('b', 2)]);
+        expect(lost).toBeInstanceOf(LeaseLostError);
+        expect(lost).toMatchObject({ actorId: 'a', owner: 'A', holder: 'B' });
+        expect(other).toBeNull();
+        expect({
+          actor: await store.loadActor('a'),
+          history: await store.history('a'),
+          timers: await store.timers('a'),
+        }).toEqual(before);
+        expect((await store.loadActor('b'))?.version).toBe(2);
+        await commitOk(
+          store,
+          write('a', 3, { consumeTimer: 't', lease: { owner: 'B', now: 1_250 } }),
+        );
+      });
+
+      it('fails a fenced write once the lease expired, even if nobody took the actor', async () => {
+        await commitOk(store, write('a', 1));
+        await store.acquireLeases({ owner: 'A', now: 1_000, leaseUntil: 1_100, limit: 10 });
+        const [error] = await store.commit([fenced('a', 2, 'A', 1_101)]);
+        expect(error).toBeInstanceOf(LeaseLostError);
+        expect(error).toMatchObject({ actorId: 'a', owner: 'A', holder: undefined });
+        expect((await store.loadActor('a'))?.version).toBe(1);
+      });
+
+      it('fails a fenced write on an actor that is unowned or missing', async () => {
+        await commitOk(store, write('a', 1));
+        const [unowned, missing] = await store.commit([
+          fenced('a', 2, 'A', 1_000),
+          fenced('ghost', 2, 'A', 1_000),
+        ]);
+        expect(unowned).toBeInstanceOf(LeaseLostError);
+        expect(missing).toBeInstanceOf(LeaseLostError);
+        expect(await store.history('ghost')).toEqual([]);
+      });
+
+      it('lets plain writes through whoever holds the lease, ordered by compare-and-set alone', async () => {
+        await commitOk(store, write('a', 1));
+        await store.acquireLeases({ owner: 'A', now: 1_000, leaseUntil: 1_100, limit: 10 });
+        await commitOk(store, write('a', 2));
+        const [stale] = await store.commit([fenced('a', 2, 'A', 1_050)]);
+        expect(stale).toBeInstanceOf(ConcurrencyError);
+        expect(stale).toMatchObject({ expectedVersion: 1, actualVersion: 2 });
+      });
+    });
+
+    describe('timer claims', () => {
+      const claim = (owner: string, now: number, limit = 10) =>
+        store.claimDueTimers({ owner, now, claimUntil: now + 50, limit });
+      const keys = (rows: TimerClaim[]) => rows.map((t) => `${t.actorId}/${t.timerId}`);
+
+      beforeEach(async () => {
+        await commitOk(
+          store,
+          write('a', 1, {
+            timersSet: [
+              { id: 'x', dueAt: 200 },
+              { id: 'late', dueAt: 900 },
+            ],
+          }),
+          write('b', 1, {
+            timersSet: [
+              { id: 'y', dueAt: 100 },
+              { id: 'z', dueAt: 200 },
+            ],
+          }),
+        );
+      });
+
+      it('claims due timers earliest first, bounded by now and limit, with owner and claim expiry', async () => {
+        expect(await claim('A', 200, 2)).toEqual([
+          { ...timer('b', 'y', 100), claimedBy: 'A', claimUntil: 250 },
+          { ...timer('a', 'x', 200), claimedBy: 'A', claimUntil: 250 },
+        ]);
+        expect(keys(await claim('B', 200))).toEqual(['b/z']);
+        expect(await claim('C', 200)).toEqual([]);
+        // Claims are invisible to the timer rows themselves.
+        expect(await store.timers('b')).toEqual([timer('b', 'y', 100), timer('b', 'z', 200)]);
+      });
+
+      it('gives concurrent claimers disjoint sets that together cover every due timer', async () => {
+        const results = await Promise.all(
+          ['A', 'B', 'C', 'D'].map((owner) => claim(owner, 1_000, 2)),
+        );
+        const all = results.flatMap(keys);
+        expect(new Set(all).size).toBe(all.length);
+        expect(all.sort()).toEqual(['a/late', 'a/x', 'b/y', 'b/z']);
+      });
+
+      it('lets another worker claim a timer again once its claim expired', async () => {
+        expect(keys(await claim('A', 100))).toEqual(['b/y']);
+        expect(keys(await claim('B', 150))).toEqual([]);
+        expect(keys(await claim('B', 151))).toEqual(['b/y']);
+      });
+
+      it('drops the claim of a timer that is re-armed, and forgets consumed ones', async () => {
+        await claim('A', 200);
+        await commitOk(
+          store,
+          write('b', 2, { consumeTimer: 'y', timersSet: [{ id: 'z', dueAt: 210 }] }),
+        );
+        expect(await claim('B', 210)).toEqual([
+          { ...timer('b', 'z', 210), claimedBy: 'B', claimUntil: 260 },
+        ]);
+        expect(await store.dueTimers(210, 10)).toHaveLength(2);
       });
     });
 
@@ -443,6 +732,215 @@ function storeConformance(target: StoreTarget): void {
         ]);
         expect(await store.listRejections({ since: 15, actorId: 'b' })).toEqual([]);
         expect((await store.listRejections({ actorId: 'b' })).map((r) => r.at)).toEqual([10]);
+      });
+    });
+
+    describe('observability queries', () => {
+      type MoveOptions = WriteOptions & { userId?: string; from?: string | null };
+      /** The write that moves `actorId` from `options.from` to `to` at `at` (version 1 creates it). */
+      const move = (
+        actorId: string,
+        version: number,
+        to: string,
+        at: number,
+        options: MoveOptions = {},
+      ): ActorWrite => {
+        const w = write(actorId, version, { ...options, state: to, at });
+        return {
+          ...w,
+          transition: { ...w.transition, fromState: options.from ?? null },
+          ...(options.userId !== undefined ? { userId: options.userId } : {}),
+        };
+      };
+      /** A chain of states for one actor: each entry is [state, at]; the first creates it. */
+      const walk = async (
+        actorId: string,
+        steps: Array<[string, number]>,
+        options: MoveOptions = {},
+      ) => {
+        let from: string | null = null;
+        for (const [i, [state, at]] of steps.entries()) {
+          await commitOk(store, move(actorId, i + 1, state, at, { ...options, from }));
+          from = state;
+        }
+      };
+
+      it('counts rejections in a window, optionally of one reason', async () => {
+        const reject = (at: number, reason = 'invalid_transition') =>
+          store.recordRejection({
+            actorId: 'a',
+            machineId: 'm',
+            state: 's',
+            eventType: 'X',
+            reason,
+            at,
+          });
+        for (const at of [5, 10, 15, 20]) await reject(at);
+        await reject(12, 'unknown_event');
+        expect(await store.countRejections({ since: 10 })).toBe(4);
+        expect(await store.countRejections({ since: 10, until: 20 })).toBe(3);
+        expect(await store.countRejections({ since: 0, reason: 'invalid_transition' })).toBe(4);
+        expect(await store.countRejections({ since: 21 })).toBe(0);
+      });
+
+      it('counts actors per machine, state and status with their summed age', async () => {
+        await walk('a', [['running', 100]], { machineId: 'm1', createdAt: 100 });
+        await walk(
+          'b',
+          [
+            ['running', 100],
+            ['done', 400],
+          ],
+          { machineId: 'm1', createdAt: 100, status: 'done' },
+        );
+        await walk(
+          'c',
+          [
+            ['running', 200],
+            ['done', 250],
+          ],
+          { machineId: 'm1', createdAt: 200, status: 'done' },
+        );
+        await walk('d', [['running', 50]], { machineId: 'm0', createdAt: 50, userId: 'u1' });
+        expect(await store.countActors()).toEqual([
+          { machineId: 'm0', state: 'running', status: 'active', count: 1, totalAgeMs: 0 },
+          { machineId: 'm1', state: 'done', status: 'done', count: 2, totalAgeMs: 350 },
+          { machineId: 'm1', state: 'running', status: 'active', count: 1, totalAgeMs: 0 },
+        ]);
+        expect(await store.countActors({ machineId: 'm0' })).toHaveLength(1);
+        expect(await store.countActors({ userId: 'u1' })).toEqual([
+          { machineId: 'm0', state: 'running', status: 'active', count: 1, totalAgeMs: 0 },
+        ]);
+        expect(await store.countActors({ updatedSince: 260 })).toEqual([
+          { machineId: 'm1', state: 'done', status: 'done', count: 1, totalAgeMs: 300 },
+        ]);
+        expect(await store.countActors({ userId: 'nobody' })).toEqual([]);
+      });
+
+      it('knows since when each actor stands in its state, across updates that keep the state', async () => {
+        await walk('a', [
+          ['planned', 10],
+          ['running', 20],
+          ['running', 30],
+          ['running', 40],
+        ]);
+        await walk('b', [
+          ['planned', 10],
+          ['running', 25],
+          ['paused', 35],
+        ]);
+        await walk('c', [['running', 5]], { userId: 'u1' });
+        expect(await store.actorsInStates({ states: ['running'] })).toEqual([
+          {
+            actorId: 'c',
+            machineId: 'task-lifecycle',
+            state: 'running',
+            status: 'active',
+            stateSince: 5,
+            updatedAt: 5,
+            userId: 'u1',
+          },
+          {
+            actorId: 'a',
+            machineId: 'task-lifecycle',
+            state: 'running',
+            status: 'active',
+            stateSince: 20,
+            updatedAt: 40,
+            userId: null,
+          },
+        ]);
+        const ids = async (query: Parameters<Store['actorsInStates']>[0]) =>
+          (await store.actorsInStates(query)).map((d) => d.actorId);
+        expect(await ids({ states: ['running', 'paused'], enteredBefore: 20 })).toEqual(['c', 'a']);
+        expect(await ids({ states: ['running', 'paused'], enteredBefore: 19 })).toEqual(['c']);
+        expect(await ids({ states: ['paused'] })).toEqual(['b']);
+        expect(await ids({ states: ['running', 'paused'], userId: 'u1' })).toEqual(['c']);
+        expect(await ids({ states: ['running', 'paused'], limit: 1 })).toEqual(['c']);
+        expect(await ids({ states: ['running'], machineId: 'other' })).toEqual([]);
+        expect(await ids({ states: [] })).toEqual([]);
+      });
+
+      it('records the user only at creation and ignores it on updates', async () => {
+        await commitOk(store, move('a', 1, 'running', 10, { userId: 'u1' }));
+        await commitOk(store, { ...move('a', 2, 'paused', 20, { from: 'running' }), userId: 'u2' });
+        const [dwell] = await store.actorsInStates({ states: ['paused'] });
+        expect(dwell?.userId).toBe('u1');
+        const [error] = await store.commit([{ ...write('b', 1), userId: '' }]);
+        expect(error).toMatchObject({ kind: 'invalid_write' });
+      });
+
+      it('counts state entries per actor in a window, ignoring rows that stay in the state', async () => {
+        await walk('flappy', [
+          ['running', 10],
+          ['retrying', 20],
+          ['running', 30],
+          ['retrying', 40],
+          ['retrying', 45],
+          ['running', 50],
+          ['retrying', 60],
+        ]);
+        await walk('calm', [
+          ['running', 10],
+          ['retrying', 20],
+          ['running', 30],
+        ]);
+        expect(await store.countStateEntries({ toStates: ['retrying'], since: 0 })).toEqual([
+          {
+            actorId: 'flappy',
+            machineId: 'task-lifecycle',
+            state: 'retrying',
+            status: 'active',
+            count: 3,
+          },
+          {
+            actorId: 'calm',
+            machineId: 'task-lifecycle',
+            state: 'running',
+            status: 'active',
+            count: 1,
+          },
+        ]);
+        const counts = async (query: Parameters<Store['countStateEntries']>[0]) =>
+          (await store.countStateEntries(query)).map((c) => [c.actorId, c.count]);
+        expect(await counts({ toStates: ['retrying'], since: 0, minCount: 3 })).toEqual([
+          ['flappy', 3],
+        ]);
+        expect(await counts({ toStates: ['retrying'], since: 21 })).toEqual([['flappy', 2]]);
+        expect(await counts({ toStates: ['retrying', 'running'], since: 0, limit: 1 })).toEqual([
+          ['flappy', 6],
+        ]);
+      });
+
+      it('feeds transition rows since a time in (at, actor, seq) order with their machine', async () => {
+        await walk('b', [
+          ['x', 10],
+          ['y', 30],
+        ]);
+        await walk(
+          'a',
+          [
+            ['x', 10],
+            ['y', 20],
+          ],
+          { machineId: 'other' },
+        );
+        const feed = await store.transitionsSince({ since: 0 });
+        expect(feed.map((t) => [t.at, t.actorId, t.seq, t.machineId])).toEqual([
+          [10, 'a', 1, 'other'],
+          [10, 'b', 1, 'task-lifecycle'],
+          [20, 'a', 2, 'other'],
+          [30, 'b', 2, 'task-lifecycle'],
+        ]);
+        expect(feed[3]).toEqual({
+          ...(await store.history('b'))[1],
+          machineId: 'task-lifecycle',
+        });
+        const since = async (query: Parameters<Store['transitionsSince']>[0]) =>
+          (await store.transitionsSince(query)).map((t) => `${t.actorId}${t.seq}`);
+        expect(await since({ since: 15 })).toEqual(['a2', 'b2']);
+        expect(await since({ since: 0, limit: 2 })).toEqual(['a1', 'b1']);
+        expect(await since({ since: 0, machineId: 'other' })).toEqual(['a1', 'a2']);
       });
     });
 
@@ -510,6 +1008,14 @@ function storeConformance(target: StoreTarget): void {
           ['step', () => store.finishStep('a:s', 'done', '{}', 2)],
           ['step', () => store.restartStep('a:s', 2)],
           ['step', () => store.listSteps()],
+          ['commit', () => store.acquireLeases({ owner: 'A', now: 1, leaseUntil: 2, limit: 1 })],
+          [
+            'commit',
+            () => store.renewLeases({ owner: 'A', now: 1, leaseUntil: 2, actorIds: ['a'] }),
+          ],
+          ['commit', () => store.releaseLeases('A', ['a'])],
+          ['load', () => store.lease('a')],
+          ['timer', () => store.claimDueTimers({ owner: 'A', now: 1, claimUntil: 2, limit: 1 })],
           [
             'commit',
             () =>
@@ -523,6 +1029,11 @@ function storeConformance(target: StoreTarget): void {
               }),
           ],
           ['query', () => store.listRejections()],
+          ['query', () => store.countRejections({ since: 0 })],
+          ['query', () => store.countActors()],
+          ['query', () => store.actorsInStates({ states: ['s1'] })],
+          ['query', () => store.countStateEntries({ toStates: ['s1'], since: 0 })],
+          ['query', () => store.transitionsSince({ since: 0 })],
         ];
         for (const [operation, call] of calls) {
           const error: unknown = await call().then(
@@ -583,11 +1094,25 @@ describe('openStore', () => {
     expect(parseStoreUrl()).toEqual({ kind: 'sqlite', file: './agentcharts.db', options: {} });
   });
 
-  it('refuses postgres URLs as unsupported without echoing credentials', () => {
-    const error = thrownBy(() => openStore('postgres://admin:hunter2@db.example/app'));
-    expect(error).toBeInstanceOf(StoreError);
-    expect(error).toMatchObject({ operation: 'open', kind: 'unsupported' });
-    expect((error as Error).message).not.toContain('hunter2');
+  it('opens a postgres URL without connecting, and keeps the password out of its location', async () => {
+    const store = openStore(
+      'postgresql://admin:hunter2@db.invalid:5433/app?statement_timeout=250&schema=jobs',
+    );
+    expect(store.kind).toBe('postgres');
+    expect(store.location).toBe('postgresql://admin@db.invalid:5433/app?schema=jobs');
+    await store.close();
+  });
+
+  it('parses postgres URL parameters and passes the others to pg', () => {
+    expect(
+      parseStoreUrl(
+        'postgres://u:p@h/db?statement_timeout=250&connect_timeout=3&pool_max=4&schema=app_1&sslmode=disable',
+      ),
+    ).toEqual({
+      kind: 'postgres',
+      connectionString: 'postgres://u:p@h/db?sslmode=disable',
+      options: { statementTimeoutMs: 250, connectTimeoutMs: 3_000, poolMax: 4, schema: 'app_1' },
+    });
   });
 
   it.each([
@@ -599,6 +1124,11 @@ describe('openStore', () => {
     'sqlite:a.db?busy_timeout=soon',
     'sqlite:a.db?readonly=maybe',
     'memory:extra',
+    'postgres://admin:hunter2@host:99999/db',
+    'postgres://admin:hunter2@host/db?statement_timeout=soon',
+    'postgres://admin:hunter2@host/db?pool_max=0',
+    'postgres://admin:hunter2@host/db?connect_timeout=-1',
+    'postgres://admin:hunter2@host/db?schema=Robert%27);DROP',
   ])('refuses %s as a bad_url', (url) => {
     const error = thrownBy(() => openStore(url));
     expect(error).toBeInstanceOf(StoreError);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { eventSchema, type EventFromSchemas } from '../../src/strict/events.ts';
+import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
 /** The seed's twelve agent states (seed 000, `AgentState`). */
 export const AGENT_STATES = [
@@ -67,7 +67,7 @@ export const events = {
     payload: z.strictObject({ plan_id: id, steps: z.int().min(0) }),
   }),
   STEP_COMPLETE: eventSchema('STEP_COMPLETE', {
-    payload: z.strictObject({ step_id: id, output: z.json() }),
+    payload: z.strictObject({ step_id: id, output: jsonValue }),
   }),
   STEP_FAILED: eventSchema('STEP_FAILED', {
     payload: z.strictObject({ step_id: id, error: text }),
@@ -82,10 +82,10 @@ export const events = {
     payload: z.strictObject({ new_plan_id: id }),
   }),
   INPUT_RECEIVED: eventSchema('INPUT_RECEIVED', {
-    payload: z.strictObject({ input_type: id, data: z.json() }),
+    payload: z.strictObject({ input_type: id, data: jsonValue }),
   }),
   AGENT_COMPLETE: eventSchema('AGENT_COMPLETE', {
-    payload: z.strictObject({ agent_id: id, output: z.json() }),
+    payload: z.strictObject({ agent_id: id, output: jsonValue }),
   }),
   TIMEOUT: eventSchema('TIMEOUT', {
     payload: z.strictObject({ duration_ms: z.int().min(0) }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { eventSchema, type EventFromSchemas } from '../../src/strict/events.ts';
+import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
 /** A short, non-empty identifier or label (ids, tool names, error codes). */
 const label = z.string().min(1).max(200);
@@ -10,7 +10,7 @@ const text = z.string().min(1).max(16_000);
 export const toolCallSchema = z.strictObject({
   id: label,
   name: label,
-  args: z.record(z.string(), z.json()).optional(),
+  args: z.record(z.string(), jsonValue).optional(),
 });
 export type ToolCall = z.infer<typeof toolCallSchema>;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { eventSchema, type EventFromSchemas } from '../../src/strict/events.ts';
+import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
 /** The 8 statuses of seed 003, spelled as its lowercase JSON representation. */
 export const AGENT_STATUSES = [
@@ -69,7 +69,7 @@ export const events = {
     currentStep: z.number().int().min(0).optional(),
     totalSteps: z.number().int().min(1).optional(),
     message: text.optional(),
-    details: z.record(z.string(), z.json()).optional(),
+    details: z.record(z.string(), jsonValue).optional(),
     at: timestampSchema,
   })
     .refine((e) => (e.currentStep === undefined) === (e.totalSteps === undefined), {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { eventSchema, type EventFromSchemas } from '../../src/strict/events.ts';
+import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
 /**
  * Types of the task lifecycle (seed 001): seven states, twelve events, the
@@ -15,7 +15,7 @@ export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 /** A JSON value as accepted in event payloads (finite numbers only, no functions). */
-export const jsonValueSchema: z.ZodType<JsonValue> = z.json();
+export const jsonValueSchema: z.ZodType<JsonValue> = jsonValue;
 
 const nonEmpty = z.string().trim().min(1).max(1_000);
 /** Milliseconds since the Unix epoch. */

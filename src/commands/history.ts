@@ -16,7 +16,7 @@ function parseJson(text: string): unknown {
 function sourceOf(metadata: string): string {
   const parsed = parseJson(metadata);
   return typeof parsed === 'object' && parsed !== null && 'source' in parsed
-    ? String((parsed).source)
+    ? String(parsed.source)
     : '-';
 }
 

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { catalog, charts } from '../../machines/index.ts';
-import { ChartNotFoundError } from './resolve-chart.ts';
 import { getRuntime } from '../durable/runtime.ts';
 import { inspectStore } from '../inspect/inspector.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
@@ -49,7 +48,12 @@ export function registerInspect(program: Command): void {
       const chart =
         (Object.hasOwn(catalog, machine) ? catalog[machine as keyof typeof catalog] : undefined) ??
         charts.find((c) => c.machine.id === machine);
-      if (!chart) throw new ChartNotFoundError(machine, Object.keys(catalog));
+      if (!chart) {
+        throw new CliOptionError(
+          '<machine>',
+          `unknown machine "${machine}"; known: ${Object.keys(catalog).join(', ')}`,
+        );
+      }
       const port = integer('--port', opts.port, 1, 65_535);
       const limit = integer('--limit', opts.limit, 1, 10_000);
       const pollMs = integer('--poll', opts.poll, 10, 3_600_000);

@@ -39,7 +39,11 @@ export function registerServe(program: Command): void {
     .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
     .option('--db <file>', 'a SQLite file instead of --store')
     .option('--port <n>', 'port to listen on (0 = any free port)', '7878')
-    .option('--host <address>', 'address to bind (keep loopback unless behind a proxy)', '127.0.0.1')
+    .option(
+      '--host <address>',
+      'address to bind (keep loopback unless behind a proxy)',
+      '127.0.0.1',
+    )
     .option(
       '--keys <file>',
       'JSON keys file: { "keys": [{ "id", "secret" | "secretEnv", "role": "approver" | "agent", "actors"? }] }',
@@ -68,7 +72,8 @@ export function registerServe(program: Command): void {
       const port = integer('--port', opts.port, 0, 65_535);
       const pollMs = integer('--poll', opts.poll, 0, 3_600_000);
       const keys: ApiKey[] = opts.keys !== undefined ? loadKeysFile(opts.keys) : [];
-      const token = opts.token ?? process.env['AGENTCHARTS_TOKEN'] ?? randomBytes(24).toString('base64url');
+      const token =
+        opts.token ?? process.env['AGENTCHARTS_TOKEN'] ?? randomBytes(24).toString('base64url');
       if (token.length < 16) throw new CliOptionError('--token', 'use at least 16 characters');
       const { store, where } = openExistingStore(opts);
       let detachInspector: (() => void) | undefined;

@@ -1,6 +1,5 @@
 import {
   initialTransition,
-  transition,
   type AnyMachineSnapshot,
   type AnyStateMachine,
   type EventFromLogic,
@@ -25,6 +24,7 @@ import type { ActorRow, ActorStatus, Store, TimerRow, TransitionRow } from '../s
 import type { Clock } from './clock.ts';
 import { decodeActorRow, encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { GENESIS_HASH, hashTransition } from './hash.ts';
+import { pureTransition } from './pure.ts';
 import { DurableRuntime, getRuntime } from './runtime.ts';
 
 /** Where an event came from, recorded in the transition row's metadata. */
@@ -75,6 +75,11 @@ export interface DurableActorOptions<TLogic extends AnyStateMachine> {
   mode?: 'load-or-create' | 'load' | 'create';
   /** Extra metadata recorded on the creation row (JSON-serialisable). */
   metadata?: Record<string, unknown>;
+  /**
+   * The user the actor works for (seed 000's `user_id`), recorded at creation and
+   * indexed for "active agents of a user" queries.
+   */
+  userId?: string;
 }
 
 /** What a reconcile hook decides about an uncertain step. */
@@ -245,6 +250,12 @@ export class DurableActor<TLogic extends AnyStateMachine> {
         if (this.stale) await this.reloadNow();
         const timer = (await this.runtime.store.timers(this.id)).find((t) => t.timerId === timerId);
         if (!timer) return false;
+        if (timer.dueAt > this.runtime.clock.now()) {
+          // Not due yet: Node timers may wake a millisecond early, and another process
+          // may have re-armed this timer id for later. Wait for the stored due time.
+          this.runtime.schedule(timer);
+          return false;
+        }
         const event = JSON.parse(timer.event) as EventObject;
         try {
           await this.process(event, 'timer', {
@@ -299,8 +310,9 @@ export class DurableActor<TLogic extends AnyStateMachine> {
     const from = this.row.state;
 
     let parsed: EventObject;
-    let next: unknown;
+    let next: AnyMachineSnapshot;
     let actions: readonly unknown[];
+    let legal: boolean;
     try {
       parsed = options.internal
         ? (event as EventObject)
@@ -309,25 +321,20 @@ export class DurableActor<TLogic extends AnyStateMachine> {
             schemas: this.schemas,
             maxBytes: this.maxEventBytes,
           });
-      if (previous.status !== 'active') throw this.illegal(parsed.type);
-      [next, actions] = transition(
-        this.machine,
-        previous as SnapshotFrom<TLogic>,
-        parsed as EventFromLogic<TLogic>,
-      );
-      // `transition()` returns the very same snapshot when no transition is enabled, so
-      // one computation usually both checks legality and produces the next state. A
-      // targetless transition whose actions leave context alone (an `emit`) also keeps
-      // the snapshot; only then is `can()` asked.
-      if (next === previous && !previous.can(parsed)) throw this.illegal(parsed.type);
+      [next, actions, legal] = this.step1(previous, parsed);
+      if (!legal && (options.internal || !(await this.movedElsewhere()))) {
+        throw this.illegal(parsed.type);
+      }
     } catch (error) {
       if (error instanceof InvalidEventError || error instanceof InvalidTransitionError) {
         await this.reject(error, now);
       }
       throw error;
     }
+    // Another process had moved the actor: it was reloaded, decide on the stored state.
+    if (!legal) return this.process(event, source, options);
 
-    const nextSnapshot = next as AnyMachineSnapshot;
+    const nextSnapshot = next;
     const planned = planActions(this.id, now, actions);
     const status = nextSnapshot.status;
     if (status !== 'active') {
@@ -373,7 +380,10 @@ export class DurableActor<TLogic extends AnyStateMachine> {
       if (error instanceof ConcurrencyError) this.stale = true;
       if (error instanceof LeaseLostError) runtime.dropLease(this.id);
       const err = error instanceof Error ? error : new Error(String(error));
-      runtime.logger.error(
+      // Seed 001's log guidance: ERROR when persistence fails; a lost race (version
+      // moved, lease taken over) is an expected outcome the caller retries: WARN.
+      const race = error instanceof ConcurrencyError || error instanceof LeaseLostError;
+      runtime.logger[race ? 'warn' : 'error'](
         { actorId: this.id, machineId: this.machine.id, state: from, eventType: parsed.type, err },
         'transition not committed; state unchanged',
       );
@@ -412,6 +422,37 @@ export class DurableActor<TLogic extends AnyStateMachine> {
       previous,
     });
     return nextSnapshot as SnapshotFrom<TLogic>;
+  }
+
+  /**
+   * The pure transition of `event` from `snapshot`; returns the same snapshot object
+   * when no transition is enabled. `transition()` keeps the snapshot object for an
+   * unhandled event, and also for a targetless transition whose actions leave
+   * context alone (an `emit`): only in that rare case is `can()` asked.
+   */
+  private step1(
+    snapshot: AnyMachineSnapshot,
+    event: EventObject,
+  ): [AnyMachineSnapshot, unknown[], boolean] {
+    if (snapshot.status !== 'active') return [snapshot, [], false];
+    const [next, actions] = pureTransition(this.machine, snapshot, event);
+    return [next, actions, next !== snapshot || snapshot.can(event)];
+  }
+
+  /**
+   * Before refusing an event as illegal, checks whether another process moved the
+   * actor since it was loaded here; if so, reloads (one indexed read, paid only on
+   * the rejection path) so legality is decided on the stored state.
+   */
+  private async movedElsewhere(): Promise<boolean> {
+    if (this.stale) {
+      await this.reloadNow();
+      return true;
+    }
+    const stored = await this.runtime.store.loadActor(this.id);
+    if (!stored || stored.version === this.row.version) return false;
+    await this.reloadNow();
+    return true;
   }
 
   private illegal(eventType: string): InvalidTransitionError {
@@ -639,13 +680,14 @@ async function loadInto<TLogic extends AnyStateMachine>(
   versioning: ChartVersioning,
   row: ActorRow,
   options: { schemas?: EventSchemas | undefined; maxEventBytes?: number | undefined },
+  timers?: readonly TimerRow[],
 ): Promise<DurableActor<TLogic>> {
   const snapshot = decodeActorRow(machine, versioning, row);
   const actor = new DurableActor(runtime, machine, versioning, row, snapshot, options);
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
   // Re-arm timers this process does not know about yet (e.g. after a restart).
-  for (const t of await runtime.store.timers(row.id)) runtime.schedule(t);
+  for (const t of timers ?? (await runtime.store.timers(row.id))) runtime.schedule(t);
   return actor;
 }
 
@@ -755,6 +797,7 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
       transition: transitionRow,
       timersSet: planned.timersSet,
       timersCancel: [],
+      userId: options.userId,
     });
   } catch (error) {
     if (error instanceof ConcurrencyError && mode === 'load-or-create') {
@@ -762,8 +805,27 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
       const theirs = await options.store.loadActor(options.id);
       if (theirs) return loadInto(runtime, machine, versioning, theirs, actorOptions);
     }
+    const err = error instanceof Error ? error : new Error(String(error));
+    const race = error instanceof ConcurrencyError;
+    runtime.logger[race ? 'warn' : 'error'](
+      { actorId: options.id, machineId: machine.id, err },
+      'actor not created; nothing written',
+    );
+    runtime.notify('onWriteError', { actorId: options.id, error: err, at: now });
     throw error;
   }
+  runtime.logger.info(
+    {
+      actorId: options.id,
+      machineId: machine.id,
+      from: null,
+      to: state,
+      eventType: 'xstate.init',
+      version: 1,
+      source: 'create',
+    },
+    'transition',
+  );
   const actor = new DurableActor(runtime, machine, versioning, row, initial, actorOptions);
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
@@ -811,33 +873,44 @@ async function loadActorById(
   const live = runtime.liveActor(actorId);
   if (live) return live;
   const row = await runtime.store.loadActor(actorId);
-  if (!row)
+  if (!row) {
     throw new StoreError({
       operation: 'load',
       kind: 'not_found',
       actorId,
       detail: 'no such actor',
     });
+  }
+  return adoptActorRow(runtime, row);
+}
+
+/**
+ * @internal The live actor for a row already read from the store (recovery pages
+ * through rows and has each actor's timers at hand: no second read of either).
+ */
+export async function adoptActorRow(
+  runtime: DurableRuntime,
+  row: ActorRow,
+  timers?: readonly TimerRow[],
+): Promise<DurableActor<AnyStateMachine>> {
+  const live = runtime.liveActor(row.id);
+  if (live) return live;
   const chart = runtime.chartFor(row.machineId);
   if (!chart) {
     throw new StoreError({
       operation: 'load',
       kind: 'unknown_machine',
-      actorId,
+      actorId: row.id,
       detail: `machine "${row.machineId}" is not registered`,
     });
   }
-  // Two concurrent loads of one id must share one instance.
-  const again = runtime.liveActor(actorId);
-  if (again) return again;
   return loadInto(
     runtime,
     chart.machine,
     { version: chart.version, migrations: chart.migrations },
     row,
-    {
-      schemas: chart.events,
-    },
+    { schemas: chart.events },
+    timers,
   );
 }
 

@@ -4,7 +4,7 @@ import type { ChartDefinition } from '../catalog.ts';
 import { AgentchartsError } from '../strict/errors.ts';
 import type { ActorRow, StepRow, Store } from '../store/types.ts';
 import type { Clock } from './clock.ts';
-import { settleStep, type ReconcileHook } from './actor.ts';
+import { adoptActorRow, settleStep, type ReconcileHook } from './actor.ts';
 import { getRuntime, type RuntimeOptions } from './runtime.ts';
 
 export interface RecoverOptions {
@@ -137,9 +137,10 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       };
       report.actors.push(entry);
       try {
-        const actor = await runtime.actor(row.id);
+        const timers = await store.timers(row.id);
+        const actor = await adoptActorRow(runtime, row, timers);
         const now = runtime.clock.now();
-        for (const timer of await store.timers(row.id)) {
+        for (const timer of timers) {
           if (timer.dueAt <= now && (await runtime.fireTimer(row.id, timer.timerId)))
             entry.timersFired++;
         }

@@ -1,4 +1,5 @@
-import { initialTransition, transition, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import { initialTransition, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import { pureTransition } from './pure.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChartDefinition } from '../catalog.ts';
 import { stateLabel } from '../strict/state.ts';
@@ -145,11 +146,7 @@ async function verifyActor(
           return { actorId, kind: 'replay', seq: row.seq, detail: 'first row is not the creation' };
         snapshot = initialTransition(chart.machine, event.input as never)[0] as AnyMachineSnapshot;
       } else {
-        snapshot = transition(
-          chart.machine,
-          snapshot as never,
-          event as never,
-        )[0] as AnyMachineSnapshot;
+        snapshot = pureTransition(chart.machine, snapshot, event)[0];
       }
     } catch (error) {
       return {

@@ -1,1 +1,2 @@
 export * from './mermaid.ts';
+export * from './inspector.ts';

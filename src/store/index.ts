@@ -14,4 +14,17 @@ export {
   sqliteSchemaVersion,
   type SqliteMigration,
 } from './sqlite-schema.ts';
+export {
+  PostgresStore,
+  openPostgresStore,
+  classifyPostgresError,
+  type PostgresStoreOptions,
+} from './postgres.ts';
+export {
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+  migratePostgres,
+  postgresSchemaVersion,
+  type PostgresMigration,
+} from './postgres-schema.ts';
 export { openStore, parseStoreUrl, DEFAULT_SQLITE_FILE, type StoreUrl } from './open.ts';

@@ -2,16 +2,30 @@
  * The in-memory store, for unit tests. It is also the reference semantics of the
  * Store contract: the write checks and orderings every store shares live here.
  */
-import { ConcurrencyError, StoreError, type StoreOperation } from '../strict/errors.ts';
+import {
+  ConcurrencyError,
+  LeaseLostError,
+  StoreError,
+  type StoreOperation,
+} from '../strict/errors.ts';
 import type {
+  ActorCount,
+  ActorCountQuery,
+  ActorDwell,
   ActorQuery,
   ActorRow,
   ActorWrite,
+  LeaseRow,
   RejectionRow,
+  StateEntryCount,
+  StateEntryQuery,
+  StatesQuery,
   StepRow,
   StepStatus,
   Store,
+  TimerClaim,
   TimerRow,
+  TransitionFeedRow,
   TransitionRow,
 } from './types.ts';
 
@@ -55,6 +69,9 @@ function writeProblem(write: ActorWrite): string | undefined {
     return 'actor.version is not expectedVersion + 1';
   if (transition.seq !== actor.version) return 'transition.seq differs from actor.version';
   if (!STATUSES.has(actor.status)) return 'actor.status is not a known status';
+  if (write.userId !== undefined && (typeof write.userId !== 'string' || write.userId === '')) {
+    return 'userId is not a non-empty string';
+  }
   return undefined;
 }
 
@@ -83,7 +100,51 @@ export function stepMiss(key: string, row: StepRow | undefined, wanted: string):
       });
 }
 
-function byTimer(a: TimerRow, b: TimerRow): number {
+/**
+ * The LeaseLostError of a fenced write whose owner does not hold the actor's lease
+ * at `now`, or undefined when it does. `current` is the actor's lease columns
+ * (undefined when the actor does not exist: no lease can be held on it).
+ */
+export function leaseViolation(
+  write: ActorWrite,
+  current: { owner: string | null; leaseUntil: number | null } | undefined,
+): LeaseLostError | undefined {
+  const fence = write.lease;
+  if (fence === undefined) return undefined;
+  const live =
+    current?.owner != null && current.leaseUntil != null && current.leaseUntil >= fence.now;
+  if (live && current.owner === fence.owner) return undefined;
+  return new LeaseLostError({
+    actorId: write.actorId,
+    owner: fence.owner,
+    holder: live ? (current.owner ?? undefined) : undefined,
+  });
+}
+
+/** Validates the arguments shared by the lease operations (integers, a non-empty owner). */
+export function checkLeaseRequest(
+  operation: StoreOperation,
+  request: {
+    owner: string;
+    now?: number;
+    leaseUntil?: number;
+    claimUntil?: number;
+    limit?: number;
+  },
+): void {
+  const bad = (detail: string) => new StoreError({ operation, kind: 'bad_query', detail });
+  if (typeof request.owner !== 'string' || request.owner === '') {
+    throw bad('owner must be a non-empty string');
+  }
+  for (const name of ['now', 'leaseUntil', 'claimUntil'] as const) {
+    const value = request[name];
+    if (value !== undefined && !Number.isSafeInteger(value)) throw bad(`${name} is not an integer`);
+  }
+  if (request.limit !== undefined) checkLimit(request.limit, operation);
+}
+
+/** Timer order of every store: due time, then actor id, then timer id (byte order). */
+export function byTimer(a: TimerRow, b: TimerRow): number {
   return (
     a.dueAt - b.dueAt || compareText(a.actorId, b.actorId) || compareText(a.timerId, b.timerId)
   );
@@ -107,6 +168,12 @@ export class MemoryStore implements Store {
   private readonly timerTable = new Map<string, Map<string, TimerRow>>();
   private readonly stepTable = new Map<string, StepRow>();
   private readonly rejectionTable: RejectionRow[] = [];
+  /** The user an actor works for (set at creation) and when it entered its current state. */
+  private readonly actorMeta = new Map<string, { userId: string | null; stateSince: number }>();
+  /** Lease columns of actors (absent: unowned). */
+  private readonly leaseTable = new Map<string, { owner: string; leaseUntil: number }>();
+  /** Claims of timers, keyed by {@link timerKey}; dropped when the timer is set or deleted. */
+  private readonly claimTable = new Map<string, { claimedBy: string; claimUntil: number }>();
   private closed = false;
 
   private ensureOpen(operation: StoreOperation, actorId?: string): void {
@@ -121,6 +188,14 @@ export class MemoryStore implements Store {
     if (invalid) return invalid;
     const { actorId, expectedVersion } = write;
     const current = this.actorTable.get(actorId);
+    const lost = leaseViolation(
+      write,
+      current && {
+        owner: this.leaseTable.get(actorId)?.owner ?? null,
+        leaseUntil: this.leaseTable.get(actorId)?.leaseUntil ?? null,
+      },
+    );
+    if (lost) return lost;
     if (expectedVersion === 0 ? current !== undefined : current?.version !== expectedVersion) {
       if (current === undefined) return actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
@@ -150,14 +225,28 @@ export class MemoryStore implements Store {
         if (error) return error;
         const { actorId } = write;
         const createdAt = this.actorTable.get(actorId)?.createdAt ?? write.actor.createdAt;
+        const meta = this.actorMeta.get(actorId);
+        const sameState = this.actorTable.get(actorId)?.state === write.actor.state;
+        this.actorMeta.set(actorId, {
+          userId: meta ? meta.userId : (write.userId ?? null),
+          stateSince: meta && sameState ? meta.stateSince : write.transition.at,
+        });
         this.actorTable.set(actorId, { ...write.actor, createdAt });
         const history = this.transitionTable.get(actorId) ?? [];
         history.push({ ...write.transition });
         this.transitionTable.set(actorId, history);
         const timers = this.timerTable.get(actorId) ?? new Map<string, TimerRow>();
-        if (write.consumeTimer !== undefined) timers.delete(write.consumeTimer);
-        for (const id of write.timersCancel) timers.delete(id);
-        for (const t of write.timersSet) timers.set(t.timerId, { ...t });
+        const drop = (timerId: string) => {
+          timers.delete(timerId);
+          this.claimTable.delete(timerKey(actorId, timerId));
+        };
+        if (write.consumeTimer !== undefined) drop(write.consumeTimer);
+        for (const id of write.timersCancel) drop(id);
+        for (const t of write.timersSet) {
+          // A re-armed timer is a new firing: any claim on the old one lapses.
+          this.claimTable.delete(timerKey(actorId, t.timerId));
+          timers.set(t.timerId, { ...t });
+        }
         this.timerTable.set(actorId, timers);
         return null;
       });
@@ -318,6 +407,106 @@ export class MemoryStore implements Store {
     });
   }
 
+  acquireLeases(request: {
+    owner: string;
+    now: number;
+    leaseUntil: number;
+    limit: number;
+    actorIds?: readonly string[] | undefined;
+  }): Promise<LeaseRow[]> {
+    return settle(() => {
+      this.ensureOpen('commit');
+      checkLeaseRequest('commit', request);
+      const { owner, now, leaseUntil, limit, actorIds } = request;
+      const free = (id: string) => {
+        const held = this.leaseTable.get(id);
+        return held === undefined || held.leaseUntil < now;
+      };
+      const candidates =
+        actorIds === undefined
+          ? [...this.actorTable.values()].filter((a) => a.status === 'active' && free(a.id))
+          : [...new Set(actorIds)]
+              .map((id) => this.actorTable.get(id))
+              .filter(
+                (a): a is ActorRow =>
+                  a !== undefined && (free(a.id) || this.leaseTable.get(a.id)?.owner === owner),
+              );
+      return candidates
+        .map((a) => a.id)
+        .sort(compareText)
+        .slice(0, limit)
+        .map((actorId) => {
+          this.leaseTable.set(actorId, { owner, leaseUntil });
+          return { actorId, owner, leaseUntil };
+        });
+    });
+  }
+
+  renewLeases(request: {
+    owner: string;
+    now: number;
+    leaseUntil: number;
+    actorIds: readonly string[];
+  }): Promise<string[]> {
+    return settle(() => {
+      this.ensureOpen('commit');
+      checkLeaseRequest('commit', request);
+      const { owner, now, leaseUntil } = request;
+      return [...new Set(request.actorIds)]
+        .filter((id) => {
+          const held = this.leaseTable.get(id);
+          return held?.owner === owner && held.leaseUntil >= now;
+        })
+        .sort(compareText)
+        .map((id) => {
+          this.leaseTable.set(id, { owner, leaseUntil });
+          return id;
+        });
+    });
+  }
+
+  releaseLeases(owner: string, actorIds: readonly string[]): Promise<void> {
+    return settle(() => {
+      this.ensureOpen('commit');
+      checkLeaseRequest('commit', { owner });
+      for (const id of actorIds) {
+        if (this.leaseTable.get(id)?.owner === owner) this.leaseTable.delete(id);
+      }
+    });
+  }
+
+  lease(actorId: string): Promise<LeaseRow | undefined> {
+    return settle(() => {
+      this.ensureOpen('load', actorId);
+      const held = this.leaseTable.get(actorId);
+      return held && { actorId, ...held };
+    });
+  }
+
+  claimDueTimers(request: {
+    owner: string;
+    now: number;
+    claimUntil: number;
+    limit: number;
+  }): Promise<TimerClaim[]> {
+    return settle(() => {
+      this.ensureOpen('timer');
+      checkLeaseRequest('timer', request);
+      const { owner, now, claimUntil, limit } = request;
+      return this.allTimers()
+        .filter((t) => {
+          const claim = this.claimTable.get(timerKey(t.actorId, t.timerId));
+          return t.dueAt <= now && (claim === undefined || claim.claimUntil < now);
+        })
+        .sort(byTimer)
+        .slice(0, limit)
+        .map((t) => {
+          this.claimTable.set(timerKey(t.actorId, t.timerId), { claimedBy: owner, claimUntil });
+          return { ...t, claimedBy: owner, claimUntil };
+        });
+    });
+  }
+
   recordRejection(row: RejectionRow): Promise<void> {
     return settle(() => {
       this.ensureOpen('commit', row.actorId);
@@ -340,6 +529,125 @@ export class MemoryStore implements Store {
     });
   }
 
+  countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
+    return settle(() => {
+      this.ensureOpen('query');
+      return this.rejectionTable.filter(
+        (r) =>
+          r.at >= query.since &&
+          (query.until === undefined || r.at < query.until) &&
+          (query.reason === undefined || r.reason === query.reason),
+      ).length;
+    });
+  }
+
+  countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
+    return settle(() => {
+      this.ensureOpen('query');
+      const groups = new Map<string, ActorCount>();
+      for (const a of this.actorTable.values()) {
+        if (query.machineId !== undefined && a.machineId !== query.machineId) continue;
+        if (query.userId !== undefined && this.actorMeta.get(a.id)?.userId !== query.userId) {
+          continue;
+        }
+        if (query.updatedSince !== undefined && a.updatedAt < query.updatedSince) continue;
+        const key = JSON.stringify([a.machineId, a.state, a.status]);
+        const group = groups.get(key) ?? {
+          machineId: a.machineId,
+          state: a.state,
+          status: a.status,
+          count: 0,
+          totalAgeMs: 0,
+        };
+        group.count++;
+        group.totalAgeMs += a.updatedAt - a.createdAt;
+        groups.set(key, group);
+      }
+      return [...groups.values()].sort(
+        (x, y) =>
+          compareText(x.machineId, y.machineId) ||
+          compareText(x.state, y.state) ||
+          compareText(x.status, y.status),
+      );
+    });
+  }
+
+  actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
+    return settle(() => {
+      this.ensureOpen('query');
+      const limit = checkLimit(query.limit ?? 100, 'query');
+      const states = new Set(query.states);
+      const found: ActorDwell[] = [];
+      for (const a of this.actorTable.values()) {
+        const meta = this.actorMeta.get(a.id);
+        if (meta === undefined || !states.has(a.state)) continue;
+        if (query.machineId !== undefined && a.machineId !== query.machineId) continue;
+        if (query.userId !== undefined && meta.userId !== query.userId) continue;
+        if (query.enteredBefore !== undefined && meta.stateSince > query.enteredBefore) continue;
+        found.push({
+          actorId: a.id,
+          machineId: a.machineId,
+          state: a.state,
+          status: a.status,
+          stateSince: meta.stateSince,
+          updatedAt: a.updatedAt,
+          userId: meta.userId,
+        });
+      }
+      return found
+        .sort((x, y) => x.stateSince - y.stateSince || compareText(x.actorId, y.actorId))
+        .slice(0, limit);
+    });
+  }
+
+  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
+    return settle(() => {
+      this.ensureOpen('query');
+      const limit = checkLimit(query.limit ?? 100, 'query');
+      const minCount = query.minCount ?? 1;
+      const states = new Set(query.toStates);
+      const found: StateEntryCount[] = [];
+      for (const [actorId, rows] of this.transitionTable) {
+        const count = rows.filter(
+          (t) => t.at >= query.since && states.has(t.toState) && t.fromState !== t.toState,
+        ).length;
+        const actor = this.actorTable.get(actorId);
+        if (actor === undefined || count === 0 || count < minCount) continue;
+        found.push({
+          actorId,
+          machineId: actor.machineId,
+          state: actor.state,
+          status: actor.status,
+          count,
+        });
+      }
+      return found
+        .sort((x, y) => y.count - x.count || compareText(x.actorId, y.actorId))
+        .slice(0, limit);
+    });
+  }
+
+  transitionsSince(query: {
+    since: number;
+    machineId?: string | undefined;
+    limit?: number | undefined;
+  }): Promise<TransitionFeedRow[]> {
+    return settle(() => {
+      this.ensureOpen('query');
+      const limit = checkLimit(query.limit ?? 1000, 'query');
+      const rows: TransitionFeedRow[] = [];
+      for (const [actorId, history] of this.transitionTable) {
+        const machineId = this.actorTable.get(actorId)?.machineId;
+        if (machineId === undefined) continue;
+        if (query.machineId !== undefined && machineId !== query.machineId) continue;
+        for (const t of history) if (t.at >= query.since) rows.push({ ...t, machineId });
+      }
+      return rows
+        .sort((x, y) => x.at - y.at || compareText(x.actorId, y.actorId) || x.seq - y.seq)
+        .slice(0, limit);
+    });
+  }
+
   close(): Promise<void> {
     this.closed = true;
     return Promise.resolve();
@@ -354,6 +662,10 @@ export function actorMissing(actorId: string): StoreError {
     actorId,
     detail: 'no actor to update; create it with expectedVersion 0',
   });
+}
+
+function timerKey(actorId: string, timerId: string): string {
+  return `${actorId}\u0000${timerId}`;
 }
 
 /** Runs synchronous work as a promise, so a throw becomes a rejection. */

@@ -1,6 +1,8 @@
 /** Opening a store from a URL: the one entry point the runtime, CLI and server share. */
 import { StoreError } from '../strict/errors.ts';
 import { MemoryStore } from './memory.ts';
+import { openPostgresStore, type PostgresStoreOptions } from './postgres.ts';
+import { SCHEMA_NAME } from './postgres-schema.ts';
 import { openSqliteStore, type SqliteStoreOptions } from './sqlite.ts';
 import type { Store } from './types.ts';
 
@@ -11,7 +13,12 @@ export const DEFAULT_SQLITE_FILE = './agentcharts.db';
 export type StoreUrl =
   | { kind: 'sqlite'; file: string; options: SqliteStoreOptions }
   | { kind: 'memory' }
-  | { kind: 'postgres' };
+  | {
+      kind: 'postgres';
+      /** The URL handed to `pg`: agentcharts' own parameters removed. */
+      connectionString: string;
+      options: PostgresStoreOptions;
+    };
 
 const BOOLEANS: Readonly<Record<string, boolean>> = {
   '1': true,
@@ -32,7 +39,10 @@ function badUrl(detail: string): StoreError {
  * - `sqlite:<file>` or `sqlite::memory:`, with optional query parameters
  *   `synchronous=full|normal|extra`, `busy_timeout=<ms>`, `readonly=1|0`;
  * - `memory:`;
- * - `postgres://…` / `postgresql://…`.
+ * - `postgres://…` / `postgresql://…`, with optional query parameters
+ *   `statement_timeout=<ms>`, `connect_timeout=<s>`, `pool_max=<n>`,
+ *   `schema=<name>` (lower-case identifier); any other parameter (`sslmode`,
+ *   `application_name`, …) is passed to `pg` as is.
  *
  * @example
  * parseStoreUrl('sqlite:data/app.db?busy_timeout=200');
@@ -40,7 +50,7 @@ function badUrl(detail: string): StoreError {
  */
 export function parseStoreUrl(url: string = `sqlite:${DEFAULT_SQLITE_FILE}`): StoreUrl {
   if (url === 'memory:') return { kind: 'memory' };
-  if (/^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres' };
+  if (/^postgres(ql)?:\/\//i.test(url)) return parsePostgresUrl(url);
   if (!url.startsWith('sqlite:')) {
     const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0];
     const found = scheme === undefined ? 'no scheme' : `unknown scheme "${scheme}"`;
@@ -70,14 +80,50 @@ export function parseStoreUrl(url: string = `sqlite:${DEFAULT_SQLITE_FILE}`): St
   return { kind: 'sqlite', file, options };
 }
 
+const INTEGER = /^\d{1,9}$/;
+
+function parsePostgresUrl(url: string): StoreUrl {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw badUrl('postgres URL is malformed; expected postgres://user:password@host:port/database');
+  }
+  const options: PostgresStoreOptions = {};
+  const integer = (name: string, value: string, min: number) => {
+    if (!INTEGER.test(value) || Number(value) < min) {
+      throw badUrl(`${name} must be an integer ≥ ${min}`);
+    }
+    return Number(value);
+  };
+  for (const [name, value] of [...parsed.searchParams]) {
+    if (name === 'statement_timeout') {
+      options.statementTimeoutMs = integer(name, value, 0);
+    } else if (name === 'connect_timeout') {
+      options.connectTimeoutMs = integer(name, value, 1) * 1000;
+    } else if (name === 'pool_max') {
+      options.poolMax = integer(name, value, 1);
+    } else if (name === 'schema') {
+      if (!SCHEMA_NAME.test(value)) {
+        throw badUrl('schema must be a lower-case identifier ([a-z_][a-z0-9_]*, ≤ 63 characters)');
+      }
+      options.schema = value;
+    } else {
+      continue;
+    }
+    parsed.searchParams.delete(name);
+  }
+  return { kind: 'postgres', connectionString: parsed.toString(), options };
+}
+
 /**
  * Opens the store a URL names: no argument → SQLite in `./agentcharts.db`;
- * `sqlite:<file>` (`sqlite::memory:` for a throwaway database); `memory:` (tests).
- * Synchronous, so `recover(openStore(), …)` reads naturally; a networked store
- * connects lazily on its first operation. Throws StoreError (`open`): kind
- * `bad_url` for anything else, `unsupported` for `postgres://…` until the
- * PostgreSQL store lands, or the SQLite failure kind (`cantopen`, `corrupt`,
- * `schema_too_new`, …).
+ * `sqlite:<file>` (`sqlite::memory:` for a throwaway database); `postgres://…`
+ * (a server shared by several workers); `memory:` (tests).
+ * Synchronous, so `recover(openStore(), …)` reads naturally; PostgreSQL
+ * connects (and migrates its schema) lazily on its first operation. Throws
+ * StoreError (`open`): kind `bad_url` for anything else, or the SQLite failure
+ * kind (`cantopen`, `corrupt`, `schema_too_new`, …).
  *
  * @example
  * const store = openStore('sqlite:./agentcharts.db');
@@ -92,10 +138,6 @@ export function openStore(url?: string): Store {
     case 'sqlite':
       return openSqliteStore(parsed.file, parsed.options);
     case 'postgres':
-      throw new StoreError({
-        operation: 'open',
-        kind: 'unsupported',
-        detail: 'the postgres store is not available in this build; use sqlite:<file>',
-      });
+      return openPostgresStore(parsed.connectionString, parsed.options);
   }
 }

@@ -88,6 +88,43 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX rejections_at ON rejections (at);
     `,
   },
+  {
+    version: 2,
+    description: 'actor leases (owner, lease_until) and timer claims (claimed_by, claim_until)',
+    sql: `
+      ALTER TABLE actors ADD COLUMN owner TEXT;
+      ALTER TABLE actors ADD COLUMN lease_until INTEGER;
+      CREATE INDEX actors_status_lease ON actors (status, lease_until);
+
+      ALTER TABLE timers ADD COLUMN claimed_by TEXT;
+      ALTER TABLE timers ADD COLUMN claim_until INTEGER;
+    `,
+  },
+  {
+    version: 3,
+    description:
+      'observability: actor user and state entry time, indexes for statistics, alerts and the transition feed',
+    sql: `
+      ALTER TABLE actors ADD COLUMN user_id TEXT;
+      ALTER TABLE actors ADD COLUMN state_since INTEGER;
+      -- The entry time of the current state: the last row that changed the state label.
+      UPDATE actors SET state_since = COALESCE(
+        (SELECT t.at FROM transitions t
+         WHERE t.actor_id = actors.id AND t.from_state IS NOT t.to_state
+         ORDER BY t.seq DESC LIMIT 1),
+        updated_at);
+      -- Covering index of countActors: grouped counts and ages without reading rows.
+      -- It and actors_state_since lead with the columns of two version-1 indexes,
+      -- which they replace (one index less to maintain per write).
+      CREATE INDEX actors_stats ON actors (machine_id, state, status, created_at, updated_at);
+      CREATE INDEX actors_state_since ON actors (state, state_since);
+      DROP INDEX actors_machine_state;
+      DROP INDEX actors_state;
+      CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
+      CREATE INDEX transitions_at ON transitions (at);
+      CREATE INDEX transitions_to_state_at ON transitions (to_state, at);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

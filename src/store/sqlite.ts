@@ -5,18 +5,41 @@
  * contract shared with PostgreSQL.
  */
 import Database from 'better-sqlite3';
-import { ConcurrencyError, StoreError, type StoreOperation } from '../strict/errors.ts';
-import { actorMissing, checkLimit, invalidWrite, stepMiss } from './memory.ts';
+import {
+  ConcurrencyError,
+  LeaseLostError,
+  StoreError,
+  type StoreOperation,
+} from '../strict/errors.ts';
+import {
+  actorMissing,
+  byTimer,
+  checkLeaseRequest,
+  checkLimit,
+  compareText,
+  invalidWrite,
+  leaseViolation,
+  stepMiss,
+} from './memory.ts';
 import { migrateSqlite } from './sqlite-schema.ts';
 import type {
+  ActorCount,
+  ActorCountQuery,
+  ActorDwell,
   ActorQuery,
   ActorRow,
   ActorWrite,
+  LeaseRow,
   RejectionRow,
+  StateEntryCount,
+  StateEntryQuery,
+  StatesQuery,
   StepRow,
   StepStatus,
   Store,
+  TimerClaim,
   TimerRow,
+  TransitionFeedRow,
   TransitionRow,
 } from './types.ts';
 
@@ -217,7 +240,13 @@ export class SqliteStore implements Store {
       this.commitOne(write);
       return null;
     } catch (error) {
-      if (error instanceof ConcurrencyError || error instanceof StoreError) return error;
+      if (
+        error instanceof ConcurrencyError ||
+        error instanceof LeaseLostError ||
+        error instanceof StoreError
+      ) {
+        return error;
+      }
       // A constraint failure is this write's own; anything else (busy, full, io)
       // fails the whole batch, and SQLite may already have rolled it back.
       if (classifySqliteError(error) === 'constraint' && this.db.inTransaction) {
@@ -229,14 +258,23 @@ export class SqliteStore implements Store {
 
   private applyWrite(write: ActorWrite): void {
     const { actorId, expectedVersion } = write;
+    if (write.lease !== undefined) {
+      // Checked under the write lock IMMEDIATE took: no other worker can take the
+      // lease between this check and the commit.
+      const current = this.sql(
+        'SELECT owner, lease_until AS leaseUntil FROM actors WHERE id = ?',
+      ).get(actorId) as { owner: string | null; leaseUntil: number | null } | undefined;
+      const lost = leaseViolation(write, current);
+      if (lost) throw lost;
+    }
     if (expectedVersion === 0) {
       const inserted = this.sql(
         `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-           created_at, updated_at, head_hash)
+           created_at, updated_at, head_hash, user_id, state_since)
          VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-           @createdAt, @updatedAt, @headHash)
+           @createdAt, @updatedAt, @headHash, @userId, @enteredAt)
          ON CONFLICT (id) DO NOTHING`,
-      ).run(write.actor);
+      ).run({ ...write.actor, userId: write.userId ?? null, enteredAt: write.transition.at });
       if (inserted.changes === 0) {
         throw new ConcurrencyError({
           actorId,
@@ -248,9 +286,10 @@ export class SqliteStore implements Store {
       const updated = this.sql(
         `UPDATE actors SET machine_id = @machineId, chart_version = @chartVersion,
            version = @version, state = @state, status = @status, snapshot = @snapshot,
-           updated_at = @updatedAt, head_hash = @headHash
+           updated_at = @updatedAt, head_hash = @headHash,
+           state_since = CASE WHEN state = @state THEN state_since ELSE @enteredAt END
          WHERE id = @id AND version = @expectedVersion`,
-      ).run({ ...write.actor, expectedVersion });
+      ).run({ ...write.actor, expectedVersion, enteredAt: write.transition.at });
       if (updated.changes === 0) {
         const actualVersion = this.actorVersion(actorId);
         if (actualVersion === undefined) throw actorMissing(actorId);
@@ -270,7 +309,8 @@ export class SqliteStore implements Store {
     const upsertTimer = this.sql(
       `INSERT INTO timers (actor_id, timer_id, event, due_at)
        VALUES (@actorId, @timerId, @event, @dueAt)
-       ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event, due_at = excluded.due_at`,
+       ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
+         due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`,
     );
     for (const timer of write.timersSet) upsertTimer.run(timer);
     this.sql(
@@ -435,6 +475,114 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** Runs `work` in a BEGIN IMMEDIATE transaction (the write lock taken up front). */
+  private immediate<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+
+  acquireLeases(request: {
+    owner: string;
+    now: number;
+    leaseUntil: number;
+    limit: number;
+    actorIds?: readonly string[] | undefined;
+  }): Promise<LeaseRow[]> {
+    return this.run('commit', undefined, () => {
+      checkLeaseRequest('commit', request);
+      const { owner, now, leaseUntil, limit, actorIds } = request;
+      const free = '(owner IS NULL OR lease_until IS NULL OR lease_until < @now)';
+      const pick =
+        actorIds === undefined
+          ? `SELECT id FROM actors WHERE status = 'active' AND ${free} ORDER BY id LIMIT @limit`
+          : `SELECT id FROM actors WHERE id IN (SELECT value FROM json_each(@ids))
+               AND (${free} OR owner = @owner) ORDER BY id LIMIT @limit`;
+      const rows = this.immediate(
+        () =>
+          this.sql(
+            `UPDATE actors SET owner = @owner, lease_until = @leaseUntil WHERE id IN (${pick})
+             RETURNING id AS actorId, owner, lease_until AS leaseUntil`,
+          ).all({
+            owner,
+            now,
+            leaseUntil,
+            limit,
+            ids: JSON.stringify(actorIds ?? []),
+          }) as LeaseRow[],
+      );
+      return rows.sort((a, b) => compareText(a.actorId, b.actorId));
+    });
+  }
+
+  renewLeases(request: {
+    owner: string;
+    now: number;
+    leaseUntil: number;
+    actorIds: readonly string[];
+  }): Promise<string[]> {
+    return this.run('commit', undefined, () => {
+      checkLeaseRequest('commit', request);
+      const { owner, now, leaseUntil, actorIds } = request;
+      const ids = this.immediate(() =>
+        this.sql(
+          `UPDATE actors SET lease_until = @leaseUntil
+           WHERE owner = @owner AND lease_until >= @now
+             AND id IN (SELECT value FROM json_each(@ids))
+           RETURNING id`,
+        )
+          .pluck()
+          .all({ owner, now, leaseUntil, ids: JSON.stringify(actorIds) })
+          .map(String),
+      );
+      return ids.sort(compareText);
+    });
+  }
+
+  releaseLeases(owner: string, actorIds: readonly string[]): Promise<void> {
+    return this.run('commit', undefined, () => {
+      checkLeaseRequest('commit', { owner });
+      this.sql(
+        `UPDATE actors SET owner = NULL, lease_until = NULL
+         WHERE owner = @owner AND id IN (SELECT value FROM json_each(@ids))`,
+      ).run({ owner, ids: JSON.stringify(actorIds) });
+    });
+  }
+
+  lease(actorId: string): Promise<LeaseRow | undefined> {
+    return this.run(
+      'load',
+      actorId,
+      () =>
+        this.sql(
+          `SELECT id AS actorId, owner, lease_until AS leaseUntil FROM actors
+           WHERE id = ? AND owner IS NOT NULL AND lease_until IS NOT NULL`,
+        ).get(actorId) as LeaseRow | undefined,
+    );
+  }
+
+  claimDueTimers(request: {
+    owner: string;
+    now: number;
+    claimUntil: number;
+    limit: number;
+  }): Promise<TimerClaim[]> {
+    return this.run('timer', undefined, () => {
+      checkLeaseRequest('timer', request);
+      const rows = this.immediate(
+        () =>
+          this.sql(
+            `UPDATE timers SET claimed_by = @owner, claim_until = @claimUntil
+             WHERE (actor_id, timer_id) IN (
+               SELECT actor_id, timer_id FROM timers
+               WHERE due_at <= @now
+                 AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until < @now)
+               ORDER BY due_at, actor_id, timer_id LIMIT @limit)
+             RETURNING ${TIMER_COLUMNS}, claimed_by AS claimedBy, claim_until AS claimUntil`,
+          ).all(request) as TimerClaim[],
+      );
+      return rows.sort(byTimer);
+    });
+  }
+
   recordRejection(row: RejectionRow): Promise<void> {
     return this.run('commit', row.actorId, () => {
       this.sql(
@@ -453,6 +601,93 @@ export class SqliteStore implements Store {
       return this.sql(`SELECT ${REJECTION_COLUMNS} FROM rejections ${where} ORDER BY at, id`).all(
         query,
       ) as RejectionRow[];
+    });
+  }
+
+  countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
+    return this.run('query', undefined, () => {
+      const filters = ['at >= @since'];
+      if (query.until !== undefined) filters.push('at < @until');
+      if (query.reason !== undefined) filters.push('reason = @reason');
+      return this.sql(`SELECT COUNT(*) FROM rejections WHERE ${filters.join(' AND ')}`)
+        .pluck()
+        .get(query) as number;
+    });
+  }
+
+  countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
+    return this.run('query', undefined, () => {
+      const filters: string[] = [];
+      if (query.machineId !== undefined) filters.push('machine_id = @machineId');
+      if (query.userId !== undefined) filters.push('user_id = @userId');
+      if (query.updatedSince !== undefined) filters.push('updated_at >= @updatedSince');
+      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+      return this.sql(
+        `SELECT machine_id AS machineId, state, status, COUNT(*) AS count,
+           TOTAL(updated_at - created_at) AS totalAgeMs
+         FROM actors ${where}
+         GROUP BY machine_id, state, status ORDER BY machine_id, state, status`,
+      ).all(query) as ActorCount[];
+    });
+  }
+
+  actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
+    return this.run('query', undefined, () => {
+      const filters = ['state IN (SELECT value FROM json_each(@states))'];
+      if (query.machineId !== undefined) filters.push('machine_id = @machineId');
+      if (query.userId !== undefined) filters.push('user_id = @userId');
+      if (query.enteredBefore !== undefined) filters.push('state_since <= @enteredBefore');
+      return this.sql(
+        `SELECT id AS actorId, machine_id AS machineId, state, status, state_since AS stateSince,
+           updated_at AS updatedAt, user_id AS userId
+         FROM actors WHERE ${filters.join(' AND ')}
+         ORDER BY state_since, id LIMIT @limit`,
+      ).all({
+        ...query,
+        states: JSON.stringify(query.states),
+        limit: checkLimit(query.limit ?? 100, 'query'),
+      }) as ActorDwell[];
+    });
+  }
+
+  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
+    return this.run('query', undefined, () => {
+      return this.sql(
+        `SELECT e.actor_id AS actorId, a.machine_id AS machineId, a.state, a.status, e.count
+         FROM (SELECT actor_id, COUNT(*) AS count FROM transitions
+               WHERE to_state IN (SELECT value FROM json_each(@states)) AND at >= @since
+                 AND from_state IS NOT to_state
+               GROUP BY actor_id HAVING COUNT(*) >= @minCount) e
+         JOIN actors a ON a.id = e.actor_id
+         ORDER BY e.count DESC, e.actor_id LIMIT @limit`,
+      ).all({
+        states: JSON.stringify(query.toStates),
+        since: query.since,
+        minCount: Math.max(1, query.minCount ?? 1),
+        limit: checkLimit(query.limit ?? 100, 'query'),
+      }) as StateEntryCount[];
+    });
+  }
+
+  transitionsSince(query: {
+    since: number;
+    machineId?: string | undefined;
+    limit?: number | undefined;
+  }): Promise<TransitionFeedRow[]> {
+    return this.run('query', undefined, () => {
+      const machine = query.machineId !== undefined ? 'AND a.machine_id = @machineId' : '';
+      return this.sql(
+        `SELECT t.actor_id AS actorId, t.seq, t.from_state AS fromState, t.to_state AS toState,
+           t.event_type AS eventType, t.event, t.at, t.metadata, t.prev_hash AS prevHash,
+           t.hash, a.machine_id AS machineId
+         FROM transitions t JOIN actors a ON a.id = t.actor_id
+         WHERE t.at >= @since ${machine}
+         ORDER BY t.at, t.actor_id, t.seq LIMIT @limit`,
+      ).all({
+        since: query.since,
+        machineId: query.machineId,
+        limit: checkLimit(query.limit ?? 1000, 'query'),
+      }) as TransitionFeedRow[];
     });
   }
 

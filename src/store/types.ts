@@ -79,6 +79,12 @@ export interface ActorWrite {
    * expired at `now`. Plain sends carry no lease: compare-and-set orders them.
    */
   lease?: { owner: string; now: number } | undefined;
+  /**
+   * Creation only (`expectedVersion` 0): the user the actor works for (seed 000's
+   * `user_id`), recorded once in an indexed column and ignored on updates. Read back
+   * through {@link Store.countActors} and {@link Store.actorsInStates}, not on ActorRow.
+   */
+  userId?: string | undefined;
 }
 
 /** Who is responsible for an actor's timers and recovery, until when. */
@@ -130,6 +136,73 @@ export interface ActorQuery {
   afterId?: string | undefined;
   /** Default 100. */
   limit?: number | undefined;
+}
+
+/** How many actors stand in one (machine, state, status), for statistics without loading actors. */
+export interface ActorCount {
+  machineId: string;
+  state: string;
+  status: ActorStatus;
+  count: number;
+  /** Σ (updatedAt − createdAt) over these actors, in ms (their execution time so far). */
+  totalAgeMs: number;
+}
+
+export interface ActorCountQuery {
+  machineId?: string | undefined;
+  /** Only actors created for this user ({@link ActorWrite.userId}). */
+  userId?: string | undefined;
+  /** Only actors whose last transition is at or after this time (ms). */
+  updatedSince?: number | undefined;
+}
+
+/** Where an actor stands and since when (time in state = now − stateSince). */
+export interface ActorDwell {
+  actorId: string;
+  machineId: string;
+  state: string;
+  status: ActorStatus;
+  /** When the actor entered `state`: the time of its last transition that changed the state label. */
+  stateSince: number;
+  updatedAt: number;
+  userId: string | null;
+}
+
+export interface StatesQuery {
+  /** State labels to match exactly (an empty list matches nothing). */
+  states: readonly string[];
+  machineId?: string | undefined;
+  userId?: string | undefined;
+  /** Only actors that entered their state at or before this time (ms). */
+  enteredBefore?: number | undefined;
+  /** Default 100. */
+  limit?: number | undefined;
+}
+
+/** Per actor: how many of its transitions in a window entered one of the given states. */
+export interface StateEntryCount {
+  actorId: string;
+  machineId: string;
+  /** The actor's current state and status. */
+  state: string;
+  status: ActorStatus;
+  count: number;
+}
+
+export interface StateEntryQuery {
+  /** Count transition rows whose `toState` is one of these and differs from `fromState`. */
+  toStates: readonly string[];
+  /** Rows at or after this time (ms). */
+  since: number;
+  /** Only actors with at least this many entries. Default 1. */
+  minCount?: number | undefined;
+  /** Default 100. */
+  limit?: number | undefined;
+}
+
+/** A transition row with the machine of its actor (the feed `tail` follows). */
+export interface TransitionFeedRow extends TransitionRow {
+  machineId: string;
 }
 
 export interface Store {
@@ -219,6 +292,30 @@ export interface Store {
 
   recordRejection(row: RejectionRow): Promise<void>;
   listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;
+  /** How many rejections at or after `since` (and before `until`), optionally of one `reason`. */
+  countRejections(query: { since: number; until?: number; reason?: string }): Promise<number>;
+
+  /**
+   * Actor counts grouped by machine, state and status (seed 003 collection
+   * statistics), computed by the store over an index; ordered by machine, state, status.
+   */
+  countActors(query?: ActorCountQuery): Promise<ActorCount[]>;
+  /**
+   * Actors whose current state is one of `states`, oldest entry first (then by id):
+   * time-in-state alerts (`enteredBefore`) and seed 000's "active agents for a user".
+   */
+  actorsInStates(query: StatesQuery): Promise<ActorDwell[]>;
+  /**
+   * Actors that entered one of `toStates` at least `minCount` times since `since`
+   * (retry flapping), most entries first, then by id.
+   */
+  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]>;
+  /** Transition rows at or after `since`, by time, actor id and seq, up to `limit` (default 1000). */
+  transitionsSince(query: {
+    since: number;
+    machineId?: string | undefined;
+    limit?: number | undefined;
+  }): Promise<TransitionFeedRow[]>;
 
   close(): Promise<void>;
 }

@@ -82,19 +82,90 @@ export interface ValidateEventOptions {
   maxBytes?: number | undefined;
 }
 
-function findForbiddenKey(value: unknown, path: string[], depth: number): string | undefined {
-  if (depth > 64 || value === null || typeof value !== 'object') return undefined;
-  for (const key of Object.keys(value)) {
-    if (FORBIDDEN_KEYS.has(key)) return [...path, key].join('.');
-    const found = findForbiddenKey(
-      (value as Record<string, unknown>)[key],
-      [...path, key],
-      depth + 1,
-    );
-    if (found) return found;
-  }
-  return undefined;
+/** Why {@link inspectJson} refused a value, and where. */
+interface JsonProblem {
+  reason: 'forbidden_key' | 'invalid_field' | 'oversize';
+  path: string[];
+  detail?: string;
 }
+
+/**
+ * One walk over an event: refuses forbidden keys (`__proto__`, `constructor`,
+ * `prototype`), anything that is not plain JSON data (functions, symbols,
+ * `undefined` in arrays, non-finite numbers, class instances, cycles, nesting over
+ * 64), and estimates the UTF-8 size of its JSON text (escapes aside), stopping past
+ * `budget`.
+ * Replaces a `JSON.stringify` for the size plus a separate key walk, and lets
+ * payload schemas accept JSON values without re-walking them (see {@link jsonValue}).
+ */
+function inspectJson(value: unknown, budget: number): JsonProblem | undefined {
+  let size = 0;
+  const walk = (v: unknown, depth: number): JsonProblem | undefined => {
+    if (size > budget) return { reason: 'oversize', path: [] };
+    switch (typeof v) {
+      case 'string':
+        size += (v.length < 16 ? v.length : Buffer.byteLength(v, 'utf8')) + 2;
+        return undefined;
+      case 'number':
+        if (!Number.isFinite(v))
+          return { reason: 'invalid_field', path: [], detail: 'not a finite number' };
+        size += 8;
+        return undefined;
+      case 'boolean':
+        size += 5;
+        return undefined;
+      case 'object': {
+        if (v === null) {
+          size += 4;
+          return undefined;
+        }
+        if (depth > 64) return { reason: 'invalid_field', path: [], detail: 'nested too deeply' };
+        if (Array.isArray(v)) {
+          size += 2;
+          for (let i = 0; i < v.length; i++) {
+            if (v[i] === undefined)
+              return { reason: 'invalid_field', path: [String(i)], detail: 'undefined' };
+            const problem = walk(v[i], depth + 1);
+            if (problem) return { ...problem, path: [String(i), ...problem.path] };
+            size += 1;
+          }
+          return undefined;
+        }
+        const proto = Object.getPrototypeOf(v) as unknown;
+        if (proto !== Object.prototype && proto !== null) {
+          return { reason: 'invalid_field', path: [], detail: 'not plain JSON data' };
+        }
+        size += 2;
+        for (const key of Object.keys(v)) {
+          if (FORBIDDEN_KEYS.has(key)) return { reason: 'forbidden_key', path: [key] };
+          const child = (v as Record<string, unknown>)[key];
+          if (child === undefined) continue; // dropped by JSON, as optional fields are
+          size += key.length + 4;
+          const problem = walk(child, depth + 1);
+          if (problem) return { ...problem, path: [key, ...problem.path] };
+        }
+        return undefined;
+      }
+      default:
+        return { reason: 'invalid_field', path: [], detail: 'not JSON data' };
+    }
+  };
+  const problem = walk(value, 0);
+  return problem ?? (size > budget ? { reason: 'oversize', path: [] } : undefined);
+}
+
+/** A JSON value as carried by events. */
+export type JsonValue =
+  string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * Schema of a JSON value inside an event payload. {@link validateEvent} has
+ * already walked the whole event and refused anything that is not plain JSON, so
+ * this schema only types the field; zod's recursive `z.json()` would walk it again.
+ */
+export const jsonValue = z.custom<JsonValue>((v) => v !== undefined, {
+  message: 'expected a JSON value',
+});
 
 function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
   let current = value;
@@ -131,17 +202,14 @@ export function validateEvent(
     // XState's internal events (delayed `after` events, init) only come from the runtime.
     throw fail('unknown_type', type, 'type', 'reserved for internal events');
   }
-  const forbidden = findForbiddenKey(event, [], 0);
-  if (forbidden) throw fail('forbidden_key', type, forbidden);
-
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
-  let size: number;
-  try {
-    size = Buffer.byteLength(JSON.stringify(event), 'utf8');
-  } catch {
-    throw fail('invalid_field', type, undefined, 'not JSON-serialisable');
+  const problem = inspectJson(event, maxBytes);
+  if (problem) {
+    const field = problem.path.length > 0 ? problem.path.join('.') : undefined;
+    if (problem.reason === 'oversize')
+      throw fail('oversize', type, undefined, `over ${maxBytes} bytes`);
+    throw fail(problem.reason, type, field, problem.detail);
   }
-  if (size > maxBytes) throw fail('oversize', type, undefined, `${size} bytes > ${maxBytes}`);
 
   const schemas = options.schemas ?? getEventSchemas(machine);
   if (!schemas) {

@@ -1,0 +1,108 @@
+/**
+ * `npm run bench [-- --quick] [-- --json]`: the runtime's figures, each against a
+ * baseline run in this process on the same disk (a temp directory under the OS
+ * temp dir), with its target and PASS/MISS.
+ *
+ * - durable send, one commit per transition (synchronous=FULL) vs raw better-sqlite3
+ *   writing the same rows — target ≥ 0.9;
+ * - group commit of N concurrent sends vs the same rows batched raw — target ≥ 0.5;
+ * - strict in-memory send vs bare XState send — target ≥ 0.85;
+ * - recover of 100k persisted actors vs a raw scan (no target: reported);
+ * - heap per idle durable actor — target ≤ 4 KB (bare XState actor shown for scale).
+ *
+ * `ratio` reads "as good as the baseline" at 1: ours ÷ baseline for rates,
+ * baseline ÷ ours for times and heap. `--quick` shrinks every size for a smoke run.
+ */
+import { cpus, loadavg } from 'node:os';
+import { fmt, makeTempDir, removeDir, type BenchOptions, type BenchRow } from './bench/common.ts';
+import { benchGroupCommit, benchSequential } from './bench/durable.ts';
+import { benchHeap, benchRecover } from './bench/memory.ts';
+import { benchStrict } from './bench/strict.ts';
+
+const args = new Set(process.argv.slice(2));
+for (const arg of args) {
+  if (arg !== '--quick' && arg !== '--json') {
+    console.error(`unknown option ${arg}; usage: bench [--quick] [--json]`);
+    process.exit(64);
+  }
+}
+const json = args.has('--json');
+const dir = makeTempDir();
+const options: BenchOptions = {
+  quick: args.has('--quick'),
+  dir,
+  // Progress goes to stderr so `--json` keeps stdout machine-readable.
+  log: (line) => process.stderr.write(`${line}\n`),
+};
+
+function targetText(row: BenchRow): string {
+  if (!row.target) return 'none';
+  const unit = row.target.unit ? ` ${row.target.unit}` : '';
+  return `${row.target.on === 'ratio' ? 'ratio ' : ''}${row.target.op} ${row.target.value}${unit}`;
+}
+
+function table(rows: readonly BenchRow[]): string {
+  const header = ['benchmark', 'ours', 'baseline', 'ratio', 'target', 'result'];
+  const body = rows.map((r) => [
+    r.name,
+    `${fmt(r.value)} ${r.unit}`,
+    r.baseline === undefined ? '—' : `${fmt(r.baseline)} ${r.unit}`,
+    r.ratio === undefined ? '—' : r.ratio.toFixed(2),
+    targetText(r),
+    r.pass === undefined ? 'INFO' : r.pass ? 'PASS' : 'MISS',
+  ]);
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0)))
+      .join('  ');
+  const baselines = rows
+    .filter((r) => r.baselineName)
+    .map((r) => `  ${r.name}: baseline = ${r.baselineName}`);
+  return [
+    line(header),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...body.map(line),
+    '',
+    ...baselines,
+  ].join('\n');
+}
+
+const started = Date.now();
+const loadBefore = loadavg()[0] ?? 0;
+const rows: BenchRow[] = [];
+try {
+  options.log(`agentcharts bench${options.quick ? ' (quick)' : ''}: databases in ${dir}`);
+  rows.push(await benchSequential(options));
+  rows.push(await benchGroupCommit(options));
+  rows.push(benchStrict(options));
+  rows.push(await benchRecover(options));
+  rows.push(await benchHeap(options));
+} finally {
+  removeDir(dir);
+}
+const load = { before: loadBefore, after: loadavg()[0] ?? 0, cpus: cpus().length };
+// Every figure is a ratio to a baseline interleaved with it, which absorbs slow
+// drift; a machine busier than its CPU count still skews CPU-bound pairs.
+const busy = Math.max(load.before, load.after) > load.cpus;
+const summary = {
+  quick: options.quick,
+  node: process.version,
+  platform: `${process.platform}-${process.arch}`,
+  load,
+  busy,
+  seconds: (Date.now() - started) / 1000,
+  passed: rows.every((r) => r.pass !== false),
+  rows,
+};
+if (json) {
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+} else {
+  const loadText = `load average ${load.before.toFixed(1)} → ${load.after.toFixed(1)} on ${load.cpus} CPUs`;
+  process.stdout.write(
+    `${table(rows)}\n\n${summary.seconds.toFixed(1)} s, node ${process.version}, ${loadText}` +
+      `${busy ? ' — the machine was busy: figures are noisy, rerun on an idle machine' : ''}\n`,
+  );
+}

@@ -1,0 +1,146 @@
+/**
+ * Seed 003's collection statistics and seed 000's "active agents for a user",
+ * computed from the store's grouped counts (one indexed query), never by loading
+ * every actor.
+ */
+import type { ActorCount, ActorDwell, Store } from '../store/types.ts';
+import { classifyState, isActiveClass, isFinished, type StateClass } from './classify.ts';
+
+/** One (machine, state, status) group with what it means. */
+export interface StateGroup extends ActorCount {
+  class: StateClass;
+}
+
+/** Seed 003's `AgentStatistics`, for actors of any chart. */
+export interface CollectionStatistics {
+  total: number;
+  /** Actors per state label, summed over machines (seed 003 `status_counts`). */
+  statusCounts: Record<string, number>;
+  /** Actors per state class. */
+  classCounts: Record<StateClass, number>;
+  /** Working, waiting or retrying (seed 003 `total_active`). */
+  totalActive: number;
+  totalCompleted: number;
+  totalFailed: number;
+  totalTerminated: number;
+  /**
+   * Mean of (last transition − creation) over finished actors, in ms, or null when
+   * none has finished (seed 003 `avg_execution_time`).
+   */
+  avgExecutionTimeMs: number | null;
+  /** The groups behind the numbers, ordered by machine, state, status. */
+  groups: StateGroup[];
+}
+
+export interface StatisticsQuery {
+  machineId?: string | undefined;
+  userId?: string | undefined;
+  /** Only actors with a transition at or after this time (ms). */
+  updatedSince?: number | undefined;
+}
+
+/** Folds grouped counts into seed 003's statistics. */
+export function statisticsFromCounts(counts: readonly ActorCount[]): CollectionStatistics {
+  const stats: CollectionStatistics = {
+    total: 0,
+    statusCounts: {},
+    classCounts: {
+      idle: 0,
+      working: 0,
+      waiting: 0,
+      paused: 0,
+      retrying: 0,
+      completed: 0,
+      failed: 0,
+      terminated: 0,
+    },
+    totalActive: 0,
+    totalCompleted: 0,
+    totalFailed: 0,
+    totalTerminated: 0,
+    avgExecutionTimeMs: null,
+    groups: [],
+  };
+  let finished = 0;
+  let finishedAge = 0;
+  for (const group of counts) {
+    const cls = classifyState(group.state, group.status);
+    stats.groups.push({ ...group, class: cls });
+    stats.total += group.count;
+    stats.statusCounts[group.state] = (stats.statusCounts[group.state] ?? 0) + group.count;
+    stats.classCounts[cls] += group.count;
+    if (isActiveClass(cls)) stats.totalActive += group.count;
+    if (cls === 'completed') stats.totalCompleted += group.count;
+    if (cls === 'failed') stats.totalFailed += group.count;
+    if (cls === 'terminated') stats.totalTerminated += group.count;
+    if (isFinished(cls)) {
+      finished += group.count;
+      finishedAge += group.totalAgeMs;
+    }
+  }
+  stats.avgExecutionTimeMs = finished > 0 ? finishedAge / finished : null;
+  return stats;
+}
+
+/**
+ * Collection statistics of the actors a query selects.
+ *
+ * @example
+ * const stats = await collectionStatistics(store, { machineId: 'task-lifecycle' });
+ * console.log(stats.totalActive, stats.totalFailed, stats.avgExecutionTimeMs);
+ */
+export async function collectionStatistics(
+  store: Store,
+  query: StatisticsQuery = {},
+): Promise<CollectionStatistics> {
+  return statisticsFromCounts(await store.countActors(query));
+}
+
+/** Seed 003's JSON shape of `AgentStatistics` (snake_case, execution time in seconds). */
+export interface SeedStatistics {
+  status_counts: Record<string, number>;
+  total_active: number;
+  total_completed: number;
+  total_failed: number;
+  avg_execution_time: number | null;
+}
+
+export function toSeedStatistics(stats: CollectionStatistics): SeedStatistics {
+  return {
+    status_counts: stats.statusCounts,
+    total_active: stats.totalActive,
+    total_completed: stats.totalCompleted,
+    total_failed: stats.totalFailed,
+    avg_execution_time: stats.avgExecutionTimeMs === null ? null : stats.avgExecutionTimeMs / 1000,
+  };
+}
+
+/**
+ * Seed 000's "active agents for a user": the user's actors in a working, waiting
+ * or retrying state (not idle, paused or finished), longest in their state first.
+ * Two indexed queries: the user's state labels, then the actors in the active ones.
+ *
+ * @example
+ * const agents = await activeAgentsForUser(store, 'user_2x');
+ */
+export async function activeAgentsForUser(
+  store: Store,
+  userId: string,
+  options: { machineId?: string | undefined; limit?: number | undefined } = {},
+): Promise<ActorDwell[]> {
+  const groups = await store.countActors({ userId, machineId: options.machineId });
+  const states = [
+    ...new Set(
+      groups.filter((g) => isActiveClass(classifyState(g.state, g.status))).map((g) => g.state),
+    ),
+  ];
+  if (states.length === 0) return [];
+  const found = await store.actorsInStates({
+    states,
+    userId,
+    machineId: options.machineId,
+    limit: options.limit ?? 100,
+  });
+  // A label can be active for one status and finished for another (an XState error).
+  return found.filter((d) => isActiveClass(classifyState(d.state, d.status)));
+}

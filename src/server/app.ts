@@ -1,0 +1,845 @@
+/**
+ * The HTTP face of a store (`agentcharts serve`), built with Hono:
+ *
+ * - reads: actors (filters, keyset pagination), one actor with its trail, chart
+ *   and accepted events, counts per state, the SSE stream of seed 003 messages,
+ *   `/metrics`; `/healthz` is open;
+ * - writes: `POST /api/events` and seed 001's approval webhook
+ *   `POST /api/approval-callback`, HMAC-signed, authorized by the key's role;
+ * - the dashboard, whose Approve/Deny go through the same signed path.
+ *
+ * See docs/server.md.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { serve, type ServerType } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { Hono, type Context } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Logger } from 'pino';
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import { z } from 'zod';
+import { charts as catalogCharts } from '../../machines/index.ts';
+import type { ChartDefinition } from '../catalog.ts';
+import { decodeActorRow } from '../durable/codec.ts';
+import { getRuntime, type DurableRuntime } from '../durable/runtime.ts';
+import { createMetrics } from '../observe/metrics.ts';
+import { emittedToStreamMessages, toStreamMessages } from '../observe/stream.ts';
+import {
+  ConcurrencyError,
+  InvalidEventError,
+  InvalidTransitionError,
+  StoreError,
+} from '../strict/errors.ts';
+import { stateLabel } from '../strict/state.ts';
+import type { ActorRow, Store, TransitionRow } from '../store/types.ts';
+import {
+  DEFAULT_APPROVAL_EVENTS,
+  RequestVerifier,
+  authorizeEvent,
+  fromHeaders,
+  signRequest,
+  type ApiKey,
+  type HeaderGetter,
+  type SignatureFailure,
+} from './auth.ts';
+import { highlightedDiagram } from './diagram.ts';
+import { SseHub, type SseHubOptions } from './sse.ts';
+import { CATEGORIES, stateStyle, type StateCategory } from './states.ts';
+import { feedTransitions, type TransitionFeed } from './watch.ts';
+
+export interface DashboardOptions {
+  /**
+   * Id of an approver key the server signs the dashboard's Approve/Deny with. The
+   * secret stays on the server; without it the dashboard is read-only.
+   */
+  approverKeyId?: string | undefined;
+  /** The `approver` recorded for dashboard decisions. Default `dashboard`. */
+  approverName?: string | undefined;
+}
+
+export interface ServerOptions {
+  store: Store;
+  /** Charts actors may run. Default: the six catalog charts. */
+  charts?: Iterable<ChartDefinition> | undefined;
+  /** Signing keys for writes (and signed reads). */
+  keys: readonly ApiKey[];
+  /**
+   * Token for reads and the dashboard: `Authorization: Bearer <token>`, or once
+   * through `/?token=<token>`, which starts a cookie session for the browser.
+   */
+  accessToken?: string | undefined;
+  /** Let anyone read (e.g. behind an authenticating proxy). Default false. */
+  publicRead?: boolean | undefined;
+  dashboard?: DashboardOptions | undefined;
+  /** Events only approver keys may send. Default {@link DEFAULT_APPROVAL_EVENTS}. */
+  approvalEvents?: readonly string[] | undefined;
+  /** Freshness window of signed requests, seconds. Default 300. */
+  toleranceSeconds?: number | undefined;
+  replayCacheSize?: number | undefined;
+  /** Largest accepted request body. Default 64 KiB. */
+  maxBodyBytes?: number | undefined;
+  /** How often to look for transitions written by other processes (ms); 0 = off. Default 1000. */
+  pollMs?: number | undefined;
+  /** Fire due durable timers from this process (approval timeouts, retries). Default false. */
+  fireTimers?: boolean | undefined;
+  sse?: SseHubOptions | undefined;
+  logger?: Logger | undefined;
+  /** Seconds clock for signature freshness (tests). */
+  nowSeconds?: (() => number) | undefined;
+}
+
+export interface AgentchartsServer {
+  app: Hono;
+  runtime: DurableRuntime;
+  hub: SseHub;
+  feed: TransitionFeed;
+  /** Resolves when the transition feed knows where every actor stands. */
+  ready: Promise<void>;
+  /** Stops the feed and ends SSE streams. The store and runtime stay open. */
+  close(): Promise<void>;
+}
+
+const SESSION_COOKIE = 'agentcharts_session';
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const MAX_SESSIONS = 10_000;
+const TRAIL_LIMIT = 200;
+const ACTOR_ID = z.string().min(1).max(200);
+
+/** The JSON error body of every refusal: a code plus structured fields, never a payload value. */
+type ErrorBody = { error: string } & Record<string, unknown>;
+
+function zodField(error: z.ZodError, prefix = ''): { field: string; reason: string } {
+  const issue = error.issues[0];
+  const path = issue?.path.map(String).join('.') ?? '';
+  const field =
+    issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined
+      ? [path, issue.keys[0]].filter(Boolean).join('.')
+      : path;
+  return {
+    field: `${prefix}${field || '(body)'}`,
+    reason:
+      issue?.code === 'unrecognized_keys'
+        ? 'unexpected_field'
+        : issue?.code === 'invalid_type' && issue.input === undefined
+          ? 'missing_field'
+          : (issue?.code ?? 'invalid'),
+  };
+}
+
+const plainObject = z.custom<Record<string, unknown>>(
+  (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+  { message: 'expected an object' },
+);
+
+const eventBodySchema = z.strictObject({
+  actorId: ACTOR_ID,
+  event: plainObject,
+});
+
+/** Seed 001 §4 "Integration Pattern with External Approval Systems". */
+const approvalBodySchema = z.strictObject({
+  task_id: ACTOR_ID,
+  decision: z.enum(['approved', 'denied']),
+  approver: z.string().trim().min(1).max(1_000),
+  comment: z.string().max(10_000).optional(),
+  timestamp: z.union([z.string().min(1).max(100), z.number().finite()]),
+});
+
+const listQuerySchema = z.strictObject({
+  machine: z.string().min(1).max(200).optional(),
+  state: z.string().min(1).max(500).optional(),
+  status: z.enum(['active', 'done', 'error', 'stopped']).optional(),
+  cursor: ACTOR_ID.optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+});
+
+const decisionSchema = z.strictObject({
+  actorId: ACTOR_ID,
+  decision: z.enum(['approved', 'denied']),
+  comment: z.string().max(10_000).optional(),
+});
+
+/** Actor row as the API shows it (no snapshot JSON, no hashes). */
+function summary(row: ActorRow) {
+  const style = stateStyle(row.state);
+  return {
+    id: row.id,
+    machineId: row.machineId,
+    state: row.state,
+    status: row.status,
+    version: row.version,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    category: style.category,
+    color: style.color,
+  };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function trailEntry(row: TransitionRow) {
+  const metadata = (parseJson(row.metadata) ?? {}) as Record<string, unknown>;
+  return {
+    seq: row.seq,
+    from: row.fromState,
+    to: row.toState,
+    eventType: row.eventType,
+    event: parseJson(row.event) ?? null,
+    at: row.at,
+    source: typeof metadata['source'] === 'string' ? metadata['source'] : null,
+    keyId: typeof metadata['keyId'] === 'string' ? metadata['keyId'] : null,
+    color: stateStyle(row.toState).color,
+    fromColor: row.fromState !== null ? stateStyle(row.fromState).color : null,
+  };
+}
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+const here = new URL('./dashboard/', import.meta.url);
+function loadAsset(name: string): string {
+  return readFileSync(new URL(name, here), 'utf8');
+}
+
+/** mermaid's browser bundle from node_modules, if installed. */
+function mermaidBundlePath(): string | undefined {
+  try {
+    return createRequire(import.meta.url).resolve('mermaid/dist/mermaid.min.js');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Node request behind a Hono context, when served by @hono/node-server. */
+function incomingOf(c: Context): IncomingMessage | undefined {
+  const env = c.env as { incoming?: IncomingMessage } | undefined;
+  return env?.incoming && typeof env.incoming.on === 'function' ? env.incoming : undefined;
+}
+
+/**
+ * Header reader: straight from Node's parsed headers when available (cheaper
+ * than building Fetch `Headers` for every request), else from the Request.
+ */
+function headerGetter(c: Context): HeaderGetter {
+  const incoming = incomingOf(c);
+  if (!incoming) return fromHeaders(c.req.raw.headers);
+  const headers = incoming.headers;
+  return (name) => {
+    const value = headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  };
+}
+
+/**
+ * The raw request body, at most `maxBytes` (`undefined` when larger). Read from
+ * the Node stream when served by Node, so no web stream is built per request.
+ */
+async function readBody(c: Context, maxBytes: number): Promise<Uint8Array | undefined> {
+  const declared = Number(c.req.header('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) return undefined;
+  const incoming = incomingOf(c);
+  if (incoming && !incoming.readableEnded) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of incoming as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) return undefined;
+      chunks.push(chunk);
+    }
+    return chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
+  }
+  const body = new Uint8Array(await c.req.arrayBuffer());
+  return body.byteLength > maxBytes ? undefined : body;
+}
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  // Mermaid writes style attributes and <style> into the SVG it renders.
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self' data:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+  "form-action 'self'",
+].join('; ');
+
+/**
+ * Builds the server: the Hono app plus the runtime, SSE hub and transition feed
+ * behind it. Serve `app.fetch` with any adapter, or use {@link listen}.
+ *
+ * @example
+ * const server = createServer({ store, keys, accessToken });
+ * const { url } = await listen(server, { port: 7878 });
+ */
+export function createServer(options: ServerOptions): AgentchartsServer {
+  const chartList = [...(options.charts ?? catalogCharts)];
+  const runtime = getRuntime(options.store, { charts: chartList });
+  for (const chart of chartList) runtime.registerChart(chart);
+  const logger = options.logger ?? runtime.logger;
+  const verifier = new RequestVerifier(options.keys, {
+    toleranceSeconds: options.toleranceSeconds,
+    replayCacheSize: options.replayCacheSize,
+    nowSeconds: options.nowSeconds,
+  });
+  const approvalEvents = new Set(options.approvalEvents ?? DEFAULT_APPROVAL_EVENTS);
+  const dashboardKey =
+    options.dashboard?.approverKeyId !== undefined
+      ? verifier.key(options.dashboard.approverKeyId)
+      : undefined;
+  if (options.dashboard?.approverKeyId !== undefined && dashboardKey?.role !== 'approver') {
+    throw new Error(
+      `dashboard approver key "${options.dashboard.approverKeyId}" is not an approver key`,
+    );
+  }
+  const dashboardApprover = options.dashboard?.approverName ?? 'dashboard';
+  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
+  const hub = new SseHub(options.sse);
+  const metrics = createMetrics(runtime);
+  const sessions = new Map<string, number>();
+  const assets = {
+    html: loadAsset('index.html'),
+    js: loadAsset('app.js'),
+    css: loadAsset('app.css'),
+  };
+  const mermaidPath = mermaidBundlePath();
+  let mermaidJs: string | undefined;
+
+  const feed = feedTransitions(runtime, {
+    pollMs: options.pollMs,
+    onTransition: (t) => {
+      for (const data of toStreamMessages(t)) {
+        hub.publish({ actorId: t.actorId, machineId: t.machineId, data });
+      }
+    },
+    onError: (error) => logger.error({ err: error }, 'transition feed failed'),
+  });
+  // Events a chart emits (an approval reminder) reach the stream as `lifecycle` messages.
+  const unobserveEmitted = runtime.observe({
+    onEmitted: (notice) => {
+      for (const data of emittedToStreamMessages(notice)) {
+        hub.publish({ actorId: notice.actorId, machineId: notice.machineId, data });
+      }
+    },
+  });
+  if (options.fireTimers) runtime.startTimerPolling(1000);
+
+  // ---- helpers ----------------------------------------------------------
+
+  const fail = (c: Context, status: number, body: ErrorBody) =>
+    c.json(body, status as 400 | 401 | 403 | 404 | 409 | 413 | 500 | 503);
+
+  const signatureFailure = (c: Context, error: SignatureFailure) =>
+    error === 'replay_cache_full'
+      ? fail(c, 503, { error, retryable: true })
+      : fail(c, 401, { error });
+
+  const hasSession = (c: Context): boolean => {
+    const id = getCookie(c, SESSION_COOKIE);
+    if (id === undefined) return false;
+    const expires = sessions.get(id);
+    if (expires === undefined) return false;
+    if (expires < Date.now()) {
+      sessions.delete(id);
+      return false;
+    }
+    return true;
+  };
+
+  const startSession = (c: Context): void => {
+    const now = Date.now();
+    if (sessions.size >= MAX_SESSIONS) {
+      for (const [id, expires] of sessions) if (expires < now) sessions.delete(id);
+      if (sessions.size >= MAX_SESSIONS) {
+        const oldest = sessions.keys().next().value;
+        if (oldest !== undefined) sessions.delete(oldest);
+      }
+    }
+    const id = randomBytes(32).toString('base64url');
+    sessions.set(id, now + SESSION_TTL_MS);
+    setCookie(c, SESSION_COOKIE, id, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+      maxAge: SESSION_TTL_MS / 1000,
+    });
+  };
+
+  /** Reads: bearer token, dashboard session, or a signed request (empty body). */
+  const readAccess = async (c: Context): Promise<Response | undefined> => {
+    if (options.publicRead) return undefined;
+    const auth = c.req.header('authorization');
+    if (auth?.startsWith('Bearer ') && options.accessToken !== undefined) {
+      if (sameToken(auth.slice(7).trim(), options.accessToken)) return undefined;
+      return fail(c, 401, { error: 'invalid_token' });
+    }
+    if (hasSession(c)) return undefined;
+    const header = headerGetter(c);
+    if (RequestVerifier.isSigned(header)) {
+      const body = await readBody(c, maxBodyBytes);
+      if (body === undefined) return tooLarge(c);
+      const result = verifier.verify(header, body);
+      return result.ok ? undefined : signatureFailure(c, result.error);
+    }
+    return fail(c, 401, { error: 'unauthorized' });
+  };
+
+  const errorResponse = (c: Context, error: unknown, fieldPrefix: string): Response => {
+    if (error instanceof InvalidTransitionError) {
+      return fail(c, 409, {
+        error: 'invalid_transition',
+        state: error.state,
+        eventType: error.eventType,
+        message: error.message,
+      });
+    }
+    if (error instanceof InvalidEventError) {
+      const field = error.field ?? (error.reason === 'unknown_type' ? 'type' : '');
+      return fail(c, 400, {
+        error: 'invalid_event',
+        field: `${fieldPrefix}${field}`.replace(/\.$/, '') || '(event)',
+        reason: error.reason,
+        eventType: error.eventType ?? null,
+      });
+    }
+    if (error instanceof ConcurrencyError) {
+      return fail(c, 409, { error: 'concurrent_update', actorId: error.actorId, retryable: true });
+    }
+    if (error instanceof StoreError && error.kind === 'not_found') {
+      return fail(c, 404, { error: 'actor_not_found', actorId: error.actorId ?? null });
+    }
+    if (
+      error instanceof StoreError &&
+      ['busy', 'locked', 'timeout', 'connection'].includes(error.kind)
+    ) {
+      logger.warn({ err: error }, 'store unavailable');
+      return fail(c, 503, { error: 'store_unavailable', retryable: true });
+    }
+    logger.error({ err: error }, 'request failed');
+    return fail(c, 500, { error: 'internal' });
+  };
+
+  /** Authorizes and sends one event for a verified key; the one path every write takes. */
+  const dispatch = async (
+    c: Context,
+    key: ApiKey,
+    actorId: string,
+    event: Record<string, unknown>,
+    fieldPrefix: string,
+    metadata: Record<string, unknown>,
+  ): Promise<Response> => {
+    const type = event['type'];
+    if (typeof type !== 'string' || type.length === 0) {
+      return fail(c, 400, {
+        error: 'invalid_event',
+        field: `${fieldPrefix}type`,
+        reason: type === undefined ? 'missing_field' : 'invalid_field',
+      });
+    }
+    const denied = authorizeEvent(key, actorId, type, approvalEvents);
+    if (denied) {
+      logger.warn({ keyId: key.id, actorId, eventType: type, ...denied }, 'event refused');
+      return fail(c, 403, { error: 'forbidden', keyId: key.id, ...denied });
+    }
+    try {
+      const actor = await runtime.actor(actorId);
+      // Other processes (the agents' workers) write the same store: judge the event
+      // against the stored state, not a copy this process loaded earlier.
+      const stale = async () =>
+        ((await options.store.loadActor(actorId))?.version ?? actor.version) !== actor.version;
+      if (await stale()) await actor.reload();
+      const send = (): Promise<AnyMachineSnapshot> =>
+        actor.send(event, { via: 'http', keyId: key.id, ...metadata });
+      let snapshot: AnyMachineSnapshot;
+      try {
+        snapshot = await send();
+      } catch (error) {
+        // Moved by another writer between the check and the send: look once more.
+        if (!(error instanceof InvalidTransitionError) || !(await stale())) throw error;
+        await actor.reload();
+        snapshot = await send();
+      }
+      return c.json({
+        ok: true,
+        actorId,
+        eventType: type,
+        state: stateLabel(snapshot.value),
+        status: snapshot.status,
+      });
+    } catch (error) {
+      return errorResponse(c, error, fieldPrefix);
+    }
+  };
+
+  /** Verifies the signature over the raw body, then parses it as JSON. */
+  const signedBody = async (
+    c: Context,
+  ): Promise<{ key: ApiKey; body: unknown } | { response: Response }> => {
+    const raw = await readBody(c, maxBodyBytes);
+    if (raw === undefined) return { response: tooLarge(c) };
+    const result = verifier.verify(headerGetter(c), raw);
+    if (!result.ok) return { response: signatureFailure(c, result.error) };
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+    } catch {
+      return { response: fail(c, 400, { error: 'invalid_body', field: '(body)', reason: 'utf8' }) };
+    }
+    const body = parseJson(text);
+    if (body === undefined) {
+      return {
+        response: fail(c, 400, { error: 'invalid_body', field: '(body)', reason: 'invalid_json' }),
+      };
+    }
+    return { key: result.key, body };
+  };
+
+  const tooLarge = (c: Context) =>
+    fail(c, 413, { error: 'payload_too_large', maxBytes: maxBodyBytes });
+
+  // ---- app ------------------------------------------------------------------
+
+  const app = new Hono();
+
+  app.use('*', async (c, next) => {
+    // Set before the handler runs: adding headers to a finished response copies it.
+    c.header('x-content-type-options', 'nosniff');
+    c.header('referrer-policy', 'no-referrer');
+    await next();
+  });
+
+  app.onError((error, c) => {
+    logger.error({ err: error, path: c.req.path }, 'unhandled error');
+    return fail(c, 500, { error: 'internal' });
+  });
+  app.notFound((c) => fail(c, 404, { error: 'not_found' }));
+
+  app.get('/healthz', async (c) => {
+    try {
+      await options.store.listActors({ limit: 1 });
+      return c.json({ ok: true, store: options.store.kind, sseClients: hub.size });
+    } catch {
+      return fail(c, 503, { error: 'store_unavailable' });
+    }
+  });
+
+  app.get('/metrics', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const text = await metrics.metrics();
+    return c.body(text, 200, { 'content-type': metrics.registry.contentType });
+  });
+
+  app.get('/api/machines', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    return c.json({
+      machines: chartList.map((chart) => ({
+        id: chart.machine.id,
+        name: chart.name,
+        description: chart.description,
+      })),
+    });
+  });
+
+  app.get('/api/actors', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const query = listQuerySchema.safeParse(c.req.query());
+    if (!query.success) {
+      return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
+    }
+    const pageSize = query.data.limit ?? 50;
+    const rows = await options.store.listActors({
+      machineId: query.data.machine,
+      state: query.data.state,
+      status: query.data.status,
+      afterId: query.data.cursor,
+      limit: pageSize + 1,
+    });
+    const page = rows.slice(0, pageSize);
+    return c.json({
+      actors: page.map(summary),
+      nextCursor: rows.length > pageSize ? (page[page.length - 1]?.id ?? null) : null,
+    });
+  });
+
+  app.get('/api/counts', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const machine = c.req.query('machine');
+    const groups = await options.store.countActors(machine ? { machineId: machine } : {});
+    const byState = new Map<string, number>();
+    const byCategory = Object.fromEntries(CATEGORIES.map((k) => [k, 0])) as Record<
+      StateCategory,
+      number
+    >;
+    let total = 0;
+    for (const g of groups) {
+      total += g.count;
+      byState.set(g.state, (byState.get(g.state) ?? 0) + g.count);
+      byCategory[stateStyle(g.state).category] += g.count;
+    }
+    return c.json({
+      total,
+      categories: byCategory,
+      states: [...byState.entries()]
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .map(([state, count]) => ({ state, count, ...stateStyle(state) })),
+    });
+  });
+
+  app.get('/api/actors/:id', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const id = c.req.param('id');
+    try {
+      const row = await options.store.loadActor(id);
+      if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+      const chart = runtime.chartFor(row.machineId);
+      const history = await options.store.history(id);
+      const trail = history.slice(-TRAIL_LIMIT).map(trailEntry);
+      const base = {
+        actor: summary(row),
+        trail,
+        trailTotal: history.length,
+      };
+      if (!chart) return c.json({ ...base, context: null, diagram: null, accepts: [] });
+      const snapshot = decodeActorRow(
+        chart.machine,
+        { version: chart.version, migrations: chart.migrations },
+        row,
+      );
+      const accepts =
+        snapshot.status !== 'active'
+          ? []
+          : Object.entries(chart.eventSamples)
+              .filter(([, samples]) =>
+                (samples as readonly EventObject[]).some((sample) => snapshot.can(sample)),
+              )
+              .map(([type]) => type)
+              .sort();
+      return c.json({
+        ...base,
+        context: snapshot.context as unknown,
+        diagram: highlightedDiagram(chart.machine, snapshot.value, summary(row).color),
+        accepts,
+        awaitingApproval:
+          accepts.includes('APPROVAL_GRANTED') && accepts.includes('APPROVAL_DENIED'),
+        approvalsEnabled: dashboardKey !== undefined,
+      });
+    } catch (error) {
+      return errorResponse(c, error, '');
+    }
+  });
+
+  app.get('/api/stream', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const header = c.req.header('last-event-id') ?? c.req.query('lastEventId');
+    const lastEventId = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
+    const filter = {
+      actorId: c.req.query('actor') || undefined,
+      machineId: c.req.query('machine') || undefined,
+    };
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    if (incomingOf(c) && outgoing && typeof outgoing.writeHead === 'function') {
+      // Under Node, write frames straight to the socket's response: one web stream per
+      // client would cost more than the rest of the fan-out.
+      hub.connectNode({ filter, lastEventId, response: outgoing });
+      return RESPONSE_ALREADY_SENT;
+    }
+    return hub.connect({ filter, lastEventId, signal: c.req.raw.signal });
+  });
+
+  app.post('/api/events', async (c) => {
+    const signed = await signedBody(c);
+    if ('response' in signed) return signed.response;
+    const parsed = eventBodySchema.safeParse(signed.body);
+    if (!parsed.success) {
+      return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    }
+    return dispatch(c, signed.key, parsed.data.actorId, parsed.data.event, 'event.', {
+      route: 'events',
+    });
+  });
+
+  app.post('/api/approval-callback', async (c) => {
+    const signed = await signedBody(c);
+    if ('response' in signed) return signed.response;
+    const parsed = approvalBodySchema.safeParse(signed.body);
+    if (!parsed.success) {
+      return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    }
+    const body = parsed.data;
+    const event: Record<string, unknown> = {
+      type: body.decision === 'approved' ? 'APPROVAL_GRANTED' : 'APPROVAL_DENIED',
+      approver: body.approver,
+    };
+    if (body.comment !== undefined) event['comment'] = body.comment;
+    return dispatch(c, signed.key, body.task_id, event, '', {
+      route: 'approval-callback',
+      decidedAt: body.timestamp,
+    });
+  });
+
+  // ---- dashboard ------------------------------------------------------------
+
+  const page = (c: Context) => {
+    const token = c.req.query('token');
+    if (token !== undefined) {
+      if (options.accessToken === undefined || !sameToken(token, options.accessToken)) {
+        return c.text('invalid token', 401);
+      }
+      startSession(c);
+      // Drop the token from the address bar and history.
+      return c.redirect(c.req.path, 303);
+    }
+    return c.body(assets.html, 200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': CSP,
+      'cache-control': 'no-store',
+    });
+  };
+  app.get('/', page);
+  app.get('/actors/:id', page);
+  app.post('/logout', (c) => {
+    const id = getCookie(c, SESSION_COOKIE);
+    if (id !== undefined) sessions.delete(id);
+    deleteCookie(c, SESSION_COOKIE, { path: '/' });
+    return c.redirect('/', 303);
+  });
+
+  app.get('/assets/app.js', (c) =>
+    c.body(assets.js, 200, { 'content-type': 'text/javascript; charset=utf-8' }),
+  );
+  app.get('/assets/app.css', (c) =>
+    c.body(assets.css, 200, { 'content-type': 'text/css; charset=utf-8' }),
+  );
+  app.get('/assets/mermaid.min.js', (c) => {
+    if (mermaidPath === undefined) return fail(c, 404, { error: 'mermaid_not_installed' });
+    mermaidJs ??= readFileSync(mermaidPath, 'utf8');
+    return c.body(mermaidJs, 200, {
+      'content-type': 'text/javascript; charset=utf-8',
+      'cache-control': 'public, max-age=86400',
+    });
+  });
+
+  app.get('/api/session', (c) =>
+    c.json({
+      authenticated: options.publicRead === true || hasSession(c),
+      approvals: dashboardKey !== undefined,
+      approver: dashboardKey !== undefined ? dashboardApprover : null,
+    }),
+  );
+
+  /**
+   * Approve/Deny from the dashboard: the browser holds only its session cookie;
+   * the server builds seed 001's approval body, signs it with the dashboard's
+   * approver key and sends it through `/api/approval-callback` like any client.
+   */
+  app.post('/dashboard/decision', async (c) => {
+    if (!hasSession(c)) return fail(c, 401, { error: 'unauthorized' });
+    const origin = c.req.header('origin');
+    if (origin !== undefined && origin !== new URL(c.req.url).origin) {
+      return fail(c, 403, { error: 'cross_origin' });
+    }
+    if (!c.req.header('content-type')?.startsWith('application/json')) {
+      return fail(c, 400, { error: 'invalid_body', field: '(body)', reason: 'content_type' });
+    }
+    if (!dashboardKey) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
+    const raw = await readBody(c, maxBodyBytes);
+    if (raw === undefined) return tooLarge(c);
+    const parsed = decisionSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
+    if (!parsed.success) {
+      return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    }
+    const body = JSON.stringify({
+      task_id: parsed.data.actorId,
+      decision: parsed.data.decision,
+      approver: dashboardApprover,
+      ...(parsed.data.comment ? { comment: parsed.data.comment } : {}),
+      timestamp: new Date().toISOString(),
+    });
+    const nowSeconds = options.nowSeconds?.() ?? Math.floor(Date.now() / 1000);
+    const request = new Request(new URL('/api/approval-callback', c.req.url), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...signRequest(dashboardKey, body, nowSeconds),
+      },
+      body,
+    });
+    return app.fetch(request);
+  });
+
+  return {
+    app,
+    runtime,
+    hub,
+    feed,
+    ready: feed.ready,
+    close() {
+      feed.stop();
+      unobserveEmitted();
+      hub.close();
+      metrics.stop();
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A running HTTP server. */
+export interface ListeningServer {
+  url: string;
+  port: number;
+  server: ServerType;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves an {@link AgentchartsServer} over HTTP (default `127.0.0.1`, port 0 =
+ * any free port) once its feed is ready.
+ */
+export async function listen(
+  server: AgentchartsServer,
+  options: { port?: number; hostname?: string } = {},
+): Promise<ListeningServer> {
+  await server.ready;
+  const hostname = options.hostname ?? '127.0.0.1';
+  const http = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: server.app.fetch, port: options.port ?? 0, hostname }, () =>
+      resolve(s),
+    );
+    s.once('error', reject);
+  });
+  const port = (http.address() as AddressInfo).port;
+  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  return {
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    port,
+    server: http,
+    async close() {
+      await server.close();
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        if ('closeAllConnections' in http) http.closeAllConnections();
+      });
+    },
+  };
+}

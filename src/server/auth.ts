@@ -1,0 +1,340 @@
+/**
+ * Request signing for the HTTP API: HMAC-SHA256 over `<timestamp>.<body>` with a
+ * shared secret per key, a freshness window, a bounded replay cache, and
+ * authorization by the key's role (seed 001: "the LLM cannot change the task
+ * state" — an agent's key never sends an approval decision).
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { AgentchartsError } from '../strict/errors.ts';
+
+/** Header naming the key that signed the request. */
+export const KEY_HEADER = 'x-agentcharts-key';
+/** Header carrying the signing time, whole seconds since the Unix epoch. */
+export const TIMESTAMP_HEADER = 'x-agentcharts-timestamp';
+/** Header carrying `sha256=<hex of HMAC-SHA256(secret, timestamp + '.' + body)>`. */
+export const SIGNATURE_HEADER = 'x-agentcharts-signature';
+
+/** How far a request's timestamp may be from the server's clock (seed: 5 minutes). */
+export const DEFAULT_TOLERANCE_SECONDS = 300;
+
+/**
+ * Event types only an approver key may send: seed 001's approval decisions and the
+ * user's approval gates of seed 004's plan workflow.
+ */
+export const DEFAULT_APPROVAL_EVENTS: readonly string[] = [
+  'APPROVAL_GRANTED',
+  'APPROVAL_DENIED',
+  'PLAN_APPROVED',
+  'TASKS_APPROVED',
+];
+
+export type KeyRole = 'approver' | 'agent';
+
+/** One shared-secret key. */
+export interface ApiKey {
+  /** Public key id, sent in `x-agentcharts-key`. */
+  id: string;
+  /** Shared secret (at least 16 characters). Never logged or echoed. */
+  secret: string;
+  /** `approver`: approval decisions only. `agent`: its own work events, never approvals. */
+  role: KeyRole;
+  /**
+   * Actor ids this key may address: exact ids, or prefixes ending in `*`
+   * (`refund-*`). Omitted: every actor.
+   */
+  actors?: readonly string[] | undefined;
+}
+
+const keySchema = z.strictObject({
+  id: z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(/^[A-Za-z0-9._:@-]+$/, 'letters, digits and . _ : @ - only'),
+  secret: z.string().min(16).max(1024).optional(),
+  /** Name of an environment variable holding the secret, instead of `secret`. */
+  secretEnv: z.string().min(1).max(200).optional(),
+  role: z.enum(['approver', 'agent']),
+  actors: z.array(z.string().min(1).max(200)).max(10_000).optional(),
+});
+const keysFileSchema = z.union([
+  z.strictObject({ keys: z.array(keySchema).min(1) }),
+  z.array(keySchema).min(1),
+]);
+
+/** A keys file or key list is malformed; names the key and field, never a secret. */
+export class KeyConfigError extends AgentchartsError {
+  override name = 'KeyConfigError';
+  readonly field: string;
+  constructor(field: string, detail: string) {
+    super('KEY_CONFIG', `Invalid key configuration at "${field}": ${detail}`);
+    this.field = field;
+  }
+}
+
+/**
+ * Validates keys given in code: unique ids, secrets of at least 16 characters,
+ * known roles.
+ */
+export function validateKeys(keys: readonly ApiKey[]): ApiKey[] {
+  const seen = new Set<string>();
+  return keys.map((key, i) => {
+    const parsed = keySchema.safeParse(key);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new KeyConfigError(
+        `keys[${i}].${issue?.path.map(String).join('.') ?? ''}`,
+        issue?.code ?? 'invalid',
+      );
+    }
+    if (parsed.data.secret === undefined) throw new KeyConfigError(`keys[${i}].secret`, 'missing');
+    if (seen.has(key.id)) throw new KeyConfigError(`keys[${i}].id`, `duplicate id "${key.id}"`);
+    seen.add(key.id);
+    const out: ApiKey = { id: key.id, secret: parsed.data.secret, role: key.role };
+    if (key.actors !== undefined) out.actors = [...key.actors];
+    return out;
+  });
+}
+
+/**
+ * Reads a keys file: `{ "keys": [{ "id", "secret" | "secretEnv", "role", "actors"? }] }`
+ * (or the bare array). `secretEnv` names an environment variable that holds the secret.
+ *
+ * @example
+ * const keys = loadKeysFile('keys.json', process.env);
+ */
+export function loadKeysFile(file: string, env: NodeJS.ProcessEnv = process.env): ApiKey[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  } catch (error) {
+    const detail = error instanceof SyntaxError ? 'not valid JSON' : 'cannot be read';
+    throw new KeyConfigError(file, detail);
+  }
+  const parsed = keysFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new KeyConfigError(issue?.path.map(String).join('.') ?? '', issue?.code ?? 'invalid');
+  }
+  const list = Array.isArray(parsed.data) ? parsed.data : parsed.data.keys;
+  const keys = list.map((k, i): ApiKey => {
+    if ((k.secret === undefined) === (k.secretEnv === undefined)) {
+      throw new KeyConfigError(`keys.${i}`, 'give exactly one of secret or secretEnv');
+    }
+    const secret = k.secret ?? env[k.secretEnv ?? ''];
+    if (secret === undefined || secret.length < 16) {
+      throw new KeyConfigError(
+        `keys.${i}.secretEnv`,
+        `environment variable ${k.secretEnv ?? ''} is unset or shorter than 16 characters`,
+      );
+    }
+    const key: ApiKey = { id: k.id, secret, role: k.role };
+    if (k.actors !== undefined) key.actors = k.actors;
+    return key;
+  });
+  return validateKeys(keys);
+}
+
+/** The hex HMAC-SHA256 of `<timestamp>.<body>`. */
+export function computeSignature(
+  secret: string,
+  timestamp: string,
+  body: string | Uint8Array,
+): string {
+  return createHmac('sha256', secret)
+    .update(`${timestamp}.`)
+    .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
+    .digest('hex');
+}
+
+/**
+ * The three headers of a signed request.
+ *
+ * @example
+ * const body = JSON.stringify({ actorId: 'refund-42', event: { type: 'COMPLETE' } });
+ * await fetch(`${url}/api/events`, {
+ *   method: 'POST',
+ *   headers: { 'content-type': 'application/json', ...signRequest(key, body) },
+ *   body,
+ * });
+ */
+export function signRequest(
+  key: Pick<ApiKey, 'id' | 'secret'>,
+  body: string | Uint8Array,
+  nowSeconds: number = Math.floor(Date.now() / 1000),
+): Record<string, string> {
+  const timestamp = String(nowSeconds);
+  return {
+    [KEY_HEADER]: key.id,
+    [TIMESTAMP_HEADER]: timestamp,
+    [SIGNATURE_HEADER]: `sha256=${computeSignature(key.secret, timestamp, body)}`,
+  };
+}
+
+/** Why a signed request was refused (all are HTTP 401 except `replay_cache_full`, 503). */
+export type SignatureFailure =
+  | 'missing_signature'
+  | 'invalid_signature'
+  | 'stale_request'
+  | 'replayed_request'
+  | 'replay_cache_full';
+
+/** Reads one request header by lower-case name. */
+export type HeaderGetter = (name: string) => string | undefined;
+
+/** A {@link HeaderGetter} over Fetch API headers. */
+export function fromHeaders(headers: Headers): HeaderGetter {
+  return (name) => headers.get(name) ?? undefined;
+}
+
+export type VerifyResult = { ok: true; key: ApiKey } | { ok: false; error: SignatureFailure };
+
+/**
+ * Signatures seen inside the freshness window, so a captured request cannot be
+ * sent again. Bounded: expired entries are swept when the cache fills; when it is
+ * still full, new requests are refused (503) rather than forgetting a signature
+ * that could then be replayed.
+ */
+export class ReplayCache {
+  private readonly entries = new Map<string, number>();
+  readonly maxEntries: number;
+  constructor(maxEntries = 500_000) {
+    this.maxEntries = maxEntries;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Records `id` until `expiresAt` (seconds). Returns `replayed` if it is already
+   * there and unexpired, `full` if there is no room.
+   */
+  remember(id: string, expiresAt: number, nowSeconds: number): 'ok' | 'replayed' | 'full' {
+    const existing = this.entries.get(id);
+    if (existing !== undefined && existing >= nowSeconds) return 'replayed';
+    if (this.entries.size >= this.maxEntries) this.sweep(nowSeconds);
+    if (this.entries.size >= this.maxEntries) return 'full';
+    this.entries.set(id, expiresAt);
+    return 'ok';
+  }
+
+  /** Drops entries whose window has passed. */
+  sweep(nowSeconds: number): void {
+    for (const [id, expiresAt] of this.entries) {
+      if (expiresAt < nowSeconds) this.entries.delete(id);
+    }
+  }
+}
+
+const SIGNATURE_FORMAT = /^sha256=([0-9a-f]{64})$/;
+const TIMESTAMP_FORMAT = /^[0-9]{1,12}$/;
+
+/** Verifies signed requests against a key set; one instance per server (it owns the replay cache). */
+export class RequestVerifier {
+  private readonly keys: Map<string, ApiKey>;
+  readonly toleranceSeconds: number;
+  readonly replay: ReplayCache;
+  private readonly nowSeconds: () => number;
+  private lastSweep = 0;
+
+  constructor(
+    keys: readonly ApiKey[],
+    options: {
+      toleranceSeconds?: number | undefined;
+      replayCacheSize?: number | undefined;
+      nowSeconds?: (() => number) | undefined;
+    } = {},
+  ) {
+    this.keys = new Map(validateKeys(keys).map((k) => [k.id, k]));
+    this.toleranceSeconds = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+    this.replay = new ReplayCache(options.replayCacheSize);
+    this.nowSeconds = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
+  }
+
+  key(id: string): ApiKey | undefined {
+    return this.keys.get(id);
+  }
+
+  /** Whether the request carries any of the signature headers. */
+  static isSigned(header: HeaderGetter): boolean {
+    return (
+      header(KEY_HEADER) !== undefined ||
+      header(SIGNATURE_HEADER) !== undefined ||
+      header(TIMESTAMP_HEADER) !== undefined
+    );
+  }
+
+  /**
+   * Checks key, signature (constant-time), freshness and replay, in that order; a
+   * request is remembered only once its signature is valid, so forged requests
+   * cannot fill the replay cache.
+   */
+  verify(header: HeaderGetter, body: Uint8Array): VerifyResult {
+    const keyId = header(KEY_HEADER);
+    const timestamp = header(TIMESTAMP_HEADER);
+    const signature = header(SIGNATURE_HEADER);
+    if (keyId === undefined || timestamp === undefined || signature === undefined) {
+      return { ok: false, error: 'missing_signature' };
+    }
+    const match = SIGNATURE_FORMAT.exec(signature.trim().toLowerCase());
+    const key = this.keys.get(keyId);
+    // Unknown keys and bad signatures look the same from outside.
+    if (!match?.[1] || !key || !TIMESTAMP_FORMAT.test(timestamp)) {
+      return { ok: false, error: 'invalid_signature' };
+    }
+    const expected = Buffer.from(computeSignature(key.secret, timestamp, body), 'hex');
+    const given = Buffer.from(match[1], 'hex');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return { ok: false, error: 'invalid_signature' };
+    }
+    const now = this.nowSeconds();
+    const ts = Number(timestamp);
+    if (Math.abs(now - ts) > this.toleranceSeconds) return { ok: false, error: 'stale_request' };
+    if (now - this.lastSweep > 60) {
+      this.lastSweep = now;
+      this.replay.sweep(now);
+    }
+    const outcome = this.replay.remember(`${key.id}:${match[1]}`, ts + this.toleranceSeconds, now);
+    if (outcome === 'replayed') return { ok: false, error: 'replayed_request' };
+    if (outcome === 'full') return { ok: false, error: 'replay_cache_full' };
+    return { ok: true, key };
+  }
+}
+
+/** Whether `actorId` is in the key's actor list (exact ids, or `prefix*`). */
+export function keyCoversActor(key: ApiKey, actorId: string): boolean {
+  if (key.actors === undefined) return true;
+  return key.actors.some((pattern) =>
+    pattern.endsWith('*') ? actorId.startsWith(pattern.slice(0, -1)) : pattern === actorId,
+  );
+}
+
+export type AuthorizationFailure =
+  | { reason: 'approval_requires_approver_key'; eventType: string }
+  | { reason: 'approver_key_sends_approvals_only'; eventType: string }
+  | { reason: 'actor_not_allowed_for_key'; actorId: string };
+
+/**
+ * Authorization by source: approval events only from approver keys, and approver
+ * keys send nothing else; agent keys send their own actors' work events.
+ * Returns `undefined` when allowed.
+ */
+export function authorizeEvent(
+  key: ApiKey,
+  actorId: string,
+  eventType: string,
+  approvalEvents: ReadonlySet<string>,
+): AuthorizationFailure | undefined {
+  const approval = approvalEvents.has(eventType);
+  if (approval && key.role !== 'approver') {
+    return { reason: 'approval_requires_approver_key', eventType };
+  }
+  if (!approval && key.role === 'approver') {
+    return { reason: 'approver_key_sends_approvals_only', eventType };
+  }
+  if (!keyCoversActor(key, actorId)) return { reason: 'actor_not_allowed_for_key', actorId };
+  return undefined;
+}

@@ -1,0 +1,601 @@
+/* global document, window, fetch, EventSource, URLSearchParams, setTimeout, clearTimeout */
+// The agentcharts dashboard: an actors table and an actor page, live over SSE.
+// Plain DOM, no build step; every value from the API is written with
+// textContent, never as HTML (the one exception is Mermaid's sanitised SVG).
+
+const view = document.getElementById('view');
+const live = document.querySelector('[data-testid="live"]');
+
+const CATEGORY_COLORS = {
+  working: '#eab308',
+  paused: '#9ca3af',
+  blocked: '#6366f1',
+  idle: '#6b7280',
+  succeeded: '#22c55e',
+  failed: '#ef4444',
+  cancelled: '#4b5563',
+};
+
+/** Creates an element; `attrs` keys starting with `on` become listeners. */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') {
+      node.addEventListener(key.slice(2), value);
+    } else if (key === 'style' && typeof value === 'object') {
+      Object.assign(node.style, value);
+    } else {
+      node.setAttribute(key, value === true ? '' : String(value));
+    }
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof window.Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function badge(state, color, testid = 'state-badge') {
+  return el(
+    'span',
+    { class: 'badge', 'data-testid': testid, 'data-state': state, style: { background: color } },
+    state.replaceAll('_', ' '),
+  );
+}
+
+function when(ms) {
+  return new Date(ms).toLocaleString();
+}
+
+async function api(path, init = {}) {
+  const response = await fetch(path, { credentials: 'same-origin', ...init });
+  const body = await response.json().catch(() => ({}));
+  return { ok: response.ok, status: response.status, body };
+}
+
+function nav(path) {
+  window.history.pushState({}, '', path);
+  void route();
+}
+
+function link(path, text, attrs = {}) {
+  return el(
+    'a',
+    {
+      href: path,
+      ...attrs,
+      onclick: (event) => {
+        if (event.metaKey || event.ctrlKey || event.shiftKey) return;
+        event.preventDefault();
+        nav(path);
+      },
+    },
+    text,
+  );
+}
+
+// ---- live stream ---------------------------------------------------------------
+
+let source;
+let refreshTimer;
+let refreshing = false;
+let refreshAgain = false;
+let refreshView = async () => {};
+
+/** Re-reads the current view at most every 300 ms, however many messages arrive. */
+function scheduleRefresh() {
+  if (refreshTimer !== undefined) return;
+  refreshTimer = setTimeout(async () => {
+    refreshTimer = undefined;
+    if (refreshing) {
+      refreshAgain = true;
+      return;
+    }
+    refreshing = true;
+    try {
+      await refreshView();
+    } finally {
+      refreshing = false;
+      if (refreshAgain) {
+        refreshAgain = false;
+        scheduleRefresh();
+      }
+    }
+  }, 300);
+}
+
+function openStream(query) {
+  source?.close();
+  const search = new URLSearchParams(query).toString();
+  source = new EventSource(`/api/stream${search ? `?${search}` : ''}`);
+  live.dataset.state = 'connecting';
+  live.textContent = 'connecting…';
+  source.onopen = () => {
+    live.dataset.state = 'open';
+    live.textContent = 'live';
+  };
+  source.onerror = () => {
+    live.dataset.state = 'closed';
+    live.textContent = 'reconnecting…';
+  };
+  source.onmessage = () => scheduleRefresh();
+  source.addEventListener('resync', () => scheduleRefresh());
+}
+
+// ---- actors table ----------------------------------------------------------------
+
+const list = {
+  machines: undefined,
+  cursors: [undefined],
+  page: 0,
+};
+
+function listFilters() {
+  const params = new URLSearchParams(window.location.search);
+  return {
+    machine: params.get('machine') ?? '',
+    state: params.get('state') ?? '',
+    status: params.get('status') ?? '',
+  };
+}
+
+function setFilters(next) {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(next)) if (value) params.set(key, value);
+  const search = params.toString();
+  window.history.replaceState({}, '', `/${search ? `?${search}` : ''}`);
+  list.cursors = [undefined];
+  list.page = 0;
+  openStream(next.machine ? { machine: next.machine } : {});
+  void refreshView();
+}
+
+function countsPanel(counts, filters) {
+  const categories = el(
+    'div',
+    { class: 'counts', 'data-testid': 'category-counts' },
+    Object.entries(counts.categories).map(([category, n]) =>
+      el(
+        'div',
+        {
+          class: 'count',
+          'data-testid': `count-${category}`,
+          style: { borderTop: `4px solid ${CATEGORY_COLORS[category] ?? '#6b7280'}` },
+        },
+        el('div', { class: 'n' }, n),
+        el('div', { class: 'label' }, category),
+      ),
+    ),
+  );
+  const states = el(
+    'div',
+    { class: 'counts', 'data-testid': 'state-counts', style: { marginTop: '0.75rem' } },
+    counts.states.map((s) =>
+      el(
+        'button',
+        {
+          type: 'button',
+          'data-testid': 'state-count',
+          'data-state': s.state,
+          title: `Show ${s.state} only`,
+          onclick: () =>
+            setFilters({ ...filters, state: filters.state === s.state ? '' : s.state }),
+        },
+        badge(s.state, s.color, 'state-count-badge'),
+        ` ${s.count}`,
+      ),
+    ),
+  );
+  return el(
+    'section',
+    { class: 'card' },
+    el('h2', {}, `Actors `, el('span', { class: 'muted', 'data-testid': 'total' }, counts.total)),
+    categories,
+    states,
+  );
+}
+
+function filtersPanel(filters, counts) {
+  const machineSelect = el(
+    'select',
+    {
+      'data-testid': 'filter-machine',
+      onchange: (e) => setFilters({ ...filters, machine: e.target.value, state: '' }),
+    },
+    el('option', { value: '' }, 'all machines'),
+    (list.machines ?? []).map((m) =>
+      el('option', { value: m.id, selected: m.id === filters.machine }, m.id),
+    ),
+  );
+  const stateSelect = el(
+    'select',
+    {
+      'data-testid': 'filter-state',
+      onchange: (e) => setFilters({ ...filters, state: e.target.value }),
+    },
+    el('option', { value: '' }, 'all states'),
+    counts.states.map((s) =>
+      el('option', { value: s.state, selected: s.state === filters.state }, s.state),
+    ),
+    filters.state && !counts.states.some((s) => s.state === filters.state)
+      ? el('option', { value: filters.state, selected: true }, filters.state)
+      : null,
+  );
+  const statusSelect = el(
+    'select',
+    {
+      'data-testid': 'filter-status',
+      onchange: (e) => setFilters({ ...filters, status: e.target.value }),
+    },
+    el('option', { value: '' }, 'any status'),
+    ['active', 'done', 'error', 'stopped'].map((s) =>
+      el('option', { value: s, selected: s === filters.status }, s),
+    ),
+  );
+  return el(
+    'section',
+    { class: 'card filters' },
+    el('label', {}, 'Machine', machineSelect),
+    el('label', {}, 'State', stateSelect),
+    el('label', {}, 'Status', statusSelect),
+  );
+}
+
+function actorsTable(actors) {
+  if (actors.length === 0) {
+    return el('p', { class: 'muted', 'data-testid': 'no-actors' }, 'No actors match.');
+  }
+  return el(
+    'table',
+    { 'data-testid': 'actors-table' },
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ['Actor', 'Machine', 'State', 'Status', 'Version', 'Updated'].map((h) => el('th', {}, h)),
+      ),
+    ),
+    el(
+      'tbody',
+      {},
+      actors.map((a) =>
+        el(
+          'tr',
+          { 'data-testid': 'actor-row', 'data-actor-id': a.id, 'data-state': a.state },
+          el('td', {}, link(`/actors/${encodeURIComponent(a.id)}`, a.id)),
+          el('td', {}, a.machineId),
+          el('td', {}, badge(a.state, a.color)),
+          el('td', {}, a.status),
+          el('td', {}, a.version),
+          el('td', { class: 'muted' }, when(a.updatedAt)),
+        ),
+      ),
+    ),
+  );
+}
+
+async function renderList() {
+  const filters = listFilters();
+  if (!list.machines) {
+    const machines = await api('/api/machines');
+    list.machines = machines.ok ? machines.body.machines : [];
+  }
+  const query = new URLSearchParams();
+  if (filters.machine) query.set('machine', filters.machine);
+  if (filters.state) query.set('state', filters.state);
+  if (filters.status) query.set('status', filters.status);
+  query.set('limit', '50');
+  const cursor = list.cursors[list.page];
+  if (cursor) query.set('cursor', cursor);
+  const [counts, actors] = await Promise.all([
+    api(`/api/counts${filters.machine ? `?machine=${encodeURIComponent(filters.machine)}` : ''}`),
+    api(`/api/actors?${query}`),
+  ]);
+  if (!counts.ok || !actors.ok) {
+    view.replaceChildren(errorCard(counts.ok ? actors : counts));
+    return;
+  }
+  const next = actors.body.nextCursor;
+  const pager = el(
+    'div',
+    { class: 'pager' },
+    el(
+      'button',
+      {
+        type: 'button',
+        'data-testid': 'prev-page',
+        disabled: list.page === 0,
+        onclick: () => {
+          list.page = Math.max(0, list.page - 1);
+          void refreshView();
+        },
+      },
+      '← Previous',
+    ),
+    el('span', { class: 'muted' }, `page ${list.page + 1}`),
+    el(
+      'button',
+      {
+        type: 'button',
+        'data-testid': 'next-page',
+        disabled: !next,
+        onclick: () => {
+          list.cursors[list.page + 1] = next;
+          list.page += 1;
+          void refreshView();
+        },
+      },
+      'Next →',
+    ),
+  );
+  view.replaceChildren(
+    countsPanel(counts.body, filters),
+    filtersPanel(filters, counts.body),
+    el('section', { class: 'card' }, actorsTable(actors.body.actors), pager),
+  );
+}
+
+// ---- actor page ----------------------------------------------------------------------
+
+const actorPage = { id: undefined, diagram: undefined, comment: '', notice: undefined };
+let mermaidReady;
+let renderCount = 0;
+
+function loadMermaid() {
+  mermaidReady ??= new Promise((resolve, reject) => {
+    const script = el('script', { src: '/assets/mermaid.min.js' });
+    script.onload = () => {
+      window.mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default' });
+      resolve(window.mermaid);
+    };
+    script.onerror = () => reject(new Error('mermaid could not be loaded'));
+    document.head.append(script);
+  });
+  return mermaidReady;
+}
+
+async function drawDiagram(container, diagram) {
+  if (!diagram) {
+    container.replaceChildren(el('p', { class: 'muted' }, 'No chart registered for this machine.'));
+    return;
+  }
+  try {
+    const mermaid = await loadMermaid();
+    renderCount += 1;
+    const { svg } = await mermaid.render(`chart-${renderCount}`, diagram.mermaid);
+    // Mermaid's output is sanitised SVG (securityLevel strict).
+    container.innerHTML = svg;
+    container.dataset.active = diagram.active.join(',');
+  } catch (error) {
+    container.replaceChildren(
+      el('p', { class: 'muted' }, `The chart could not be drawn (${error.message}).`),
+      el('pre', {}, diagram.mermaid),
+    );
+  }
+}
+
+async function decide(actorId, decision) {
+  const { ok, body } = await api('/dashboard/decision', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      actorId,
+      decision,
+      ...(actorPage.comment ? { comment: actorPage.comment } : {}),
+    }),
+  });
+  if (ok) {
+    actorPage.comment = '';
+    actorPage.notice = {
+      ok: true,
+      text: `${decision === 'approved' ? 'Approved' : 'Denied'}: now ${body.state}.`,
+    };
+  } else {
+    const detail = [body.error, body.state && `state ${body.state}`, body.field, body.reason]
+      .filter(Boolean)
+      .join(', ');
+    actorPage.notice = { ok: false, text: `Refused: ${detail}` };
+  }
+  await refreshView();
+}
+
+function approvalCard(data) {
+  if (!data.awaitingApproval) return null;
+  const id = data.actor.id;
+  const buttons = data.approvalsEnabled
+    ? [
+        el(
+          'button',
+          {
+            type: 'button',
+            class: 'approve',
+            'data-testid': 'approve',
+            onclick: (e) => {
+              e.target.disabled = true;
+              void decide(id, 'approved');
+            },
+          },
+          'Approve',
+        ),
+        ' ',
+        el(
+          'button',
+          {
+            type: 'button',
+            class: 'deny',
+            'data-testid': 'deny',
+            onclick: (e) => {
+              e.target.disabled = true;
+              void decide(id, 'denied');
+            },
+          },
+          'Deny',
+        ),
+      ]
+    : [el('p', { class: 'muted' }, 'Approvals from the dashboard are not enabled on this server.')];
+  const comment = el('textarea', {
+    rows: 2,
+    placeholder: 'Comment (optional)',
+    'data-testid': 'approval-comment',
+    oninput: (e) => {
+      actorPage.comment = e.target.value;
+    },
+  });
+  comment.value = actorPage.comment;
+  const approval = data.context?.approval;
+  return el(
+    'section',
+    { class: 'card approval', 'data-testid': 'approval' },
+    el('h3', {}, 'Waiting for approval'),
+    approval?.reason ? el('p', {}, 'Reason: ', el('strong', {}, approval.reason)) : null,
+    approval?.deadline ? el('p', { class: 'muted' }, `Deadline: ${when(approval.deadline)}`) : null,
+    data.approvalsEnabled ? comment : null,
+    buttons,
+  );
+}
+
+function timeline(trail, total) {
+  return el(
+    'section',
+    { class: 'card' },
+    el('h3', {}, `Timeline (${total} transition${total === 1 ? '' : 's'})`),
+    el(
+      'ol',
+      { class: 'timeline', 'data-testid': 'timeline' },
+      [...trail]
+        .reverse()
+        .map((t) =>
+          el(
+            'li',
+            { 'data-testid': 'timeline-entry', 'data-event': t.eventType },
+            el('div', { class: 'when' }, `#${t.seq} · ${when(t.at)} · ${t.source ?? ''}`),
+            el(
+              'div',
+              {},
+              t.from ? [badge(t.from, t.fromColor ?? '#6b7280', 'from-badge'), ' → '] : null,
+              badge(t.to, t.color, 'to-badge'),
+              ' ',
+              el('code', {}, t.eventType),
+              t.keyId ? el('span', { class: 'muted' }, ` by key ${t.keyId}`) : null,
+            ),
+          ),
+        ),
+    ),
+  );
+}
+
+function errorCard(result) {
+  const text =
+    result.status === 404
+      ? 'Not found.'
+      : `The server refused the request (${result.status} ${result.body.error ?? ''}).`;
+  return el('section', { class: 'card', 'data-testid': 'error' }, el('p', {}, text));
+}
+
+async function renderActor(id) {
+  if (actorPage.id !== id) {
+    actorPage.id = id;
+    actorPage.diagram = undefined;
+    actorPage.comment = '';
+    actorPage.notice = undefined;
+  }
+  const result = await api(`/api/actors/${encodeURIComponent(id)}`);
+  if (!result.ok) {
+    view.replaceChildren(link('/', '← all actors'), errorCard(result));
+    return;
+  }
+  const data = result.body;
+  const a = data.actor;
+  let diagramBox = view.querySelector('[data-testid="diagram"]');
+  const keepDiagram = diagramBox && actorPage.diagram === data.diagram?.mermaid;
+  if (!keepDiagram) diagramBox = el('div', { class: 'diagram', 'data-testid': 'diagram' });
+  const header = el(
+    'section',
+    { class: 'card', 'data-testid': 'actor-header', 'data-state': a.state },
+    el('p', {}, link('/', '← all actors')),
+    el('h2', {}, a.id, ' ', badge(a.state, a.color)),
+    el(
+      'p',
+      { class: 'muted' },
+      `${a.machineId} · status ${a.status} · version ${a.version} · updated ${when(a.updatedAt)}`,
+    ),
+    data.accepts.length
+      ? el('p', { class: 'muted' }, `Accepts: ${data.accepts.join(', ')}`)
+      : el('p', { class: 'muted' }, 'Accepts no events.'),
+    actorPage.notice
+      ? el(
+          'div',
+          {
+            class: `notice ${actorPage.notice.ok ? 'ok' : 'error'}`,
+            'data-testid': 'decision-result',
+          },
+          actorPage.notice.text,
+        )
+      : null,
+  );
+  view.replaceChildren(
+    header,
+    approvalCard(data) ?? '',
+    el('section', { class: 'card' }, el('h3', {}, 'Chart'), diagramBox),
+    el(
+      'div',
+      { class: 'grid' },
+      timeline(data.trail, data.trailTotal),
+      el(
+        'section',
+        { class: 'card' },
+        el('h3', {}, 'Context'),
+        el('pre', { 'data-testid': 'context' }, JSON.stringify(data.context, null, 2)),
+      ),
+    ),
+  );
+  if (!keepDiagram) {
+    actorPage.diagram = data.diagram?.mermaid;
+    await drawDiagram(diagramBox, data.diagram);
+  }
+}
+
+// ---- routing -------------------------------------------------------------------------------
+
+async function route() {
+  const session = await api('/api/session');
+  if (!session.body.authenticated) {
+    source?.close();
+    live.dataset.state = 'closed';
+    live.textContent = 'signed out';
+    view.replaceChildren(
+      el(
+        'section',
+        { class: 'card', 'data-testid': 'signed-out' },
+        el('h2', {}, 'Not signed in'),
+        el(
+          'p',
+          {},
+          'Open the dashboard link `agentcharts serve` printed (it carries ?token=…) to start a session.',
+        ),
+      ),
+    );
+    return;
+  }
+  const match = /^\/actors\/(.+)$/.exec(window.location.pathname);
+  if (match) {
+    const id = decodeURIComponent(match[1]);
+    refreshView = () => renderActor(id);
+    openStream({ actor: id });
+  } else {
+    refreshView = () => renderList();
+    const filters = listFilters();
+    openStream(filters.machine ? { machine: filters.machine } : {});
+  }
+  if (refreshTimer !== undefined) {
+    clearTimeout(refreshTimer);
+    refreshTimer = undefined;
+  }
+  await refreshView();
+}
+
+window.addEventListener('popstate', () => void route());
+void route();

@@ -1,0 +1,249 @@
+/**
+ * Versioned schema of the PostgreSQL store. Pending migrations are applied when a
+ * store first connects, in one transaction (PostgreSQL DDL is transactional) under
+ * an advisory lock, so workers starting together never race each other and a
+ * failure leaves the previous version intact. A database written by a newer
+ * agentcharts (a version this build does not know) is refused, never guessed at.
+ *
+ * Text columns that are ordered or compared (ids, keys) use the `"C"` collation:
+ * byte order, the same order SQLite's BINARY collation and the memory store give,
+ * whatever the database's locale.
+ */
+import type { ClientBase } from 'pg';
+import { StoreError } from '../strict/errors.ts';
+
+/** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
+export interface PostgresMigration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+/** Every migration this build knows, oldest first. Append only; never edit a released one. */
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    description: 'actors with leases, append-only transitions, claimable timers, steps, rejections',
+    sql: `
+      CREATE TABLE actors (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        machine_id TEXT COLLATE "C" NOT NULL,
+        chart_version INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        state TEXT COLLATE "C" NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('active', 'done', 'error', 'stopped')),
+        snapshot TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        head_hash TEXT NOT NULL,
+        owner TEXT,
+        lease_until BIGINT
+      );
+      CREATE INDEX actors_machine_state ON actors (machine_id, state);
+      CREATE INDEX actors_status ON actors (status);
+      CREATE INDEX actors_state ON actors (state);
+      CREATE INDEX actors_status_lease ON actors (status, lease_until);
+
+      CREATE TABLE transitions (
+        actor_id TEXT COLLATE "C" NOT NULL REFERENCES actors (id),
+        seq INTEGER NOT NULL,
+        from_state TEXT,
+        to_state TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        metadata TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (actor_id, seq)
+      );
+      CREATE FUNCTION agentcharts_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'transitions are append-only' USING ERRCODE = 'restrict_violation';
+      END
+      $$;
+      CREATE TRIGGER transitions_no_update BEFORE UPDATE OR DELETE ON transitions
+        FOR EACH ROW EXECUTE FUNCTION agentcharts_append_only();
+      CREATE TRIGGER transitions_no_truncate BEFORE TRUNCATE ON transitions
+        FOR EACH STATEMENT EXECUTE FUNCTION agentcharts_append_only();
+
+      CREATE TABLE timers (
+        actor_id TEXT COLLATE "C" NOT NULL REFERENCES actors (id),
+        timer_id TEXT COLLATE "C" NOT NULL,
+        event TEXT NOT NULL,
+        due_at BIGINT NOT NULL,
+        claimed_by TEXT,
+        claim_until BIGINT,
+        PRIMARY KEY (actor_id, timer_id)
+      );
+      CREATE INDEX timers_due_at ON timers (due_at);
+
+      CREATE TABLE steps (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        actor_id TEXT COLLATE "C" NOT NULL,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('executing', 'done', 'failed')),
+        result TEXT,
+        started_at BIGINT NOT NULL,
+        finished_at BIGINT,
+        attempts INTEGER NOT NULL
+      );
+      CREATE INDEX steps_actor ON steps (actor_id);
+
+      CREATE TABLE rejections (
+        id BIGSERIAL PRIMARY KEY,
+        actor_id TEXT COLLATE "C" NOT NULL,
+        machine_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        at BIGINT NOT NULL
+      );
+      CREATE INDEX rejections_at ON rejections (at);
+    `,
+  },
+  {
+    version: 2,
+    description:
+      'observability: actor user and state entry time, indexes for statistics, alerts and the transition feed',
+    sql: `
+      ALTER TABLE actors ADD COLUMN user_id TEXT COLLATE "C";
+      ALTER TABLE actors ADD COLUMN state_since BIGINT;
+      -- The entry time of the current state: the last row that changed the state label.
+      UPDATE actors SET state_since = COALESCE(
+        (SELECT t.at FROM transitions t
+         WHERE t.actor_id = actors.id AND t.from_state IS DISTINCT FROM t.to_state
+         ORDER BY t.seq DESC LIMIT 1),
+        updated_at);
+      CREATE INDEX actors_stats ON actors (machine_id, state, status)
+        INCLUDE (created_at, updated_at);
+      CREATE INDEX actors_state_since ON actors (state, state_since);
+      -- These two lead with the columns of version-1 indexes, which they replace.
+      DROP INDEX actors_machine_state;
+      DROP INDEX actors_state;
+      CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
+      CREATE INDEX transitions_at ON transitions (at);
+      CREATE INDEX transitions_to_state_at ON transitions (to_state, at);
+    `,
+  },
+];
+
+/** The schema version this build writes. */
+export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
+
+/**
+ * The version recorded in `schema_migrations` of the connection's current schema
+ * (the first of its `search_path`), 0 when the table does not exist.
+ */
+export async function postgresSchemaVersion(client: ClientBase): Promise<number> {
+  const table = await client.query<{ t: string | null }>(
+    `SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations')::text AS t`,
+  );
+  if (table.rows[0]?.t == null) return 0;
+  const row = await client.query<{ v: number | null }>(
+    'SELECT MAX(version) AS v FROM schema_migrations',
+  );
+  return row.rows[0]?.v ?? 0;
+}
+
+/** Options of {@link migratePostgres}. */
+export interface MigratePostgresOptions {
+  /** The migrations to apply; default {@link POSTGRES_MIGRATIONS}. */
+  migrations?: readonly PostgresMigration[];
+  /**
+   * A schema to create if missing; the connection's `search_path` must already
+   * name it first (the store sets it at connect time).
+   */
+  schema?: string | undefined;
+}
+
+/**
+ * Brings the database to the newest version in `migrations`, in place, on
+ * `client` (a dedicated connection). Returns the versions before and after.
+ * Throws StoreError (`migrate`): kind `schema_too_new` when the database is newer
+ * than this build knows, `bad_migration` when the list has a gap.
+ *
+ * @example
+ * const client = await pool.connect();
+ * try { await migratePostgres(client); } finally { client.release(); }
+ */
+export async function migratePostgres(
+  client: ClientBase,
+  options: MigratePostgresOptions = {},
+): Promise<{ from: number; to: number }> {
+  const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) {
+      throw new StoreError({
+        operation: 'migrate',
+        kind: 'bad_migration',
+        detail: `migration #${i + 1} is numbered ${m.version}`,
+      });
+    }
+  });
+  const latest = migrations.length;
+  const tooNew = (found: number) =>
+    new StoreError({
+      operation: 'migrate',
+      kind: 'schema_too_new',
+      detail: `database schema version ${found} is newer than version ${latest} supported by this agentcharts; upgrade agentcharts`,
+    });
+
+  // Read first without locking or writing: an up-to-date database (the common
+  // case, and the only one a read-only standby can serve) costs two reads.
+  const before =
+    options.schema === undefined || (await schemaExists(client, options.schema))
+      ? await postgresSchemaVersion(client)
+      : 0;
+  if (before > latest) throw tooNew(before);
+  if (before === latest) return { from: before, to: latest };
+
+  await client.query('BEGIN');
+  try {
+    // One lock per schema, taken before anything else (CREATE SCHEMA included):
+    // workers sharing a database migrate one at a time, and the others find the
+    // work done when they get the lock.
+    await client.query(
+      `SELECT pg_advisory_xact_lock(
+         hashtextextended('agentcharts.migrate.' || COALESCE($1::text, current_schema()), 0))`,
+      [options.schema ?? null],
+    );
+    if (options.schema !== undefined) {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(options.schema)}`);
+    }
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+         version INTEGER PRIMARY KEY,
+         description TEXT NOT NULL,
+         applied_at BIGINT NOT NULL
+       )`,
+    );
+    const from = await postgresSchemaVersion(client);
+    if (from > latest) throw tooNew(from);
+    for (const m of migrations.slice(from)) {
+      await client.query(m.sql);
+      await client.query(
+        'INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, $2, $3)',
+        [m.version, m.description, Date.now()],
+      );
+    }
+    await client.query('COMMIT');
+    return { from, to: latest };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
+async function schemaExists(client: ClientBase, schema: string): Promise<boolean> {
+  const found = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+  return found.rowCount === 1;
+}
+
+/** A schema name the store accepts: lower-case identifier, no quoting needed. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Quotes an identifier already checked against {@link SCHEMA_NAME}. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

@@ -1,0 +1,219 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { catalog, charts } from '../machines/index.ts';
+import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { signRequest, type ApiKey } from '../src/server/auth.ts';
+import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
+import { openStore } from '../src/store/open.ts';
+import type { Store } from '../src/store/types.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available) {
+  if (process.env['CI']) {
+    throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium (.ci/run does)`);
+  }
+  console.warn(
+    `\n${'!'.repeat(78)}\n!! SKIPPED: dashboard browser tests — ${CHROMIUM} is not installed.\n!! Install it (apt-get install chromium) to run them; CI never skips them.\n${'!'.repeat(78)}\n`,
+  );
+}
+
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard');
+const task = catalog['task-lifecycle'];
+const status = catalog['agent-status'];
+const TOKEN = 'browser-token-0123456789abcdef';
+const AGENT: ApiKey = { id: 'worker', secret: 'worker-secret-0123456789ab', role: 'agent' };
+const DASHBOARD: ApiKey = { id: 'dash', secret: 'dashboard-secret-012345678', role: 'approver' };
+
+let dir: string;
+let store: Store;
+let http: ListeningServer;
+let context: BrowserContext;
+let page: Page;
+const consoleErrors: string[] = [];
+
+async function makeTask(id: string, path: readonly Record<string, unknown>[]): Promise<void> {
+  const actor = await createDurableActor(task.machine, {
+    id,
+    store,
+    input: { taskId: id },
+    schemas: task.events,
+  });
+  for (const event of path) await actor.send(event as never);
+}
+
+async function sendSigned(actorId: string, event: Record<string, unknown>): Promise<number> {
+  const body = JSON.stringify({ actorId, event });
+  const response = await fetch(`${http.url}/api/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signRequest(AGENT, body) },
+    body,
+  });
+  return response.status;
+}
+
+const shot = (name: string) =>
+  page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+describe.skipIf(!available)('the dashboard in headless Chromium', () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    dir = mkdtempSync(join(tmpdir(), 'agentcharts-browser-'));
+    store = openStore(`sqlite:${join(dir, 'dash.db')}`);
+    const requestedAt = Date.now();
+    await makeTask('refund-paused', [
+      { type: 'START' },
+      { type: 'PAUSE_FOR_APPROVAL', reason: 'refund_approval', requestedAt },
+    ]);
+    await makeTask('refund-running', [{ type: 'START' }]);
+    await makeTask('refund-blocked', [
+      { type: 'START' },
+      { type: 'BLOCK_ON_DEPENDENCY', dependency: 'payment-gateway' },
+    ]);
+    await makeTask('refund-done', [{ type: 'START' }, { type: 'COMPLETE' }]);
+    await createDurableActor(status.machine, {
+      id: 'agent-1',
+      store,
+      input: {
+        agentId: 'agent-1',
+        name: 'analyst',
+        task: 'summarise',
+        modelBackend: 'x',
+        createdAt: 0,
+      },
+      schemas: status.events,
+    });
+    const server = createServer({
+      store,
+      charts,
+      keys: [AGENT, DASHBOARD],
+      accessToken: TOKEN,
+      dashboard: { approverKeyId: DASHBOARD.id, approverName: 'dashboard-operator' },
+      pollMs: 100,
+    });
+    http = await listen(server);
+    context = await chromium.launchPersistentContext(mkdtempSync(join(dir, 'profile-')), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      viewport: { width: 1280, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => consoleErrors.push(`pageerror: ${error.message}`));
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await http?.close();
+    if (store) {
+      await getRuntime(store).close();
+      await store.close();
+    }
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('loads with no console errors and lists the actors with seed 000 badge colours', async () => {
+    await page.goto(`${http.url}/?token=${TOKEN}`);
+    await expect.poll(() => page.locator('[data-testid="actor-row"]').count()).toBe(5);
+    await expect.poll(() => page.getAttribute('[data-testid="live"]', 'data-state')).toBe('open');
+    const paused = page.locator('[data-actor-id="refund-paused"] [data-testid="state-badge"]');
+    expect(await paused.textContent()).toBe('paused');
+    expect(await paused.evaluate((e) => getComputedStyle(e).backgroundColor)).toBe(
+      'rgb(156, 163, 175)', // bg-gray-400
+    );
+    // Paused and blocked are counted apart.
+    expect(await page.textContent('[data-testid="count-paused"] .n')).toBe('1');
+    expect(await page.textContent('[data-testid="count-blocked"] .n')).toBe('1');
+    expect(page.url()).toBe(`${http.url}/`); // the token left the address bar
+    await shot('01-actors');
+    expect(consoleErrors).toEqual([]);
+  });
+
+  test('updates live when an event is sent, without a reload', async () => {
+    const row = page.locator('[data-actor-id="refund-running"]');
+    expect(await row.getAttribute('data-state')).toBe('running');
+    expect(
+      await sendSigned('refund-running', { type: 'BLOCK_ON_DEPENDENCY', dependency: 'crm' }),
+    ).toBe(200);
+    await expect
+      .poll(() => page.getAttribute('[data-actor-id="refund-running"]', 'data-state'))
+      .toBe('blocked');
+    expect(await page.textContent('[data-testid="count-blocked"] .n')).toBe('2');
+    await shot('02-live-update');
+    expect(consoleErrors).toEqual([]);
+  });
+
+  test('filters by machine and state', async () => {
+    await page.selectOption('[data-testid="filter-machine"]', 'task-lifecycle');
+    await expect.poll(() => page.locator('[data-testid="actor-row"]').count()).toBe(4);
+    await page.selectOption('[data-testid="filter-state"]', 'blocked');
+    await expect
+      .poll(async () =>
+        (
+          await page
+            .locator('[data-testid="actor-row"]')
+            .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-actor-id')))
+        ).sort(),
+      )
+      .toEqual(['refund-blocked', 'refund-running']);
+    expect(page.url()).toContain('state=blocked');
+    await shot('03-filtered');
+  });
+
+  test('the actor page shows the timeline and the chart with the current state highlighted', async () => {
+    await page.goto(`${http.url}/actors/refund-paused`);
+    await page.waitForSelector('[data-testid="diagram"] svg');
+    const current = page.locator('[data-testid="diagram"] svg g.current');
+    await expect.poll(() => current.count()).toBe(1);
+    expect((await current.textContent())?.trim()).toBe('paused');
+    expect(
+      await page
+        .locator('[data-testid="timeline-entry"]')
+        .evaluateAll((items) => items.map((i) => i.getAttribute('data-event'))),
+    ).toEqual(['PAUSE_FOR_APPROVAL', 'START', 'xstate.init']);
+    expect(await page.isVisible('[data-testid="approve"]')).toBe(true);
+    await shot('04-actor-paused');
+    expect(consoleErrors).toEqual([]);
+  });
+
+  test('Approve moves the paused task to running through the authorized path', async () => {
+    await page.fill('[data-testid="approval-comment"]', 'within policy');
+    await page.click('[data-testid="approve"]');
+    await expect
+      .poll(() => page.getAttribute('[data-testid="actor-header"]', 'data-state'))
+      .toBe('running');
+    expect(await page.textContent('[data-testid="decision-result"]')).toContain('Approved');
+    await page.waitForSelector('[data-testid="diagram"] svg g.current');
+    expect(
+      (await page.locator('[data-testid="diagram"] svg g.current').textContent())?.trim(),
+    ).toBe('running');
+    expect(await page.isVisible('[data-testid="approve"]')).toBe(false);
+    const last = (await store.history('refund-paused')).at(-1);
+    expect(last?.eventType).toBe('APPROVAL_GRANTED');
+    expect(JSON.parse(last?.metadata ?? '{}')).toMatchObject({
+      keyId: 'dash',
+      route: 'approval-callback',
+    });
+    expect(JSON.parse(last?.event ?? '{}')).toMatchObject({
+      approver: 'dashboard-operator',
+      comment: 'within policy',
+    });
+    await shot('05-approved');
+    expect(consoleErrors).toEqual([]);
+  });
+});

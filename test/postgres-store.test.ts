@@ -1,0 +1,455 @@
+/**
+ * What only the PostgreSQL store has, against a real throwaway server: schema
+ * migrations under an advisory lock, several stores (workers) sharing one
+ * database, and faults: a wrong URL, a refused connection, a statement timeout, a
+ * connection killed mid-transaction, a server that goes away and comes back.
+ */
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { taskLifecycle } from '../machines/index.ts';
+import { createDurableActor } from '../src/durable/actor.ts';
+import { getRuntime } from '../src/durable/runtime.ts';
+import { ConcurrencyError, StoreError } from '../src/strict/errors.ts';
+import { openStore } from '../src/store/open.ts';
+import { PostgresStore, classifyPostgresError } from '../src/store/postgres.ts';
+import {
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+  migratePostgres,
+  postgresSchemaVersion,
+} from '../src/store/postgres-schema.ts';
+import type { ActorWrite, Store } from '../src/store/types.ts';
+import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
+
+function write(actorId: string, version: number, snapshot = '{"value":"s"}'): ActorWrite {
+  const at = 1_000 + version;
+  return {
+    actorId,
+    expectedVersion: version - 1,
+    actor: {
+      id: actorId,
+      machineId: 'm',
+      chartVersion: 1,
+      version,
+      state: `s${version}`,
+      status: 'active',
+      snapshot,
+      createdAt: at,
+      updatedAt: at,
+      headHash: `h${version}`,
+    },
+    transition: {
+      actorId,
+      seq: version,
+      fromState: version === 1 ? null : `s${version - 1}`,
+      toState: `s${version}`,
+      eventType: 'NEXT',
+      event: '{"type":"NEXT"}',
+      at,
+      metadata: '{}',
+      prevHash: `h${version - 1}`,
+      hash: `h${version}`,
+    },
+    timersSet: [],
+    timersCancel: [],
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<StoreError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StoreError);
+  return error as StoreError;
+}
+
+async function persisted(store: Store, actorId: string) {
+  return {
+    actor: await store.loadActor(actorId),
+    history: await store.history(actorId),
+    timers: await store.timers(actorId),
+  };
+}
+
+describe('classifyPostgresError', () => {
+  it.each([
+    ['57014', 'timeout'],
+    ['40001', 'conflict'],
+    ['40P01', 'conflict'],
+    ['53100', 'full'],
+    ['25006', 'readonly'],
+    ['57P01', 'connection'],
+    ['08006', 'connection'],
+    ['23505', 'constraint'],
+    ['22021', 'invalid_data'],
+    ['28P01', 'permission'],
+    ['3D000', 'cantopen'],
+    ['ECONNREFUSED', 'connection'],
+    ['ENOTFOUND', 'connection'],
+    ['XX000', 'internal'],
+  ])('classifies %s as %s', (code, kind) => {
+    expect(classifyPostgresError({ code })).toBe(kind);
+  });
+
+  it("classifies pg's dropped-connection messages and refused multi-address connects", () => {
+    expect(classifyPostgresError(new Error('Connection terminated unexpectedly'))).toBe(
+      'connection',
+    );
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    expect(classifyPostgresError(new AggregateError([refused]))).toBe('connection');
+    expect(classifyPostgresError(new TypeError('boom'))).toBe('internal');
+  });
+});
+
+const available = postgresAvailable();
+
+describe.runIf(available)('PostgreSQL store against a real server', () => {
+  let server: PostgresServer;
+  const opened: Store[] = [];
+  const raws: pg.Client[] = [];
+
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+  afterAll(async () => {
+    await server.destroy();
+  });
+  afterEach(async () => {
+    for (const client of raws.splice(0)) await client.end().catch(() => undefined);
+    for (const store of opened.splice(0)) await store.close();
+  });
+
+  function open(url: string): PostgresStore {
+    const store = openStore(url);
+    expect(store).toBeInstanceOf(PostgresStore);
+    opened.push(store);
+    return store as PostgresStore;
+  }
+
+  /** A raw superuser connection, in the schema of `url` when it names one. */
+  async function raw(url?: string): Promise<pg.Client> {
+    const schema = url === undefined ? undefined : new URL(url).searchParams.get('schema');
+    const client = new pg.Client({
+      connectionString: server.url(),
+      ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    });
+    client.on('error', () => undefined);
+    await client.connect();
+    raws.push(client);
+    return client;
+  }
+
+  describe('schema migrations', () => {
+    it('creates a fresh schema at the current version on first use', async () => {
+      const url = server.freshUrl();
+      const store = open(url);
+      await store.connect();
+      const client = await raw(url);
+      expect(await postgresSchemaVersion(client)).toBe(POSTGRES_SCHEMA_VERSION);
+      const versions = await client.query<{ version: number }>(
+        'SELECT version FROM schema_migrations ORDER BY version',
+      );
+      expect(versions.rows.map((r) => r.version)).toEqual(
+        POSTGRES_MIGRATIONS.map((m) => m.version),
+      );
+    });
+
+    it('lets several workers open a fresh database at once, migrating it exactly once', async () => {
+      const url = server.freshUrl();
+      const stores = Array.from({ length: 6 }, () => open(url));
+      await Promise.all(stores.map((s) => s.connect()));
+      const client = await raw(url);
+      const count = await client.query<{ n: number }>(
+        'SELECT COUNT(*)::int AS n FROM schema_migrations',
+      );
+      expect(count.rows[0]?.n).toBe(POSTGRES_SCHEMA_VERSION);
+      expect(await stores[0]?.commit([write('a', 1)])).toEqual([null]);
+    });
+
+    it('upgrades a version 1 schema in place, keeping its rows', async () => {
+      const url = server.freshUrl();
+      const schema = new URL(url).searchParams.get('schema') ?? '';
+      const client = await raw(url);
+      expect(
+        await migratePostgres(client, { schema, migrations: POSTGRES_MIGRATIONS.slice(0, 1) }),
+      ).toEqual({ from: 0, to: 1 });
+      await client.query(
+        `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
+           created_at, updated_at, head_hash) VALUES ('a', 'm', 1, 1, 's1', 'active', '{}', 1, 1, 'h1')`,
+      );
+
+      const store = open(url);
+      expect((await store.loadActor('a'))?.version).toBe(1);
+      expect(await postgresSchemaVersion(client)).toBe(POSTGRES_SCHEMA_VERSION);
+      const next = write('a', 2);
+      expect(await store.commit([next])).toEqual([null]);
+      expect(await store.loadActor('a')).toEqual({ ...next.actor, createdAt: 1 });
+    });
+
+    it('applies a newer migration list in place and reports both versions', async () => {
+      const url = server.freshUrl();
+      await open(url).connect();
+      const client = await raw(url);
+      const next = [
+        ...POSTGRES_MIGRATIONS,
+        {
+          version: POSTGRES_SCHEMA_VERSION + 1,
+          description: 'test: a note per actor',
+          sql: `ALTER TABLE actors ADD COLUMN note TEXT NOT NULL DEFAULT 'kept'`,
+        },
+      ];
+      expect(await migratePostgres(client, { migrations: next })).toEqual({
+        from: POSTGRES_SCHEMA_VERSION,
+        to: POSTGRES_SCHEMA_VERSION + 1,
+      });
+      expect(await migratePostgres(client, { migrations: next })).toEqual({
+        from: POSTGRES_SCHEMA_VERSION + 1,
+        to: POSTGRES_SCHEMA_VERSION + 1,
+      });
+    });
+
+    it('refuses a newer schema with an error naming both versions, on every operation', async () => {
+      const url = server.freshUrl();
+      await open(url).connect();
+      const client = await raw(url);
+      await client.query(
+        `INSERT INTO schema_migrations (version, description, applied_at) VALUES (99, 'future', 0)`,
+      );
+      const store = open(url);
+      const error = await rejection(store.connect());
+      expect(error).toMatchObject({ operation: 'migrate', kind: 'schema_too_new' });
+      expect(error.message).toContain('99');
+      expect(error.message).toContain(`version ${POSTGRES_SCHEMA_VERSION} supported`);
+      expect(await rejection(store.commit([write('a', 1)]))).toMatchObject({
+        kind: 'schema_too_new',
+      });
+      expect(await client.query('SELECT 1 FROM actors')).toMatchObject({ rowCount: 0 });
+    });
+
+    it('refuses a migration list with a gap', async () => {
+      const client = await raw();
+      const gap = [{ ...POSTGRES_MIGRATIONS[0]!, version: 2 }];
+      await expect(migratePostgres(client, { migrations: gap })).rejects.toMatchObject({
+        operation: 'migrate',
+        kind: 'bad_migration',
+      });
+    });
+  });
+
+  describe('the audit log and the data PostgreSQL refuses', () => {
+    it('refuses UPDATE, DELETE and TRUNCATE on transitions', async () => {
+      const url = server.freshUrl();
+      const store = open(url);
+      await store.commit([write('a', 1)]);
+      const client = await raw(url);
+      for (const sql of [
+        `UPDATE transitions SET to_state = 'edited'`,
+        'DELETE FROM transitions',
+        'TRUNCATE transitions CASCADE',
+      ]) {
+        const error: unknown = await client.query(sql).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toMatchObject({ code: '23001' });
+        expect((error as Error).message).toContain('append-only');
+        expect(classifyPostgresError(error)).toBe('constraint');
+      }
+      expect((await store.history('a'))[0]?.toState).toBe('s1');
+    });
+
+    it('rejects a write PostgreSQL cannot store (a NUL byte) alone, and commits the rest', async () => {
+      const store = open(server.freshUrl());
+      const [bad, fine] = await store.commit([write('a\u0000b', 1), write('c', 1)]);
+      expect(bad).toMatchObject({ name: 'StoreError', kind: 'invalid_data', actorId: 'a\u0000b' });
+      expect(fine).toBeNull();
+      expect((await store.listActors()).map((a) => a.id)).toEqual(['c']);
+    });
+  });
+
+  describe('workers sharing one database', () => {
+    it('orders two workers on one actor by compare-and-set: the loser gets ConcurrencyError', async () => {
+      const url = server.freshUrl();
+      const [one, two] = [open(url), open(url)];
+      await one.commit([write('a', 1)]);
+      const results = await Promise.all([one.commit([write('a', 2)]), two.commit([write('a', 2)])]);
+      const errors = results.flat().filter((r) => r !== null);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toBeInstanceOf(ConcurrencyError);
+      expect(errors[0]).toMatchObject({ actorId: 'a', expectedVersion: 1, actualVersion: 2 });
+      expect((await two.history('a')).map((t) => t.seq)).toEqual([1, 2]);
+    });
+
+    it('never deadlocks when two workers batch the same actors in opposite orders', async () => {
+      const url = server.freshUrl();
+      const [one, two] = [open(url), open(url)];
+      const ids = Array.from({ length: 6 }, (_, i) => `actor-${i}`);
+      await one.commit(ids.map((id) => write(id, 1)));
+      for (let version = 2; version <= 30; version++) {
+        const forward = ids.map((id) => write(id, version));
+        const backward = [...forward].reverse();
+        const [a, b] = await Promise.all([one.commit(forward), two.commit(backward)]);
+        // Every actor moved exactly once per round: one batch won it, the other conflicted.
+        ids.forEach((_, i) => {
+          const wins = [a[i], b[ids.length - 1 - i]].filter((r) => r === null);
+          expect(wins).toHaveLength(1);
+        });
+      }
+      for (const id of ids) expect((await one.loadActor(id))?.version).toBe(30);
+    });
+
+    it('splits expired leases among concurrent workers without overlap', async () => {
+      const url = server.freshUrl();
+      const workers = Array.from({ length: 4 }, () => open(url));
+      await workers[0]!.commit(Array.from({ length: 40 }, (_, i) => write(`a${i}`, 1)));
+      const taken = await Promise.all(
+        workers.map((w, i) =>
+          w.acquireLeases({ owner: `w${i}`, now: 10, leaseUntil: 1_000, limit: 15 }),
+        ),
+      );
+      const all = taken.flat().map((l) => l.actorId);
+      expect(new Set(all).size).toBe(all.length);
+      expect(all).toHaveLength(40);
+    });
+  });
+
+  describe('faults', () => {
+    it('refuses a malformed URL synchronously as bad_url, without echoing the password', () => {
+      let error: unknown;
+      try {
+        openStore('postgres://admin:hunter2@[::1/db');
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(StoreError);
+      expect(error).toMatchObject({ operation: 'open', kind: 'bad_url' });
+      expect((error as Error).message).not.toContain('hunter2');
+    });
+
+    it('fails as connection, naming the actor, when nothing listens on the port', async () => {
+      const store = open('postgres://agentcharts:hunter2@127.0.0.1:1/db?connect_timeout=2');
+      const error = await rejection(store.commit([write('a', 1)]));
+      expect(error).toMatchObject({ operation: 'commit', kind: 'connection', actorId: 'a' });
+      expect(error.message).not.toContain('hunter2');
+      expect(await rejection(store.loadActor('a'))).toMatchObject({
+        operation: 'load',
+        kind: 'connection',
+        actorId: 'a',
+      });
+    });
+
+    it('fails as permission on a wrong password and cantopen on a missing database', async () => {
+      const wrong = server.url().replace(`:${server.password}@`, ':hunter2@');
+      const denied = await rejection(open(wrong).loadActor('a'));
+      expect(denied).toMatchObject({ operation: 'load', kind: 'permission' });
+      expect(denied.message).not.toContain('hunter2');
+      const missing = await rejection(open(server.url({}, 'no_such_db')).loadActor('a'));
+      expect(missing).toMatchObject({ kind: 'cantopen' });
+    });
+
+    it('fails a commit that outlives statement_timeout as timeout, writing nothing, then recovers', async () => {
+      const url = server.freshUrl({ statement_timeout: '200' });
+      const store = open(url);
+      await store.commit([write('a', 1), write('b', 1)]);
+      const before = await persisted(store, 'a');
+      const locker = await raw(url);
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM actors WHERE id = 'b' FOR UPDATE`);
+
+      const single = await rejection(store.commit([write('b', 2)]));
+      expect(single).toMatchObject({ operation: 'commit', kind: 'timeout', actorId: 'b' });
+      const batch = await rejection(store.commit([write('a', 2), write('b', 2)]));
+      expect(batch).toMatchObject({ operation: 'commit', kind: 'timeout', actorId: 'b' });
+      expect(await persisted(store, 'a')).toEqual(before);
+
+      await locker.query('ROLLBACK');
+      expect(await store.commit([write('a', 2), write('b', 2)])).toEqual([null, null]);
+    });
+
+    it('fails a batch whose connection is killed mid-transaction, writing nothing, then the next commit works', async () => {
+      const url = server.freshUrl();
+      const store = open(url);
+      await store.commit([write('a', 1), write('b', 1)]);
+      const before = { a: await persisted(store, 'a'), b: await persisted(store, 'b') };
+      const admin = await raw(url);
+      await admin.query('BEGIN');
+      await admin.query(`SELECT 1 FROM actors WHERE id = 'b' FOR UPDATE`);
+
+      // a's write applies, then b's waits on the row lock: kill that backend.
+      const pending = rejection(store.commit([write('a', 2), write('b', 2)]));
+      const killer = await raw();
+      let killed = false;
+      for (let i = 0; i < 200 && !killed; i++) {
+        const result = await killer.query<{ killed: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+           WHERE application_name = 'agentcharts' AND wait_event_type = 'Lock'`,
+        );
+        killed = result.rows.some((r) => r.killed);
+        if (!killed) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(killed).toBe(true);
+      const error = await pending;
+      expect(error).toMatchObject({ operation: 'commit', kind: 'connection', actorId: 'b' });
+      await admin.query('ROLLBACK');
+
+      expect({ a: await persisted(store, 'a'), b: await persisted(store, 'b') }).toEqual(before);
+      expect(await store.commit([write('a', 2), write('b', 2)])).toEqual([null, null]);
+      expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
+    });
+
+    it('lets a durable actor fail a send while the server is down, unchanged, and send again once it is back', async () => {
+      const pause = taskLifecycle.chart.eventSamples.PAUSE_FOR_APPROVAL?.[0];
+      if (pause === undefined) throw new Error('task-lifecycle has no PAUSE_FOR_APPROVAL sample');
+      const store = open(server.freshUrl({ connect_timeout: '2' }));
+      const task = await createDurableActor(taskLifecycle.machine, {
+        id: 'refund-7',
+        store,
+        input: { taskId: 'refund-7' },
+      });
+      await task.send({ type: 'START' });
+      await server.stop();
+      try {
+        const error = await rejection(task.send(pause));
+        expect(error).toMatchObject({
+          operation: 'commit',
+          kind: 'connection',
+          actorId: 'refund-7',
+        });
+        expect(task.state).toBe('running');
+      } finally {
+        await server.start();
+      }
+      await task.send(pause);
+      expect(task.state).toBe('paused');
+      expect((await store.history('refund-7')).map((t) => t.toState)).toEqual([
+        'planned',
+        'running',
+        'paused',
+      ]);
+      await getRuntime(store).close();
+    });
+
+    it('fails while the server is down and keeps going once it is back', async () => {
+      const url = server.freshUrl({ connect_timeout: '2' });
+      const store = open(url);
+      await store.commit([write('a', 1)]);
+      await server.stop();
+      try {
+        const error = await rejection(store.commit([write('a', 2)]));
+        expect(error).toMatchObject({ operation: 'commit', kind: 'connection', actorId: 'a' });
+        expect(await rejection(store.loadActor('a'))).toMatchObject({ kind: 'connection' });
+      } finally {
+        await server.start();
+      }
+      expect(await store.commit([write('a', 2)])).toEqual([null]);
+      expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
+    });
+  });
+});
+
+if (!available) {
+  describe('PostgreSQL store against a real server', () => {
+    it.skip('SKIPPED: PostgreSQL not installed', () => undefined);
+  });
+}

@@ -1,0 +1,738 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- parsed JSON bodies and inspection events: their shape is what the expectations check */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { catalog, charts } from '../machines/index.ts';
+import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { streamMessageSchema } from '../src/observe/stream.ts';
+import { ConcurrencyError, StoreError } from '../src/strict/errors.ts';
+import {
+  KEY_HEADER,
+  ReplayCache,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  signRequest,
+  type ApiKey,
+} from '../src/server/auth.ts';
+import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
+import { SseHub } from '../src/server/sse.ts';
+import { openStore } from '../src/store/open.ts';
+import type { Store } from '../src/store/types.ts';
+
+const task = catalog['task-lifecycle'];
+const status = catalog['agent-status'];
+
+const APPROVER: ApiKey = { id: 'manager', secret: 'approver-secret-0123456789', role: 'approver' };
+const AGENT: ApiKey = {
+  id: 'refund-bot',
+  secret: 'agent-secret-0123456789abcd',
+  role: 'agent',
+  actors: ['refund-*'],
+};
+/** An agent key without an actor list (any actor), for the agent-status actors. */
+const AGENT_ALL: ApiKey = { id: 'status-bot', secret: 'status-secret-0123456789ab', role: 'agent' };
+const DASHBOARD: ApiKey = {
+  id: 'dashboard',
+  secret: 'dashboard-secret-0123456789',
+  role: 'approver',
+};
+const TOKEN = 'read-token-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+let dir: string;
+let file: string;
+let store: Store;
+let other: Store;
+let http: ListeningServer;
+
+async function makeTask(id: string, path: readonly Record<string, unknown>[]): Promise<void> {
+  const actor = await createDurableActor(task.machine, {
+    id,
+    store,
+    input: { taskId: id },
+    schemas: task.events,
+  });
+  for (const event of path) await actor.send(event as never);
+}
+
+const pause = () => ({
+  type: 'PAUSE_FOR_APPROVAL',
+  reason: 'refund_approval',
+  requestedAt: Date.now(),
+});
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'agentcharts-server-'));
+  file = join(dir, 'server.db');
+  store = openStore(`sqlite:${file}`);
+  await makeTask('refund-paused', [{ type: 'START' }, pause()]);
+  await makeTask('refund-approve', [{ type: 'START' }, pause()]);
+  await makeTask('refund-deny', [{ type: 'START' }, pause()]);
+  await makeTask('refund-dash', [{ type: 'START' }, pause()]);
+  await makeTask('refund-running', [{ type: 'START' }]);
+  await makeTask('refund-blocked', [
+    { type: 'START' },
+    { type: 'BLOCK_ON_DEPENDENCY', dependency: 'payment-gateway' },
+  ]);
+  await makeTask('other-task', [{ type: 'START' }, pause()]);
+  await makeTask('refund-done', [{ type: 'START' }, { type: 'COMPLETE' }]);
+  for (const id of ['agent-a', 'agent-b', 'agent-c']) {
+    await createDurableActor(status.machine, {
+      id,
+      store,
+      input: { agentId: id, name: id, task: 'summarise', modelBackend: 'test', createdAt: 0 },
+      schemas: status.events,
+    });
+  }
+  const server = createServer({
+    store,
+    charts,
+    keys: [APPROVER, AGENT, AGENT_ALL, DASHBOARD],
+    accessToken: TOKEN,
+    dashboard: { approverKeyId: DASHBOARD.id, approverName: 'dashboard-user' },
+    pollMs: 50,
+    maxBodyBytes: 4096,
+  });
+  http = await listen(server);
+  // A second handle on the same file stands for another process writing the store.
+  other = openStore(`sqlite:${file}`);
+  getRuntime(other, { charts });
+});
+
+afterAll(async () => {
+  await http.close();
+  await getRuntime(store).close();
+  await getRuntime(other).close();
+  await store.close();
+  await other.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function get(path: string, headers: Record<string, string> = AUTH) {
+  const response = await fetch(`${http.url}${path}`, { headers });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+async function post(
+  path: string,
+  body: unknown,
+  key: Pick<ApiKey, 'id' | 'secret'> | undefined,
+  options: { at?: number; headers?: Record<string, string>; raw?: string } = {},
+) {
+  const text = options.raw ?? JSON.stringify(body);
+  const signature = key ? signRequest(key, text, options.at) : {};
+  const response = await fetch(`${http.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signature, ...options.headers },
+    body: text,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/** Reads an SSE response frame by frame. */
+function readStream(response: Response) {
+  const frames: Array<{ id: number | undefined; event: string; data: any }> = [];
+  const waiters: Array<() => void> = [];
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  void (async () => {
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let end = buffer.indexOf('\n\n');
+      while (end !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const fields = Object.fromEntries(
+          block
+            .split('\n')
+            .filter((l) => !l.startsWith(':') && l.includes(':'))
+            .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]),
+        ) as Record<string, string>;
+        if (fields['data'] !== undefined) {
+          frames.push({
+            id: fields['id'] !== undefined ? Number(fields['id']) : undefined,
+            event: fields['event'] ?? 'message',
+            data: JSON.parse(fields['data']),
+          });
+          for (const w of waiters.splice(0)) w();
+        }
+        end = buffer.indexOf('\n\n');
+      }
+    }
+  })();
+  return {
+    frames,
+    async until(predicate: (frame: (typeof frames)[number]) => boolean, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = frames.find(predicate);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error('timed out waiting for a stream message');
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 50);
+        });
+      }
+    },
+    close: () => reader.cancel(),
+  };
+}
+
+describe('reading actors', () => {
+  test('lists actors with state, colour and category, filtered by machine and state', async () => {
+    const all = await get('/api/actors?limit=100');
+    expect(all.status).toBe(200);
+    expect(all.body.actors).toHaveLength(11);
+
+    const paused = await get('/api/actors?machine=task-lifecycle&state=paused&limit=100');
+    const ids = paused.body.actors.map((a: { id: string }) => a.id);
+    expect(ids).toEqual(expect.arrayContaining(['refund-paused', 'other-task']));
+    for (const a of paused.body.actors) {
+      expect(a).toMatchObject({ machineId: 'task-lifecycle', state: 'paused', category: 'paused' });
+      expect(a.color).toBe('#9ca3af'); // seed 000: paused is bg-gray-400
+    }
+    const agents = await get('/api/actors?machine=agent-status');
+    expect(agents.body.actors.map((a: { id: string }) => a.id)).toEqual([
+      'agent-a',
+      'agent-b',
+      'agent-c',
+    ]);
+    expect(agents.body.actors[0].color).toBe('#6b7280'); // idle is bg-gray-500
+  });
+
+  test('pages through every actor exactly once with the cursor', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await get(`/api/actors?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.body.actors.length).toBeLessThanOrEqual(3);
+      seen.push(...page.body.actors.map((a: { id: string }) => a.id));
+      cursor = page.body.nextCursor;
+      pages++;
+    } while (cursor !== null && pages < 20);
+    expect(seen).toHaveLength(11);
+    expect(new Set(seen).size).toBe(11);
+    expect(seen).toEqual([...seen].sort());
+  });
+
+  test('refuses a malformed query with 400 naming the parameter', async () => {
+    const zero = await get('/api/actors?limit=0');
+    expect(zero.status).toBe(400);
+    expect(zero.body).toMatchObject({ error: 'invalid_query', field: 'limit' });
+    const unknown = await get('/api/actors?colour=red');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.field).toBe('colour');
+  });
+
+  test('counts actors per state, with paused and blocked apart', async () => {
+    const counts = await get('/api/counts?machine=task-lifecycle');
+    expect(counts.status).toBe(200);
+    const states = Object.fromEntries(
+      counts.body.states.map((s: { state: string; count: number }) => [s.state, s.count]),
+    );
+    expect(states['blocked']).toBe(1);
+    expect(states['paused']).toBeGreaterThanOrEqual(1);
+    expect(counts.body.categories.blocked).toBe(states['blocked']);
+    expect(counts.body.categories.paused).toBe(states['paused']);
+    expect(counts.body.total).toBe(8);
+  });
+
+  test('returns one actor with its trail, its chart with the current state marked, and the events it accepts', async () => {
+    const { status: code, body } = await get('/api/actors/refund-paused');
+    expect(code).toBe(200);
+    expect(body.actor).toMatchObject({ id: 'refund-paused', state: 'paused', version: 3 });
+    expect(body.trail.map((t: { eventType: string }) => t.eventType)).toEqual([
+      'xstate.init',
+      'START',
+      'PAUSE_FOR_APPROVAL',
+    ]);
+    expect(body.trail[2]).toMatchObject({ from: 'running', to: 'paused', source: 'send' });
+    expect(body.diagram.active).toEqual(['paused']);
+    expect(body.diagram.mermaid).toContain('class paused current');
+    expect(body.accepts).toEqual(['APPROVAL_DENIED', 'APPROVAL_GRANTED', 'TIMEOUT']);
+    expect(body.awaitingApproval).toBe(true);
+    expect(body.context.approval.status).toBe('pending');
+
+    const missing = await get('/api/actors/no-such-actor');
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ error: 'actor_not_found', actorId: 'no-such-actor' });
+  });
+
+  test('refuses reads without a token, a session or a valid signature', async () => {
+    expect((await get('/api/actors', {})).status).toBe(401);
+    expect((await get('/api/actors', { authorization: 'Bearer wrong-token' })).status).toBe(401);
+    expect((await get('/metrics', {})).status).toBe(401);
+    const signed = await get('/api/actors?limit=1', signRequest(AGENT, ''));
+    expect(signed.status).toBe(200);
+    const health = await get('/healthz', {});
+    expect(health).toMatchObject({ status: 200, body: { ok: true, store: 'sqlite' } });
+  });
+});
+
+describe('the signed approval webhook (seed 001)', () => {
+  test('an approver key moves a paused task to running and the trail records who', async () => {
+    const res = await post(
+      '/api/approval-callback',
+      {
+        task_id: 'refund-approve',
+        decision: 'approved',
+        approver: 'manager@example.com',
+        comment: 'ok',
+        timestamp: new Date().toISOString(),
+      },
+      APPROVER,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, state: 'running', eventType: 'APPROVAL_GRANTED' });
+    const trail = (await get('/api/actors/refund-approve')).body.trail;
+    expect(trail.at(-1)).toMatchObject({
+      eventType: 'APPROVAL_GRANTED',
+      keyId: 'manager',
+      event: { type: 'APPROVAL_GRANTED', approver: 'manager@example.com', comment: 'ok' },
+    });
+  });
+
+  test('a denial moves the task to failed', async () => {
+    const res = await post(
+      '/api/approval-callback',
+      { task_id: 'refund-deny', decision: 'denied', approver: 'boss', timestamp: 1_780_000_000 },
+      APPROVER,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ state: 'failed', status: 'done' });
+  });
+
+  test('a bad signature gets 401 and changes nothing', async () => {
+    const body = {
+      task_id: 'refund-paused',
+      decision: 'approved',
+      approver: 'mallory',
+      timestamp: 'now',
+    };
+    const wrongSecret = await post('/api/approval-callback', body, {
+      id: APPROVER.id,
+      secret: 'not-the-right-secret-000',
+    });
+    expect(wrongSecret).toMatchObject({ status: 401, body: { error: 'invalid_signature' } });
+    const unknownKey = await post('/api/approval-callback', body, {
+      id: 'nobody',
+      secret: APPROVER.secret,
+    });
+    expect(unknownKey.body.error).toBe('invalid_signature');
+    // Signed for one body, sent with another.
+    const headers = signRequest(APPROVER, JSON.stringify(body));
+    const tampered = await post(
+      '/api/approval-callback',
+      { ...body, approver: 'someone else' },
+      undefined,
+      { headers },
+    );
+    expect(tampered.status).toBe(401);
+    const unsigned = await post('/api/approval-callback', body, undefined);
+    expect(unsigned).toMatchObject({ status: 401, body: { error: 'missing_signature' } });
+    const malformed = await post('/api/approval-callback', body, undefined, {
+      headers: {
+        [KEY_HEADER]: APPROVER.id,
+        [TIMESTAMP_HEADER]: String(now()),
+        [SIGNATURE_HEADER]: 'sha256=zz',
+      },
+    });
+    expect(malformed.status).toBe(401);
+    expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
+  });
+
+  test('a request signed more than 5 minutes ago (or ahead) is refused', async () => {
+    const body = {
+      task_id: 'refund-paused',
+      decision: 'approved',
+      approver: 'manager',
+      timestamp: 'now',
+    };
+    const stale = await post('/api/approval-callback', body, APPROVER, { at: now() - 301 });
+    expect(stale).toMatchObject({ status: 401, body: { error: 'stale_request' } });
+    const future = await post('/api/approval-callback', body, APPROVER, { at: now() + 301 });
+    expect(future.body.error).toBe('stale_request');
+    expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
+  });
+
+  test('a replayed request is refused and the event is not applied twice', async () => {
+    const text = JSON.stringify({
+      actorId: 'agent-a',
+      event: { type: 'OUTPUT', stream: 'stdout', content: 'hello', at: 1 },
+    });
+    const headers = signRequest(AGENT_ALL, text);
+    const first = await post('/api/events', undefined, undefined, { raw: text, headers });
+    expect(first.status).toBe(200);
+    const before = (await get('/api/actors/agent-a')).body.actor.version;
+    const again = await post('/api/events', undefined, undefined, { raw: text, headers });
+    expect(again).toMatchObject({ status: 401, body: { error: 'replayed_request' } });
+    expect((await get('/api/actors/agent-a')).body.actor.version).toBe(before);
+  });
+
+  test('an illegal transition gets 409 naming the state, and nothing is written', async () => {
+    const before = (await get('/api/actors/refund-running')).body.actor.version;
+    const res = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'START' } },
+      AGENT,
+    );
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({
+      error: 'invalid_transition',
+      state: 'running',
+      eventType: 'START',
+    });
+    const approveRunning = await post(
+      '/api/approval-callback',
+      { task_id: 'refund-running', decision: 'approved', approver: 'm', timestamp: 'now' },
+      APPROVER,
+    );
+    expect(approveRunning.body).toMatchObject({ error: 'invalid_transition', state: 'running' });
+    expect((await get('/api/actors/refund-running')).body.actor.version).toBe(before);
+  });
+
+  test('a bad payload gets 400 naming the field, never echoing the value', async () => {
+    const secret = 'SECRET-PAYLOAD-VALUE';
+    const extra = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'COMPLETE', note: secret } },
+      AGENT,
+    );
+    expect(extra.status).toBe(400);
+    expect(extra.body).toMatchObject({
+      error: 'invalid_event',
+      field: 'event.note',
+      reason: 'unexpected_field',
+    });
+    expect(JSON.stringify(extra.body)).not.toContain(secret);
+
+    const missing = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'TRANSIENT_ERROR' } },
+      AGENT,
+    );
+    expect(missing.body).toMatchObject({ field: 'event.error', reason: 'missing_field' });
+
+    const wrongType = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'FATAL_ERROR', error: 42 } },
+      AGENT,
+    );
+    expect(wrongType.body).toMatchObject({ field: 'event.error' });
+
+    const approval = await post(
+      '/api/approval-callback',
+      { task_id: 'refund-paused', decision: 'maybe', approver: secret, timestamp: 'now' },
+      APPROVER,
+    );
+    expect(approval).toMatchObject({ status: 400, body: { field: 'decision' } });
+    expect(JSON.stringify(approval.body)).not.toContain(secret);
+
+    const notJson = await post('/api/events', undefined, AGENT, { raw: '{"actorId":' });
+    expect(notJson).toMatchObject({ status: 400, body: { reason: 'invalid_json' } });
+
+    const big = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'COMPLETE', result: 'x'.repeat(5000) } },
+      AGENT,
+    );
+    expect(big.status).toBe(413);
+    expect((await get('/api/actors/refund-running')).body.actor.state).toBe('running');
+  });
+
+  test('an unknown actor gets 404', async () => {
+    const res = await post(
+      '/api/events',
+      { actorId: 'refund-ghost', event: { type: 'START' } },
+      AGENT,
+    );
+    expect(res).toMatchObject({ status: 404, body: { error: 'actor_not_found' } });
+  });
+});
+
+describe('authorization by source', () => {
+  test('an agent key never sends APPROVAL_GRANTED or APPROVAL_DENIED (403), by either route', async () => {
+    for (const type of ['APPROVAL_GRANTED', 'APPROVAL_DENIED']) {
+      const res = await post(
+        '/api/events',
+        { actorId: 'refund-paused', event: { type, approver: 'llm' } },
+        AGENT,
+      );
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({
+        error: 'forbidden',
+        reason: 'approval_requires_approver_key',
+        eventType: type,
+      });
+    }
+    const webhook = await post(
+      '/api/approval-callback',
+      { task_id: 'refund-paused', decision: 'approved', approver: 'llm', timestamp: 'now' },
+      AGENT,
+    );
+    expect(webhook.status).toBe(403);
+    expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
+  });
+
+  test("an agent key sends its own actors' work events, and no one else's", async () => {
+    const own = await post(
+      '/api/events',
+      { actorId: 'refund-blocked', event: { type: 'DEPENDENCY_RESOLVED' } },
+      AGENT,
+    );
+    expect(own).toMatchObject({ status: 200, body: { state: 'running' } });
+    const foreign = await post(
+      '/api/events',
+      { actorId: 'other-task', event: { type: 'FATAL_ERROR', error: 'x' } },
+      AGENT,
+    );
+    expect(foreign).toMatchObject({
+      status: 403,
+      body: { reason: 'actor_not_allowed_for_key', actorId: 'other-task' },
+    });
+  });
+
+  test('an approver key sends approval decisions only', async () => {
+    const res = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'COMPLETE' } },
+      APPROVER,
+    );
+    expect(res).toMatchObject({
+      status: 403,
+      body: { reason: 'approver_key_sends_approvals_only' },
+    });
+  });
+});
+
+describe('the live stream', () => {
+  test('carries seed 003 messages for every accepted event, and resumes from Last-Event-ID', async () => {
+    const response = await fetch(`${http.url}/api/stream?machine=agent-status`, { headers: AUTH });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const stream = readStream(response);
+    const sent = ['one', 'two', 'three'];
+    for (const content of sent) {
+      const res = await post(
+        '/api/events',
+        { actorId: 'agent-b', event: { type: 'OUTPUT', stream: 'stdout', content, at: 5 } },
+        AGENT_ALL,
+      );
+      expect(res.status).toBe(200);
+    }
+    await stream.until((f) => f.data.content === 'three');
+    const outputs = stream.frames.filter((f) => f.data.type === 'output');
+    expect(outputs.map((f) => f.data.content)).toEqual(sent);
+    for (const f of stream.frames) {
+      expect(streamMessageSchema.safeParse(f.data).success).toBe(true);
+      expect(f.data.machine_id).toBe('agent-status');
+    }
+    const firstId = outputs[0]!.id!;
+    await stream.close();
+
+    // Reconnect as EventSource would, after the first message: the rest are replayed.
+    const resumed = readStream(
+      await fetch(`${http.url}/api/stream?machine=agent-status`, {
+        headers: { ...AUTH, 'last-event-id': String(firstId) },
+      }),
+    );
+    await resumed.until((f) => f.data.content === 'three');
+    expect(resumed.frames.map((f) => f.data.content)).toEqual(['two', 'three']);
+    await resumed.close();
+  });
+
+  test('shows transitions another process wrote to the same store', async () => {
+    const stream = readStream(
+      await fetch(`${http.url}/api/stream?actor=agent-c`, { headers: AUTH }),
+    );
+    const elsewhere = await getRuntime(other).actor('agent-c');
+    await elsewhere.send({ type: 'STATUS_UPDATE', status: 'initializing', at: 10 });
+    const frame = await stream.until((f) => f.data.type === 'status_update');
+    expect(frame.data).toMatchObject({
+      agent_id: 'agent-c',
+      status: 'initializing',
+      previous_status: 'idle',
+      event: 'STATUS_UPDATE',
+    });
+    await stream.close();
+  });
+
+  test('an event is judged on the stored state even when another process moved the actor', async () => {
+    // The server holds agent-c live (it created it); the other process moves it on.
+    const elsewhere = await getRuntime(other).actor('agent-c');
+    await elsewhere.send({ type: 'STATUS_UPDATE', status: 'running', at: 11 });
+    const res = await post(
+      '/api/events',
+      { actorId: 'agent-c', event: { type: 'STATUS_UPDATE', status: 'thinking', at: 12 } },
+      AGENT_ALL,
+    );
+    expect(res).toMatchObject({ status: 200, body: { state: 'thinking' } });
+  });
+
+  test('/metrics exposes seed 001 metrics in Prometheus text', async () => {
+    const response = await fetch(`${http.url}/metrics`, { headers: AUTH });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain('agentcharts_transitions_total{');
+    expect(text).toContain('agentcharts_actors{');
+  });
+});
+
+describe('the dashboard', () => {
+  async function session(): Promise<string> {
+    const response = await fetch(`${http.url}/?token=${TOKEN}`, { redirect: 'manual' });
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe('/');
+    const cookie = response.headers.get('set-cookie') ?? '';
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Strict');
+    return cookie.split(';')[0]!;
+  }
+
+  test('serves the page with a strict content security policy and assets from node_modules', async () => {
+    const page = await fetch(`${http.url}/`);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await page.text();
+    expect(html).toContain('/assets/app.js');
+    expect(html).not.toMatch(/https?:\/\//);
+    const mermaid = await fetch(`${http.url}/assets/mermaid.min.js`);
+    expect(mermaid.status).toBe(200);
+    expect((await mermaid.text()).length).toBeGreaterThan(1_000_000);
+    expect((await fetch(`${http.url}/?token=wrong`)).status).toBe(401);
+  });
+
+  test('Approve goes through the signed approval path with the dashboard key', async () => {
+    const cookie = await session();
+    const decide = (headers: Record<string, string>, body: unknown) =>
+      fetch(`${http.url}/dashboard/decision`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    expect((await decide({}, { actorId: 'refund-dash', decision: 'approved' })).status).toBe(401);
+    expect(
+      (
+        await decide(
+          { cookie, origin: 'https://evil.example' },
+          { actorId: 'refund-dash', decision: 'approved' },
+        )
+      ).status,
+    ).toBe(403);
+    const ok = await decide(
+      { cookie, origin: http.url },
+      { actorId: 'refund-dash', decision: 'approved', comment: 'fine' },
+    );
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ state: 'running', eventType: 'APPROVAL_GRANTED' });
+    const last = (await get('/api/actors/refund-dash')).body.trail.at(-1);
+    expect(last).toMatchObject({
+      keyId: 'dashboard',
+      event: { type: 'APPROVAL_GRANTED', approver: 'dashboard-user', comment: 'fine' },
+    });
+    // The same rules apply: approving a running task is an illegal transition.
+    const again = await decide({ cookie }, { actorId: 'refund-dash', decision: 'approved' });
+    expect(again.status).toBe(409);
+  });
+});
+
+describe('store failures', () => {
+  test('a concurrent update maps to 409 retryable, a busy store to 503, anything else to 500 without internals', async () => {
+    const inner = openStore('memory:');
+    const failures: Error[] = [];
+    const flaky = Object.create(inner) as Store;
+    flaky.commit = (writes) => {
+      const failure = failures.shift();
+      if (failure instanceof ConcurrencyError) return Promise.resolve(writes.map(() => failure));
+      if (failure) return Promise.reject(failure);
+      return inner.commit(writes);
+    };
+    await createDurableActor(task.machine, {
+      id: 'refund-flaky',
+      store: flaky,
+      input: { taskId: 'refund-flaky' },
+      schemas: task.events,
+    });
+    const server = createServer({ store: flaky, keys: [AGENT], accessToken: TOKEN, pollMs: 0 });
+    const local = await listen(server);
+    let attempt = 0;
+    const base = now();
+    const send = async () => {
+      const text = JSON.stringify({ actorId: 'refund-flaky', event: { type: 'START' } });
+      // Each attempt is signed anew (a distinct timestamp), as a retrying client does.
+      const headers = signRequest(AGENT, text, base - attempt++);
+      const response = await fetch(`${local.url}/api/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: text,
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, any> };
+    };
+    try {
+      failures.push(new ConcurrencyError({ actorId: 'refund-flaky', expectedVersion: 1 }));
+      expect(await send()).toMatchObject({
+        status: 409,
+        body: { error: 'concurrent_update', retryable: true },
+      });
+      failures.push(new StoreError({ operation: 'commit', kind: 'busy', detail: 'SQLITE_BUSY' }));
+      expect(await send()).toMatchObject({
+        status: 503,
+        body: { error: 'store_unavailable', retryable: true },
+      });
+      failures.push(new Error('disk on fire at /var/lib/secret-path'));
+      const broken = await send();
+      expect(broken).toEqual({ status: 500, body: { error: 'internal' } });
+      expect(await send()).toMatchObject({ status: 200, body: { state: 'running' } });
+    } finally {
+      await local.close();
+      await getRuntime(flaky).close();
+      await inner.close();
+    }
+  });
+});
+
+describe('bounds', () => {
+  test('the replay cache is bounded: when full of unexpired signatures it refuses new ones, and expired ones make room', () => {
+    const cache = new ReplayCache(2);
+    expect(cache.remember('a', 100, 10)).toBe('ok');
+    expect(cache.remember('a', 100, 10)).toBe('replayed');
+    expect(cache.remember('b', 100, 10)).toBe('ok');
+    expect(cache.remember('c', 100, 10)).toBe('full');
+    expect(cache.size).toBe(2);
+    // Past their window, a and b are swept to make room.
+    expect(cache.remember('c', 300, 101)).toBe('ok');
+    expect(cache.size).toBe(1);
+  });
+
+  test('a stream client resuming from an id no longer buffered is told to resync', async () => {
+    const hub = new SseHub({ bufferSize: 2, keepAliveMs: 0 });
+    for (let i = 0; i < 10; i++) hub.publish({ actorId: 'a', machineId: 'm', data: { i } });
+    await new Promise((r) => setImmediate(r));
+    const stream = readStream(hub.connect({ filter: {}, lastEventId: 1 }));
+    const frame = await stream.until((f) => f.event === 'resync');
+    expect(frame.data).toEqual({ lastEventId: 10 });
+    const recent = readStream(hub.connect({ filter: {}, lastEventId: 8 }));
+    await recent.until((f) => f.data.i === 9);
+    expect(recent.frames.map((f) => f.id)).toEqual([9, 10]);
+    hub.close();
+  });
+
+  test('a stream client that stops reading is dropped instead of buffering without bound', async () => {
+    const hub = new SseHub({ maxQueuedBytes: 1024, keepAliveMs: 0 });
+    const response = hub.connect({ filter: {} });
+    expect(hub.size).toBe(1);
+    for (let i = 0; i < 50; i++) {
+      hub.publish({ actorId: 'a', machineId: 'm', data: { text: 'x'.repeat(100) } });
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(hub.size).toBe(0);
+    expect(hub.dropped).toBe(1);
+    await response.body?.cancel();
+    hub.close();
+  });
+});
