@@ -146,6 +146,7 @@ export class SqliteStore implements Store {
     (writes: readonly ActorWrite[]) => Array<Error | null>
   >;
   private readonly commitOne: Database.Transaction<(write: ActorWrite) => void>;
+  private readonly commitFast: Database.Transaction<(writes: readonly ActorWrite[]) => void>;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
     this.location = `sqlite:${file}`;
@@ -162,7 +163,11 @@ export class SqliteStore implements Store {
       const store = toStoreError(error, 'open');
       throw store.kind === 'internal'
         ? new StoreError(
-            { operation: 'open', kind: 'cantopen', detail: store.message },
+            {
+              operation: 'open',
+              kind: 'cantopen',
+              detail: error instanceof Error ? error.message : String(error),
+            },
             { cause: error },
           )
         : store;
@@ -198,6 +203,17 @@ export class SqliteStore implements Store {
     this.commitBatch = db.transaction((writes: readonly ActorWrite[]) =>
       writes.map((write) => this.applyInSavepoint(write)),
     );
+    // The common case, every write succeeding, needs no savepoints: a SAVEPOINT per
+    // write doubled the cost of a batch (measured: 63-90 us vs 28-41 us per write).
+    // When one write fails, the whole transaction rolls back and the batch is
+    // applied again, each write in its own savepoint.
+    this.commitFast = db.transaction((writes: readonly ActorWrite[]) => {
+      for (const write of writes) {
+        const invalid = invalidWrite(write);
+        if (invalid) throw invalid;
+        this.applyWrite(write);
+      }
+    });
   }
 
   /** A cached prepared statement. */
@@ -323,11 +339,25 @@ export class SqliteStore implements Store {
 
   commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>> {
     const actorId = writes.length === 1 ? writes[0]?.actorId : undefined;
-    return this.run('commit', actorId, () =>
-      // IMMEDIATE takes the write lock up front, so busy_timeout applies; a
-      // deferred upgrade could fail with SQLITE_BUSY without waiting.
-      writes.length === 0 ? [] : this.commitBatch.immediate(writes),
-    );
+    // IMMEDIATE takes the write lock up front, so busy_timeout applies; a deferred
+    // upgrade could fail with SQLITE_BUSY without waiting.
+    return this.run('commit', actorId, () => {
+      if (writes.length === 0) return [];
+      try {
+        this.commitFast.immediate(writes);
+        return writes.map(() => null);
+      } catch (error) {
+        const own =
+          error instanceof ConcurrencyError ||
+          error instanceof LeaseLostError ||
+          error instanceof StoreError ||
+          classifySqliteError(error) === 'constraint';
+        if (!own) throw error;
+        // Rolled back whole: apply again with a savepoint per write, so only the
+        // failing write is refused.
+        return this.commitBatch.immediate(writes);
+      }
+    });
   }
 
   loadActor(actorId: string): Promise<ActorRow | undefined> {
