@@ -126,7 +126,7 @@ export async function openRawDatabase(file: string): Promise<Database.Database> 
  * The writes of one transition in plain better-sqlite3, with the rows precomputed:
  * the compare-and-set update of the actor (or its insert), the timer deletes and
  * upserts, the audit row. The same SQL the SQLite store runs, without its
- * per-write savepoint and error mapping.
+ * error mapping (kept identical when the store's statements change).
  */
 export function rawWriter(db: Database.Database): {
   apply: (write: ActorWrite) => void;
@@ -135,21 +135,23 @@ export function rawWriter(db: Database.Database): {
 } {
   const insertActor = db.prepare(
     `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-       created_at, updated_at, head_hash)
+       created_at, updated_at, head_hash, user_id, state_since)
      VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-       @createdAt, @updatedAt, @headHash)`,
+       @createdAt, @updatedAt, @headHash, @userId, @enteredAt)`,
   );
   const updateActor = db.prepare(
     `UPDATE actors SET machine_id = @machineId, chart_version = @chartVersion,
        version = @version, state = @state, status = @status, snapshot = @snapshot,
-       updated_at = @updatedAt, head_hash = @headHash
+       updated_at = @updatedAt, head_hash = @headHash,
+       state_since = CASE WHEN state = @state THEN state_since ELSE @enteredAt END
      WHERE id = @id AND version = @expectedVersion`,
   );
   const deleteTimer = db.prepare('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?');
   const upsertTimer = db.prepare(
     `INSERT INTO timers (actor_id, timer_id, event, due_at)
      VALUES (@actorId, @timerId, @event, @dueAt)
-     ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event, due_at = excluded.due_at`,
+     ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
+       due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`,
   );
   const insertTransition = db.prepare(
     `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
@@ -159,9 +161,17 @@ export function rawWriter(db: Database.Database): {
   );
   const apply = (write: ActorWrite): void => {
     if (write.expectedVersion === 0) {
-      insertActor.run(write.actor);
+      insertActor.run({
+        ...write.actor,
+        userId: write.userId ?? null,
+        enteredAt: write.transition.at,
+      });
     } else if (
-      updateActor.run({ ...write.actor, expectedVersion: write.expectedVersion }).changes !== 1
+      updateActor.run({
+        ...write.actor,
+        expectedVersion: write.expectedVersion,
+        enteredAt: write.transition.at,
+      }).changes !== 1
     ) {
       throw new Error(`raw baseline: version conflict on ${write.actorId}`);
     }
