@@ -25,6 +25,7 @@ import { NdjsonWriter } from '../src/observe/stream.ts';
 import { openStore } from '../src/store/open.ts';
 import type { SqliteStore } from '../src/store/sqlite.ts';
 import type { Store } from '../src/store/types.ts';
+import { seededRandom } from '../src/testing/random.ts';
 
 const args = new Set(process.argv.slice(2));
 for (const arg of args) {
@@ -61,18 +62,6 @@ function median(values: readonly number[]): number {
     : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Machine → [state, weight, status]: most actors finished, some working or waiting. */
 const MIX: Record<string, Array<[string, number, 'active' | 'done']>> = {
   'task-lifecycle': [
@@ -105,7 +94,7 @@ const MIX: Record<string, Array<[string, number, 'active' | 'done']>> = {
 
 /** Seeds `count` actors (and 1–3 transition rows each, and rejections) with raw inserts. */
 function seed(store: SqliteStore, count: number, now: number): { users: number } {
-  const rnd = prng(42);
+  const rnd = seededRandom(42);
   const db = store.db;
   const insertActor = db.prepare(
     `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,

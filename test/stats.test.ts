@@ -14,18 +14,7 @@ import { POSTGRES_MIGRATIONS } from '../src/store/postgres-schema.ts';
 import { SQLITE_MIGRATIONS, migrateSqlite } from '../src/store/sqlite-schema.ts';
 import type { ActorStatus, ActorWrite, Store } from '../src/store/types.ts';
 import { postgresAvailable, startPostgres } from './support/postgres.ts';
-
-/** Deterministic PRNG (mulberry32), so a failing seed can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../src/testing/random.ts';
 
 const STATES: Record<string, string[]> = {
   'task-lifecycle': ['planned', 'running', 'paused', 'blocked', 'retrying', 'done', 'failed'],
@@ -67,7 +56,7 @@ interface ModelActor {
 
 /** Random actors written through `commit`, and the same data kept as a plain model. */
 async function populate(store: Store, seed: number, count: number): Promise<ModelActor[]> {
-  const rnd = prng(seed);
+  const rnd = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const model: ModelActor[] = [];
   for (let i = 0; i < count; i++) {

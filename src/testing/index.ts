@@ -1,3 +1,4 @@
 export * from './explore.ts';
 export * from './plan.ts';
 export * from './replay.ts';
+export * from './random.ts';
