@@ -183,6 +183,32 @@ describe('durable actors in the Stately inspector', () => {
     await store.close();
   });
 
+  test('the inspect option of createDurableActor reports every committed transition', async () => {
+    const events: Array<Record<string, any>> = [];
+    const store = openStore('memory:');
+    const actor = await createDurableActor(task.machine, {
+      id: 'refund-8',
+      store,
+      input: { taskId: 'refund-8' },
+      inspect: { inspect: (e) => events.push(e as never) },
+    });
+    await actor.send({ type: 'START' });
+    await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'limit', requestedAt: 0 });
+    expect(events.map((e) => e['type'])).toEqual([
+      '@xstate.actor',
+      '@xstate.event',
+      '@xstate.snapshot',
+      '@xstate.event',
+      '@xstate.snapshot',
+    ]);
+    expect(events[0]?.['actorRef'].logic).toBe(task.machine);
+    expect(
+      events.filter((e) => e['type'] === '@xstate.snapshot').map((e) => e['snapshot'].value),
+    ).toEqual(['running', 'paused']);
+    await getRuntime(store).close();
+    await store.close();
+  });
+
   test('`inspect` shows actors another process wrote: their whole trail, then new transitions', async () => {
     const inspectorSide = await inspectorServer();
     const file = join(dir, 'inspect.db');

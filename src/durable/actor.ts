@@ -24,6 +24,7 @@ import type { ActorRow, ActorStatus, Store, TimerRow, TransitionRow } from '../s
 import type { Clock } from './clock.ts';
 import { decodeActorRow, encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { GENESIS_HASH, hashTransition } from './hash.ts';
+import type { InspectorLike } from '../inspect/inspector.ts';
 import { pureTransition } from './pure.ts';
 import { DurableRuntime, getRuntime } from './runtime.ts';
 
@@ -80,6 +81,12 @@ export interface DurableActorOptions<TLogic extends AnyStateMachine> {
    * indexed for "active agents of a user" queries.
    */
   userId?: string;
+  /**
+   * Shows the actor in the Stately inspector: pass `createWebSocketInspector()` (or
+   * any `{ inspect }` observer) from `@statelyai/inspect`. Every committed
+   * transition is reported with the machine definition.
+   */
+  inspect?: InspectorLike;
 }
 
 /** What a reconcile hook decides about an uncertain step. */
@@ -709,6 +716,19 @@ async function loadInto<TLogic extends AnyStateMachine>(
  * await task.send({ type: 'START' });
  */
 export async function createDurableActor<TLogic extends AnyStateMachine>(
+  machine: TLogic,
+  options: DurableActorOptions<TLogic>,
+): Promise<DurableActor<TLogic>> {
+  const actor = await openOrCreate(machine, options);
+  if (options.inspect) {
+    // Loaded on demand: the inspector hookup is optional and depends on this module.
+    const { attachInspector } = await import('../inspect/inspector.ts');
+    attachInspector(actor as unknown as DurableActor<AnyStateMachine>, options.inspect);
+  }
+  return actor;
+}
+
+async function openOrCreate<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: DurableActorOptions<TLogic>,
 ): Promise<DurableActor<TLogic>> {
