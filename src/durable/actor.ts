@@ -723,7 +723,7 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
   if (options.inspect) {
     // Loaded on demand: the inspector hookup is optional and depends on this module.
     const { attachInspector } = await import('../inspect/inspector.ts');
-    attachInspector(actor as unknown as DurableActor<AnyStateMachine>, options.inspect);
+    attachInspector(actor, options.inspect);
   }
   return actor;
 }
