@@ -1,51 +1,15 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { retryDelay } from '../machines/task-lifecycle/index.ts';
 import { createDurableActor, getRuntime, openStore } from '../src/index.ts';
+import { expectCleanFailure, runCli, type CliResult } from './support/cli.ts';
 
-const run = promisify(execFile);
-const root = process.cwd();
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const cli = (cwd: string, ...args: string[]): Promise<CliResult> => runCli(args, cwd);
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real CLI (`node --import tsx src/cli.ts …`) in `cwd`. */
-async function cli(cwd: string, ...args: string[]): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', tsx, join(root, 'src', 'cli.ts'), ...args],
-      { cwd, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; stdout?: string; stderr?: string };
-    return {
-      code: typeof e.code === 'number' ? e.code : -1,
-      stdout: e.stdout ?? '',
-      stderr: e.stderr ?? '',
-    };
-  }
-}
-
-function expectCleanFailure(result: CliResult, message: RegExp): void {
-  expect(result.code).not.toBe(0);
-  expect(result.stderr).toMatch(message);
-  expect(result.stderr).not.toMatch(/\n\s+at /);
-  expect(result.stdout).toBe('');
-}
 
 /** A backoff long enough that the retry timer of `taskId` cannot fall due during a test. */
 const SLOW_BACKOFF = { baseMs: 3_600_000, capMs: 3_600_000 };

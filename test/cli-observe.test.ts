@@ -1,8 +1,7 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { agentStatus, taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/actor.ts';
@@ -11,38 +10,16 @@ import { getRuntime } from '../src/durable/runtime.ts';
 import { parseNdjson, type ParsedLine } from '../src/observe/stream.ts';
 import { openStore } from '../src/store/open.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
+import { runCli, type CliResult } from './support/cli.ts';
 
-const run = promisify(execFile);
+const cli = (...args: string[]): Promise<CliResult> => runCli(args);
+
 const root = process.cwd();
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-cli-observe-'));
 const db = join(dir, 'observe.db');
 /** Two hours ago, so that times in state are real durations on the CLI's clock. */
 const T = Date.now() - 2 * 3_600_000;
 const MIN = 60_000;
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(...args: string[]): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'src', 'cli.ts'), ...args],
-      { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; stdout?: string; stderr?: string };
-    return {
-      code: typeof e.code === 'number' ? e.code : -1,
-      stdout: e.stdout ?? '',
-      stderr: e.stderr ?? '',
-    };
-  }
-}
 
 const json = <T>(r: CliResult): T => {
   expect(r.code, r.stderr).toBe(0);

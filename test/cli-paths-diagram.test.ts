@@ -1,49 +1,16 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { catalog } from '../machines/index.ts';
 import { resolveChart } from '../src/commands/resolve-chart.ts';
 import { toMermaid } from '../src/inspect/mermaid.ts';
 import { formatCoverage, planTransitionTests } from '../src/testing/plan.ts';
+import { expectCleanFailure, runCli, type CliResult } from './support/cli.ts';
 
-const run = promisify(execFile);
+const cli = (...args: string[]): Promise<CliResult> => runCli(args);
+
 const root = process.cwd();
 const fixtures = join(root, 'test-artifacts', 'cli-fixtures');
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real CLI as a user would (`node --import tsx src/cli.ts …`). */
-async function cli(...args: string[]): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'src', 'cli.ts'), ...args],
-      { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; stdout?: string; stderr?: string };
-    return {
-      code: typeof e.code === 'number' ? e.code : -1,
-      stdout: e.stdout ?? '',
-      stderr: e.stderr ?? '',
-    };
-  }
-}
-
-/** A clear one-line failure: non-zero exit, the message, and no stack trace. */
-function expectCleanFailure(result: CliResult, message: RegExp): void {
-  expect(result.code).not.toBe(0);
-  expect(result.stderr).toMatch(message);
-  expect(result.stderr).not.toMatch(/\n\s+at /);
-  expect(result.stdout).toBe('');
-}
 
 const USER_MACHINE = `
 import { setup } from 'xstate';

@@ -294,6 +294,29 @@ describe('a durable actor', () => {
     expect(report).toMatchObject({ ok: true, actorsChecked: 1, rowsChecked: 3 });
   });
 
+  test('retries a send that lost a race when asked to, deciding on the reloaded state', async () => {
+    const a = await createDurableActor(machine, {
+      id: 'j10',
+      store: open(),
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    const b = await createDurableActor(machine, {
+      id: 'j10',
+      store: open(),
+      input: { timeoutMs: 5000 },
+      clock: new ManualClock(),
+    });
+    await a.send({ type: 'START', by: 'a' });
+    await a.send({ type: 'CANCEL' });
+    // b's copy is idle at version 1, the store idle at version 3: START is legal on
+    // both, so only the compare-and-set notices; one retry reloads and commits.
+    await b.send({ type: 'START', by: 'b' }, undefined, { conflictRetries: 1 });
+    expect(b.version).toBe(4);
+    expect(b.getSnapshot().context).toMatchObject({ starts: 2, by: 'b' });
+    expect((await verify(stores[0] as Store, { charts: [chart] })).ok).toBe(true);
+  });
+
   test('decides legality on the stored state when another process moved the actor', async () => {
     const a = await createDurableActor(machine, {
       id: 'j9',

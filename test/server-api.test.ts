@@ -674,7 +674,10 @@ describe('store failures', () => {
       return { status: response.status, body: (await response.json()) as Record<string, any> };
     };
     try {
-      failures.push(new ConcurrencyError({ actorId: 'refund-flaky', expectedVersion: 1 }));
+      // The server retries a lost race 3 times; a fourth loss reaches the client.
+      for (let i = 0; i < 4; i++) {
+        failures.push(new ConcurrencyError({ actorId: 'refund-flaky', expectedVersion: 1 }));
+      }
       expect(await send()).toMatchObject({
         status: 409,
         body: { error: 'concurrent_update', retryable: true },

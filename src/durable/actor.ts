@@ -236,8 +236,20 @@ export class DurableActor<TLogic extends AnyStateMachine> {
   send(
     event: EventFromLogic<TLogic>,
     metadata?: Record<string, unknown>,
+    options: { conflictRetries?: number } = {},
   ): Promise<SnapshotFrom<TLogic>> {
-    return this.enqueue(() => this.process(event, 'send', { metadata }));
+    const retries = options.conflictRetries ?? this.runtime.conflictRetries;
+    return this.enqueue(async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await this.process(event, 'send', { metadata });
+        } catch (error) {
+          // A lost race marked the actor stale: the next attempt reloads and decides
+          // on the stored state (possibly InvalidTransitionError now).
+          if (!(error instanceof ConcurrencyError) || attempt >= retries) throw error;
+        }
+      }
+    });
   }
 
   /** @internal Sends on behalf of recovery (recorded with source `recover`). */

@@ -34,6 +34,12 @@ export interface RuntimeOptions {
   owner?: string;
   /** Lease length in ms (default 30,000); renewed every third of it. */
   leaseMs?: number;
+  /**
+   * How many times a send that lost a compare-and-set race reloads and tries again
+   * before rejecting with ConcurrencyError (default 0: the caller decides). Per
+   * send: `actor.send(event, metadata, { conflictRetries })`.
+   */
+  conflictRetries?: number;
 }
 
 interface PendingWrite {
@@ -60,6 +66,7 @@ export class DurableRuntime {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly maxBatch: number;
+  readonly conflictRetries: number;
   private readonly observers = new Set<RuntimeObserver>();
   private readonly charts = new Map<string, ChartDefinition>();
   private readonly live = new Map<string, DurableActor<AnyStateMachine>>();
@@ -91,6 +98,7 @@ export class DurableRuntime {
         pino.destination(2),
       );
     this.maxBatch = options.maxBatch ?? 512;
+    this.conflictRetries = options.conflictRetries ?? 0;
     this.owner = options.owner;
     this.leaseMs = options.leaseMs ?? 30_000;
     for (const chart of options.charts ?? []) this.registerChart(chart);

@@ -458,22 +458,14 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     }
     try {
       const actor = await runtime.actor(actorId);
-      // Other processes (the agents' workers) write the same store: judge the event
-      // against the stored state, not a copy this process loaded earlier.
-      const stale = async () =>
-        ((await options.store.loadActor(actorId))?.version ?? actor.version) !== actor.version;
-      if (await stale()) await actor.reload();
-      const send = (): Promise<AnyMachineSnapshot> =>
-        actor.send(event, { via: 'http', keyId: key.id, ...metadata });
-      let snapshot: AnyMachineSnapshot;
-      try {
-        snapshot = await send();
-      } catch (error) {
-        // Moved by another writer between the check and the send: look once more.
-        if (!(error instanceof InvalidTransitionError) || !(await stale())) throw error;
-        await actor.reload();
-        snapshot = await send();
-      }
+      // Other processes (the agents' workers) write the same store: the runtime
+      // re-decides an illegal-looking event on the stored state, and a lost race
+      // reloads and retries, so the event is judged against what is stored.
+      const snapshot: AnyMachineSnapshot = await actor.send(
+        event,
+        { via: 'http', keyId: key.id, ...metadata },
+        { conflictRetries: 3 },
+      );
       return c.json({
         ok: true,
         actorId,

@@ -83,11 +83,17 @@ export function delayedEvents(snapshot: AnyMachineSnapshot): EventObject[] {
  * two `paused` states that resume to different places are different states.
  */
 export function serializeSnapshotIdentity(snapshot: AnyMachineSnapshot): string {
+  const history = historyIds(snapshot);
+  return JSON.stringify({ value: snapshot.value, context: snapshot.context as unknown, history });
+}
+
+/** A snapshot's remembered history as state node ids, keyed by history node id. */
+export function historyIds(snapshot: AnyMachineSnapshot): Record<string, string[]> {
   const history: Record<string, string[]> = {};
   for (const key of Object.keys(snapshot.historyValue).sort()) {
     history[key] = (snapshot.historyValue[key] ?? []).map((node) => node.id);
   }
-  return JSON.stringify({ value: snapshot.value, context: snapshot.context as unknown, history });
+  return history;
 }
 
 /**

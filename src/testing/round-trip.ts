@@ -6,14 +6,7 @@ import {
 } from 'xstate';
 import { isDeepStrictEqual } from 'node:util';
 import { stateLabel } from '../strict/state.ts';
-
-function historyIds(snapshot: AnyMachineSnapshot): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const key of Object.keys(snapshot.historyValue).sort()) {
-    out[key] = (snapshot.historyValue[key] ?? []).map((node) => node.id);
-  }
-  return out;
-}
+import { historyIds } from './explore.ts';
 
 function accepts(snapshot: AnyMachineSnapshot, event: EventObject): boolean {
   return snapshot.status === 'active' && snapshot.can(event);
