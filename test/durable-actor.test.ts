@@ -549,6 +549,18 @@ describe('recover', () => {
     });
   });
 
+  test('keeps the declared policy when actors are created after the charts were registered', async () => {
+    const store = open();
+    await recover(store, { charts: [chart], clock: new ManualClock(0) });
+    const a = await createDurableActor(machine, { id: 'r4', store, input: { timeoutMs: 999_999 } });
+    await a.send({ type: 'START', by: 'a' });
+    const report = await recover(store, { charts: [], clock: new ManualClock(1000) });
+    expect(report.actors.find((e) => e.actorId === 'r4')).toMatchObject({
+      action: 'sent',
+      stateAfter: 'idle',
+    });
+  });
+
   test('reports an actor of an unknown machine and keeps recovering the others', async () => {
     const store = open();
     const other = setup({}).createMachine({

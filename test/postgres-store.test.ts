@@ -18,42 +18,9 @@ import {
   migratePostgres,
   postgresSchemaVersion,
 } from '../src/store/postgres-schema.ts';
-import type { ActorWrite, Store } from '../src/store/types.ts';
+import type { Store } from '../src/store/types.ts';
 import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
-
-function write(actorId: string, version: number, snapshot = '{"value":"s"}'): ActorWrite {
-  const at = 1_000 + version;
-  return {
-    actorId,
-    expectedVersion: version - 1,
-    actor: {
-      id: actorId,
-      machineId: 'm',
-      chartVersion: 1,
-      version,
-      state: `s${version}`,
-      status: 'active',
-      snapshot,
-      createdAt: at,
-      updatedAt: at,
-      headHash: `h${version}`,
-    },
-    transition: {
-      actorId,
-      seq: version,
-      fromState: version === 1 ? null : `s${version - 1}`,
-      toState: `s${version}`,
-      eventType: 'NEXT',
-      event: '{"type":"NEXT"}',
-      at,
-      metadata: '{}',
-      prevHash: `h${version - 1}`,
-      hash: `h${version}`,
-    },
-    timersSet: [],
-    timersCancel: [],
-  };
-}
+import { write } from './support/writes.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<StoreError> {
   const error: unknown = await promise.then(

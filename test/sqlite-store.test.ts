@@ -16,7 +16,8 @@ import {
   migrateSqlite,
   sqliteSchemaVersion,
 } from '../src/store/sqlite-schema.ts';
-import type { ActorWrite, Store } from '../src/store/types.ts';
+import type { Store } from '../src/store/types.ts';
+import { write } from './support/writes.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'agentcharts-sqlite-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -40,40 +41,6 @@ function raw(file: string, options?: Database.Options): Database.Database {
   const db = new Database(file, options);
   opened.push(db);
   return db;
-}
-
-function write(actorId: string, version: number, snapshot = '{"value":"s"}'): ActorWrite {
-  const at = 1_000 + version;
-  return {
-    actorId,
-    expectedVersion: version - 1,
-    actor: {
-      id: actorId,
-      machineId: 'm',
-      chartVersion: 1,
-      version,
-      state: `s${version}`,
-      status: 'active',
-      snapshot,
-      createdAt: at,
-      updatedAt: at,
-      headHash: `h${version}`,
-    },
-    transition: {
-      actorId,
-      seq: version,
-      fromState: version === 1 ? null : `s${version - 1}`,
-      toState: `s${version}`,
-      eventType: 'NEXT',
-      event: '{"type":"NEXT"}',
-      at,
-      metadata: '{}',
-      prevHash: `h${version - 1}`,
-      hash: `h${version}`,
-    },
-    timersSet: [],
-    timersCancel: [],
-  };
 }
 
 async function rejection(promise: Promise<unknown>): Promise<StoreError> {

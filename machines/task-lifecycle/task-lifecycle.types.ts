@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
+import {
+  eventSchema,
+  jsonValue,
+  type EventFromSchemas,
+  type JsonValue,
+} from '../../src/strict/events.ts';
 
 /**
  * Types of the task lifecycle (seed 001): seven states, twelve events, the
@@ -10,9 +15,8 @@ import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/
  * emitted events are camelCase, as JavaScript callers write them.
  */
 
-/** A JSON value (checkpoint data, a completion result). */
-export type JsonValue =
-  string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON value (checkpoint data, a completion result): the one event payloads carry. */
+export type { JsonValue };
 
 /** A JSON value as accepted in event payloads (finite numbers only, no functions). */
 export const jsonValueSchema: z.ZodType<JsonValue> = jsonValue;

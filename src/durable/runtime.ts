@@ -181,13 +181,16 @@ export class DurableRuntime {
     this.held.delete(actorId);
   }
 
-  /** Makes a chart loadable by machine id (recover, timers, verify). */
+  /**
+   * Makes a chart loadable by machine id (recover, timers, verify). A partial
+   * registration (createDurableActor's machine + versioning) is merged into what is
+   * known, so it never drops a recovery policy or event schemas registered earlier.
+   */
   registerChart(
     chart: Pick<ChartDefinition, 'machine' | 'version' | 'migrations'> & Partial<ChartDefinition>,
   ): void {
     const existing = this.charts.get(chart.machine.id);
-    if (existing && existing.machine !== chart.machine && existing.version > chart.version) return;
-    this.charts.set(chart.machine.id, chart as ChartDefinition);
+    this.charts.set(chart.machine.id, { ...existing, ...chart } as ChartDefinition);
   }
 
   chartFor(machineId: string): ChartDefinition | undefined {
