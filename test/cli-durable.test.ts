@@ -10,7 +10,6 @@ import { expectCleanFailure, runCli, type CliResult } from './support/cli.ts';
 
 const cli = (cwd: string, ...args: string[]): Promise<CliResult> => runCli(args, cwd);
 
-
 /** A backoff long enough that the retry timer of `taskId` cannot fall due during a test. */
 const SLOW_BACKOFF = { baseMs: 3_600_000, capMs: 3_600_000 };
 
