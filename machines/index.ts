@@ -7,7 +7,7 @@
  * import { taskLifecycle, catalog } from 'agentcharts/machines';
  * const chart = catalog['task-lifecycle'];
  */
-import type { ChartDefinition } from '../src/catalog.ts';
+import type { ChartDefinition } from '../src/core/chart.ts';
 import { chart as agentLifecycleChart } from './agent-lifecycle/index.ts';
 import { chart as taskLifecycleChart } from './task-lifecycle/index.ts';
 import { chart as agentRuntimeChart } from './agent-runtime/index.ts';

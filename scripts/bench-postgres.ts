@@ -26,7 +26,7 @@ import { catalog } from '../machines/index.ts';
 import { createDurableActor, type DurableActor } from '../src/durable/actor.ts';
 import { getRuntime } from '../src/durable/runtime.ts';
 import { openStore } from '../src/store/open.ts';
-import { ConcurrencyError, InvalidTransitionError } from '../src/strict/errors.ts';
+import { ConcurrencyError, InvalidTransitionError } from '../src/core/errors.ts';
 import { writeStatement } from '../src/store/postgres.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
 import {

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ChartDefinition } from '../src/catalog.ts';
+import type { ChartDefinition } from '../src/core/chart.ts';
 import { getEventSchemas } from '../src/strict/events.ts';
 import { mermaidFence, toMermaid, writeDiagramBlock } from '../src/inspect/mermaid.ts';
 import { catalog } from '../machines/index.ts';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { commands } from './commands/index.ts';
-import { AgentchartsError } from './strict/errors.ts';
+import { AgentchartsError } from './core/errors.ts';
 
 /** Builds the `agentcharts` program; every command lives in its own file under src/commands. */
 export function buildProgram(): Command {

@@ -11,8 +11,8 @@ import {
   type AgentRuntimeEvent,
   type AgentRuntimeInput,
 } from '../machines/agent-runtime/index.ts';
-import { InvalidEventError, InvalidTransitionError } from '../src/strict/errors.ts';
-import { stateLabel } from '../src/strict/state.ts';
+import { InvalidEventError, InvalidTransitionError } from '../src/core/errors.ts';
+import { stateLabel } from '../src/core/state.ts';
 import { checkEvent, createStrictActor } from '../src/strict/strict-actor.ts';
 import { roundTripDifferences } from '../src/testing/round-trip.ts';
 import { exploreMachine, transitionTable } from '../src/testing/explore.ts';

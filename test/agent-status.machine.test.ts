@@ -11,8 +11,8 @@ import {
   type AgentStatusEvent,
   type AgentStatusInput,
 } from '../machines/agent-status/index.ts';
-import { InvalidEventError, InvalidTransitionError } from '../src/strict/errors.ts';
-import { stateLabel } from '../src/strict/state.ts';
+import { InvalidEventError, InvalidTransitionError } from '../src/core/errors.ts';
+import { stateLabel } from '../src/core/state.ts';
 import { checkEvent, createStrictActor } from '../src/strict/strict-actor.ts';
 import { roundTripDifferences } from '../src/testing/round-trip.ts';
 import { exploreMachine, transitionTable } from '../src/testing/explore.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { createDurableActor, type DurableActor } from '../src/durable/actor.ts';
-import { ManualClock } from '../src/durable/clock.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { getRuntime, type DurableRuntime } from '../src/durable/runtime.ts';
 import {
   ALERT_RULES,

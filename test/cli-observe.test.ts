@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { agentStatus, taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/actor.ts';
-import { ManualClock } from '../src/durable/clock.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { getRuntime } from '../src/durable/runtime.ts';
 import { parseNdjson, type ParsedLine } from '../src/observe/stream.ts';
 import { openStore } from '../src/store/open.ts';

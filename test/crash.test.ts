@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
-import { ManualClock } from '../src/durable/clock.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { recover } from '../src/durable/recover.ts';
 import { getRuntime } from '../src/durable/runtime.ts';
 import { openStore } from '../src/store/open.ts';

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/actor.ts';
-import { ManualClock } from '../src/durable/clock.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { getRuntime } from '../src/durable/runtime.ts';
 import { LOG_LEVELS, createLogger, type LogLevelSetting } from '../src/observe/logging.ts';
 import { openStore } from '../src/store/open.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
-import { StoreError } from '../src/strict/errors.ts';
+import { StoreError } from '../src/core/errors.ts';
 
 interface Line {
   level: string;

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/actor.ts';
-import { ManualClock } from '../src/durable/clock.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { getRuntime, type DurableRuntime } from '../src/durable/runtime.ts';
 import { createMetrics, type AgentchartsMetrics } from '../src/observe/metrics.ts';
 import { openStore } from '../src/store/open.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
-import { StoreError } from '../src/strict/errors.ts';
+import { StoreError } from '../src/core/errors.ts';
 
 const T0 = Date.parse('2026-03-01T09:00:00.000Z');
 const cleanup: Array<() => Promise<void>> = [];

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/actor.ts';
 import { getRuntime } from '../src/durable/runtime.ts';
-import { ConcurrencyError, StoreError } from '../src/strict/errors.ts';
+import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import { openStore } from '../src/store/open.ts';
 import { PostgresStore, classifyPostgresError } from '../src/store/postgres.ts';
 import {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog, charts } from '../machines/index.ts';
 import { createDurableActor, getRuntime } from '../src/durable/index.ts';
 import { streamMessageSchema } from '../src/observe/stream.ts';
-import { ConcurrencyError, StoreError } from '../src/strict/errors.ts';
+import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import {
   KEY_HEADER,
   ReplayCache,

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ConcurrencyError, StoreError } from '../src/strict/errors.ts';
+import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import { openStore } from '../src/store/open.ts';
 import { SqliteStore, classifySqliteError, openSqliteStore } from '../src/store/sqlite.ts';
 import {

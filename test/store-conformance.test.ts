@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConcurrencyError, LeaseLostError, StoreError } from '../src/strict/errors.ts';
+import { ConcurrencyError, LeaseLostError, StoreError } from '../src/core/errors.ts';
 import { openStore, parseStoreUrl } from '../src/store/open.ts';
 import type {
   ActorRow,

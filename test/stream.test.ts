@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { agentStatus, taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/actor.ts';
-import { ManualClock } from '../src/durable/clock.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { getRuntime, type DurableRuntime } from '../src/durable/runtime.ts';
 import {
   NdjsonWriter,

@@ -20,9 +20,9 @@ import {
   type TaskLifecycleEvent,
   type TaskLifecycleInput,
 } from '../machines/task-lifecycle/index.ts';
-import { InvalidEventError, InvalidTransitionError } from '../src/strict/errors.ts';
+import { InvalidEventError, InvalidTransitionError } from '../src/core/errors.ts';
 import { checkEvent, createStrictActor } from '../src/strict/strict-actor.ts';
-import { stateLabel } from '../src/strict/state.ts';
+import { stateLabel } from '../src/core/state.ts';
 import { eventLabel, exploreMachine, transitionTable } from '../src/testing/explore.ts';
 
 type TaskSnapshot = SnapshotFrom<typeof machine>;

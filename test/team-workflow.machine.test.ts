@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, type SnapshotFrom } from 'xstate';
-import { InvalidEventError, InvalidTransitionError } from '../src/strict/errors.ts';
+import { InvalidEventError, InvalidTransitionError } from '../src/core/errors.ts';
 import { createStrictActor } from '../src/strict/strict-actor.ts';
-import { stateLabel } from '../src/strict/state.ts';
+import { stateLabel } from '../src/core/state.ts';
 import { roundTripDifferences } from '../src/testing/round-trip.ts';
 import { exploreMachine, transitionTable } from '../src/testing/explore.ts';
 import * as planWorkflow from '../machines/plan-workflow/index.ts';

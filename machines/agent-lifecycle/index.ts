@@ -1,7 +1,7 @@
 import type { AnyMachineSnapshot, SnapshotFrom, StateValue } from 'xstate';
-import { defineChart } from '../../src/catalog.ts';
-import type { RecoveryPolicy } from '../../src/durable/policy.ts';
-import { stateLabel } from '../../src/strict/state.ts';
+import { defineChart } from '../../src/core/chart.ts';
+import type { RecoveryPolicy } from '../../src/core/recovery.ts';
+import { stateLabel } from '../../src/core/state.ts';
 import { machine } from './agent-lifecycle.machine.ts';
 import {
   AGENT_STATES,

@@ -1,7 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
-import { defineChart } from '../../src/catalog.ts';
-import type { RecoveryPolicy } from '../../src/durable/policy.ts';
-import { stateLabel } from '../../src/strict/state.ts';
+import { defineChart } from '../../src/core/chart.ts';
+import type { RecoveryPolicy } from '../../src/core/recovery.ts';
+import { stateLabel } from '../../src/core/state.ts';
 import type { EventCatalog } from '../../src/testing/explore.ts';
 import { machine } from './agent-runtime.machine.ts';
 import { events, type AgentRuntimeEvent } from './agent-runtime.types.ts';

@@ -1,6 +1,6 @@
 import type { SnapshotFrom } from 'xstate';
-import { defineChart } from '../../src/catalog.ts';
-import type { RecoveryPolicy } from '../../src/durable/policy.ts';
+import { defineChart } from '../../src/core/chart.ts';
+import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { machine } from './plan-workflow.machine.ts';
 import { events } from './plan-workflow.types.ts';
 

@@ -1,5 +1,5 @@
-import { defineChart } from '../../src/catalog.ts';
-import type { RecoveryPolicy } from '../../src/durable/policy.ts';
+import { defineChart } from '../../src/core/chart.ts';
+import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { machine } from './task-lifecycle.machine.ts';
 import { events, type TaskLifecycleContext } from './task-lifecycle.types.ts';
 

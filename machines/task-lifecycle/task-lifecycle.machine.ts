@@ -1,5 +1,5 @@
 import { assertEvent, assign, emit, raise, setup } from 'xstate';
-import { AgentchartsError } from '../../src/strict/errors.ts';
+import { AgentchartsError } from '../../src/core/errors.ts';
 import {
   events,
   inputSchema,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { eventLabel, table } from '../demo/format.ts';
 import { progressLine } from '../observe/progress.ts';
-import { StoreError } from '../strict/errors.ts';
+import { StoreError } from '../core/errors.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { openExistingStore, type StoreOptions } from './verify.ts';
 

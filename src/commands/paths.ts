@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { AgentchartsError } from '../strict/errors.ts';
+import { AgentchartsError } from '../core/errors.ts';
 import { TraversalLimitError } from '../testing/explore.ts';
 import {
   formatCoverage,

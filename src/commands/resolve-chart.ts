@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
-import { AgentchartsError } from '../strict/errors.ts';
+import { AgentchartsError } from '../core/errors.ts';
 import { getEventSchemas, getMachineEventTypes } from '../strict/events.ts';
 import type { EventCatalog } from '../testing/explore.ts';
 

@@ -12,7 +12,7 @@ import { retryDelay, type TaskLifecycleContext } from '../../machines/task-lifec
 import { createDurableActor, type DurableActor } from '../durable/actor.ts';
 import { recover } from '../durable/recover.ts';
 import { getRuntime } from '../durable/runtime.ts';
-import { InvalidEventError, InvalidTransitionError } from '../strict/errors.ts';
+import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { openStore } from '../store/open.ts';
 import {
   REFUND_STEP,

@@ -9,7 +9,7 @@ import {
   type Subscription,
 } from 'xstate';
 import type { Logger } from 'pino';
-import type { ChartDefinition, SnapshotMigration } from '../catalog.ts';
+import type { ChartDefinition, SnapshotMigration } from '../core/chart.ts';
 import {
   ConcurrencyError,
   InvalidEventError,
@@ -17,11 +17,11 @@ import {
   LeaseLostError,
   StoreError,
   UncertainStepError,
-} from '../strict/errors.ts';
+} from '../core/errors.ts';
 import { validateEvent, validateInput, type EventSchemas } from '../strict/events.ts';
-import { stateLabel } from '../strict/state.ts';
+import { stateLabel } from '../core/state.ts';
 import type { ActorRow, ActorStatus, Store, TimerRow, TransitionRow } from '../store/types.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { decodeActorRow, encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { GENESIS_HASH, hashTransition } from './hash.ts';
 import type { InspectorLike } from '../inspect/inspector.ts';

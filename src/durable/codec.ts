@@ -1,6 +1,6 @@
 import { createActor, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
-import type { PersistedSnapshot, SnapshotMigration } from '../catalog.ts';
-import { SnapshotVersionError, StoreError } from '../strict/errors.ts';
+import type { PersistedSnapshot, SnapshotMigration } from '../core/chart.ts';
+import { SnapshotVersionError, StoreError } from '../core/errors.ts';
 import type { ActorRow } from '../store/types.ts';
 
 /** How a machine's persisted snapshots are versioned. */

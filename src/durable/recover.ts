@@ -1,9 +1,9 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import type { Logger } from 'pino';
-import type { ChartDefinition } from '../catalog.ts';
-import { AgentchartsError } from '../strict/errors.ts';
+import type { ChartDefinition } from '../core/chart.ts';
+import { AgentchartsError } from '../core/errors.ts';
 import type { ActorRow, StepRow, Store } from '../store/types.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { adoptActorRow, settleStep, type ReconcileHook } from './actor.ts';
 import { getRuntime, type RuntimeOptions } from './runtime.ts';
 

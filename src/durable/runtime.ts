@@ -1,9 +1,9 @@
 import type { AnyStateMachine, EventObject } from 'xstate';
 import { pino, type Logger } from 'pino';
-import type { ChartDefinition } from '../catalog.ts';
-import { ConcurrencyError, LeaseLostError, StoreError } from '../strict/errors.ts';
+import type { ChartDefinition } from '../core/chart.ts';
+import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts';
 import type { ActorWrite, Store, TimerRow } from '../store/types.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import type { ChartVersioning } from './codec.ts';
 import type { DurableActor, TransitionNotice, RejectionNotice } from './actor.ts';
 

@@ -1,8 +1,8 @@
 import { initialTransition, type AnyMachineSnapshot, type EventObject } from 'xstate';
 import { pureTransition } from './pure.ts';
 import { isDeepStrictEqual } from 'node:util';
-import type { ChartDefinition } from '../catalog.ts';
-import { stateLabel } from '../strict/state.ts';
+import type { ChartDefinition } from '../core/chart.ts';
+import { stateLabel } from '../core/state.ts';
 import type { Store, TransitionRow } from '../store/types.ts';
 import { GENESIS_HASH, hashTransition } from './hash.ts';
 

@@ -14,7 +14,7 @@ import type {
   InspectionEvent,
   Observer,
 } from 'xstate';
-import type { ChartDefinition } from '../catalog.ts';
+import type { ChartDefinition } from '../core/chart.ts';
 import type { DurableActor, TransitionNotice } from '../durable/actor.ts';
 import { getRuntime, type DurableRuntime } from '../durable/runtime.ts';
 import { feedTransitions, noticesFromTrail } from '../server/watch.ts';

@@ -1,5 +1,5 @@
 import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xstate';
-import { AgentchartsError } from '../strict/errors.ts';
+import { AgentchartsError } from '../core/errors.ts';
 
 /** Options of {@link toMermaid}. */
 export interface MermaidOptions {

@@ -7,7 +7,7 @@
 import type { EventObject } from 'xstate';
 import { z } from 'zod';
 import { events as agentStatusEvents } from '../../machines/agent-status/agent-status.types.ts';
-import type { Clock } from '../durable/clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { ActorStatus, TransitionFeedRow } from '../store/types.ts';
 import { classifyState, isFinished, type StateClass } from './classify.ts';

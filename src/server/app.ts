@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { z } from 'zod';
 import { charts as catalogCharts } from '../../machines/index.ts';
-import type { ChartDefinition } from '../catalog.ts';
+import type { ChartDefinition } from '../core/chart.ts';
 import { decodeActorRow } from '../durable/codec.ts';
 import { getRuntime, type DurableRuntime } from '../durable/runtime.ts';
 import { createMetrics } from '../observe/metrics.ts';
@@ -33,8 +33,8 @@ import {
   InvalidEventError,
   InvalidTransitionError,
   StoreError,
-} from '../strict/errors.ts';
-import { stateLabel } from '../strict/state.ts';
+} from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
 import type { ActorRow, Store, TransitionRow } from '../store/types.ts';
 import {
   DEFAULT_APPROVAL_EVENTS,

@@ -7,7 +7,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { AgentchartsError } from '../strict/errors.ts';
+import { AgentchartsError } from '../core/errors.ts';
 
 /** Header naming the key that signed the request. */
 export const KEY_HEADER = 'x-agentcharts-key';

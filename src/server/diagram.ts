@@ -5,7 +5,7 @@
  */
 import type { AnyStateMachine, StateValue } from 'xstate';
 import { toMermaid } from '../inspect/mermaid.ts';
-import { leafPaths } from '../strict/state.ts';
+import { leafPaths } from '../core/state.ts';
 
 /**
  * Maps each declared state's dotted path to its Mermaid id by reading the

@@ -6,7 +6,7 @@
  * Each (actor, version) is told once, in version order per actor.
  */
 import { initialTransition, transition, type AnyMachineSnapshot, type EventObject } from 'xstate';
-import type { ChartDefinition } from '../catalog.ts';
+import type { ChartDefinition } from '../core/chart.ts';
 import type { EventSource, TransitionNotice } from '../durable/actor.ts';
 import { decodeActorRow } from '../durable/codec.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';

@@ -7,7 +7,7 @@ import {
   LeaseLostError,
   StoreError,
   type StoreOperation,
-} from '../strict/errors.ts';
+} from '../core/errors.ts';
 import type {
   ActorCount,
   ActorCountQuery,

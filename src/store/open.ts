@@ -1,5 +1,5 @@
 /** Opening a store from a URL: the one entry point the runtime, CLI and server share. */
-import { StoreError } from '../strict/errors.ts';
+import { StoreError } from '../core/errors.ts';
 import { MemoryStore } from './memory.ts';
 import { openPostgresStore, type PostgresStoreOptions } from './postgres.ts';
 import { SCHEMA_NAME } from './postgres-schema.ts';

@@ -10,7 +10,7 @@
  * whatever the database's locale.
  */
 import type { ClientBase } from 'pg';
-import { StoreError } from '../strict/errors.ts';
+import { StoreError } from '../core/errors.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface PostgresMigration {

@@ -6,7 +6,7 @@
  * agentcharts (a version this build does not know) is refused, never guessed at.
  */
 import type Database from 'better-sqlite3';
-import { StoreError } from '../strict/errors.ts';
+import { StoreError } from '../core/errors.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface SqliteMigration {

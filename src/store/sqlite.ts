@@ -10,7 +10,7 @@ import {
   LeaseLostError,
   StoreError,
   type StoreOperation,
-} from '../strict/errors.ts';
+} from '../core/errors.ts';
 import {
   actorMissing,
   byTimer,

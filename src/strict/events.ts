@@ -1,23 +1,9 @@
 import { z } from 'zod';
 import type { AnyStateMachine, EventObject } from 'xstate';
-import { InvalidEventError, InvalidInputError, type InvalidEventReason } from './errors.ts';
+import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '../core/errors.ts';
 
-/**
- * Event schemas of a machine, keyed by event type. Each schema is a strict zod
- * object whose `type` is the literal key. They are the single source of both the
- * TypeScript event type ({@link EventFromSchemas}) and the runtime check.
- */
-export type EventSchemas = Readonly<Record<string, z.ZodType<EventObject>>>;
-
-/** The event union described by a record of event schemas. */
-export type EventFromSchemas<T extends EventSchemas> = z.infer<T[keyof T]>;
-
-/** What a chart carries in `setup({ schemas })`, readable back from `machine.schemas`. */
-export interface ChartSchemas<T extends EventSchemas = EventSchemas> {
-  events: T;
-  /** Schema of the machine's input, checked before an actor is created. */
-  input?: z.ZodType;
-}
+export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
+import type { ChartSchemas, EventSchemas } from '../core/chart.ts';
 
 /** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
 export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {

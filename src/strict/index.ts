@@ -1,4 +1,4 @@
-export * from './errors.ts';
+export * from '../core/errors.ts';
 export * from './events.ts';
-export * from './state.ts';
+export * from '../core/state.ts';
 export * from './strict-actor.ts';

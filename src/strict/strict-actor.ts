@@ -10,9 +10,9 @@ import {
   type SnapshotFrom,
   type Subscription,
 } from 'xstate';
-import { InvalidEventError, InvalidTransitionError } from './errors.ts';
+import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { validateEvent, validateInput, type EventSchemas } from './events.ts';
-import { stateLabel } from './state.ts';
+import { stateLabel } from '../core/state.ts';
 
 export interface CheckEventOptions {
   actorId?: string | undefined;

@@ -8,13 +8,11 @@ import {
   type SnapshotFrom,
 } from 'xstate';
 import { getAdjacencyMap } from 'xstate/graph';
-import { stateLabel } from '../strict/state.ts';
-import { AgentchartsError } from '../strict/errors.ts';
+import { stateLabel } from '../core/state.ts';
+import { AgentchartsError } from '../core/errors.ts';
 
-/** Sample events per event type; several samples per type are allowed. */
-export type EventCatalog<TEvent extends EventObject = EventObject> = {
-  readonly [K in TEvent['type']]?: readonly Extract<TEvent, { type: K }>[];
-};
+export type { EventCatalog } from '../core/chart.ts';
+import type { EventCatalog } from '../core/chart.ts';
 
 export interface ExploreOptions<TLogic extends AnyStateMachine> {
   /** Sample payloads per event type. */

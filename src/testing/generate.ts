@@ -5,8 +5,8 @@ import {
   type EventFromLogic,
 } from 'xstate';
 import { afterAll, describe, expect, test } from 'vitest';
-import { InvalidTransitionError } from '../strict/errors.ts';
-import { stateLabel } from '../strict/state.ts';
+import { InvalidTransitionError } from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
 import { createStrictActor } from '../strict/strict-actor.ts';
 import {
   formatCoverage,

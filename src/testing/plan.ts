@@ -6,9 +6,9 @@ import {
   type AnyStateNode,
   type EventObject,
 } from 'xstate';
-import { InvalidEventError } from '../strict/errors.ts';
+import { InvalidEventError } from '../core/errors.ts';
 import { getEventSchemas, getMachineEventTypes, validateEvent } from '../strict/events.ts';
-import { leafPaths, stateLabel } from '../strict/state.ts';
+import { leafPaths, stateLabel } from '../core/state.ts';
 import {
   eventLabel,
   exploreMachine,

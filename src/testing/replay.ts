@@ -5,8 +5,8 @@ import {
   type EventFromLogic,
   type InputFrom,
 } from 'xstate';
-import { AgentchartsError } from '../strict/errors.ts';
-import { stateLabel } from '../strict/state.ts';
+import { AgentchartsError } from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
 import { createStrictActor, type StrictActor } from '../strict/strict-actor.ts';
 import type { PlannedStep } from './plan.ts';
 

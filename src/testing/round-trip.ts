@@ -5,7 +5,7 @@ import {
   type EventObject,
 } from 'xstate';
 import { isDeepStrictEqual } from 'node:util';
-import { stateLabel } from '../strict/state.ts';
+import { stateLabel } from '../core/state.ts';
 import { historyIds } from './explore.ts';
 
 function accepts(snapshot: AnyMachineSnapshot, event: EventObject): boolean {

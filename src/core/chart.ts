@@ -1,7 +1,28 @@
-import type { AnyStateMachine, EventFromLogic, InputFrom, SnapshotFrom } from 'xstate';
-import type { EventSchemas } from './strict/events.ts';
-import type { EventCatalog } from './testing/explore.ts';
-import type { RecoveryPolicy } from './durable/policy.ts';
+import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
+import type { z } from 'zod';
+import type { RecoveryPolicy } from './recovery.ts';
+
+/**
+ * Event schemas of a machine, keyed by event type. Each schema is a strict zod
+ * object whose `type` is the literal key. They are the single source of both the
+ * TypeScript event type ({@link EventFromSchemas}) and the runtime check.
+ */
+export type EventSchemas = Readonly<Record<string, z.ZodType<EventObject>>>;
+
+/** The event union described by a record of event schemas. */
+export type EventFromSchemas<T extends EventSchemas> = z.infer<T[keyof T]>;
+
+/** What a chart carries in `setup({ schemas })`, readable back from `machine.schemas`. */
+export interface ChartSchemas<T extends EventSchemas = EventSchemas> {
+  events: T;
+  /** Schema of the machine's input, checked before an actor is created. */
+  input?: z.ZodType;
+}
+
+/** Sample events per event type; several samples per type are allowed. */
+export type EventCatalog<TEvent extends EventObject = EventObject> = {
+  readonly [K in TEvent['type']]?: readonly Extract<TEvent, { type: K }>[];
+};
 
 /** A persisted snapshot as stored (JSON-compatible). */
 export type PersistedSnapshot = Record<string, unknown>;
