@@ -1,5 +1,6 @@
 import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
+import { chartMeta } from './meta.ts';
 import type { RecoveryPolicy } from './recovery.ts';
 
 /**
@@ -57,9 +58,14 @@ export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   serializeState?: (snapshot: SnapshotFrom<TLogic>) => string;
 }
 
-/** Identity helper that keeps the machine's type. */
+/**
+ * Declares a chart. Its metadata (state names and classes, event kinds and roles,
+ * delay names) is checked here, so an ill-formed chart fails where it is defined
+ * with a ChartMetadataError.
+ */
 export function defineChart<TLogic extends AnyStateMachine>(
   chart: ChartDefinition<TLogic>,
 ): ChartDefinition<TLogic> {
+  chartMeta(chart.machine);
   return chart;
 }

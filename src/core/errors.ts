@@ -234,3 +234,27 @@ export class LeaseLostError extends AgentchartsError {
     this.holder = fields.holder;
   }
 }
+
+/** A chart's metadata (`meta` on its states, events, delays or transitions) is ill-formed. */
+export class ChartMetadataError extends AgentchartsError {
+  override name = 'ChartMetadataError';
+  readonly machineId: string;
+  /** Which metadata: `root meta`, `state "active.executing"`, … */
+  readonly where: string;
+  readonly field: string | undefined;
+  constructor(fields: {
+    machineId: string;
+    where: string;
+    field?: string | undefined;
+    detail: string;
+  }) {
+    const field = fields.field ? ` at "${fields.field}"` : '';
+    super(
+      'CHART_METADATA',
+      `Chart "${fields.machineId}": ${fields.where} metadata is invalid${field}: ${fields.detail}`,
+    );
+    this.machineId = fields.machineId;
+    this.where = fields.where;
+    this.field = fields.field;
+  }
+}

@@ -1,0 +1,342 @@
+/**
+ * Chart metadata: what states and events mean, declared on the chart itself with
+ * XState's own `meta` (and `tags`), checked by a schema, and read by everything
+ * that needs meaning (observe, store read models, server permissions, dashboard,
+ * CLI, agent tools). Nothing else keeps a table of state names.
+ *
+ * Where it lives on a chart:
+ * - a state node's `meta`: `{ name?, class?, color? }` (the document's name for the
+ *   state, its class, its badge colour); a state's `description` is XState's own;
+ * - the root node's `meta`: `{ events?: { [type]: { kind?, roles?, description? } },
+ *   delays?: { [delayName]: documentEventName } }`;
+ * - an `after` transition's `meta`: `{ event? }` (the document's event name when a
+ *   delay has guarded branches, e.g. RETRY vs MAX_RETRIES_EXCEEDED).
+ *
+ * A chart without metadata still works: every default is derived from its
+ * structure (final states are `completed`, others `working`; events are commands
+ * an agent may send; `xstate.*` events are internal).
+ */
+import type { AnyMachineSnapshot, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
+import { z } from 'zod';
+import { ChartMetadataError } from './errors.ts';
+
+/**
+ * What a state means to a monitor:
+ * - `idle`: created or reset, no work yet;
+ * - `working`: doing the work (running, thinking, executing, planning…);
+ * - `waiting`: blocked on a dependency, an input, another agent;
+ * - `paused`: waiting for a person (an approval), or paused by one;
+ * - `retrying`: backing off after a transient error;
+ * - `completed`, `failed`, `terminated`: finished, whether or not the state is XState-final.
+ */
+export const STATE_CLASSES = [
+  'idle',
+  'working',
+  'waiting',
+  'paused',
+  'retrying',
+  'completed',
+  'failed',
+  'terminated',
+] as const;
+export type StateClass = (typeof STATE_CLASSES)[number];
+
+/**
+ * Who may cause an event:
+ * - `command`: sent by a caller holding one of the event's roles (default role `agent`);
+ * - `approval`: a person's decision; only `approver`-like roles, never an agent key;
+ * - `timer-only`: raised by the chart's own timers (or recovery); refused from outside;
+ * - `internal`: XState's own (`xstate.*`) or raised inside the chart; refused from outside.
+ */
+export const EVENT_KINDS = ['command', 'approval', 'timer-only', 'internal'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+/** Roles used by the built-in charts; a chart may name others. */
+export const ROLES = ['agent', 'approver', 'leader', 'operator'] as const;
+
+const color = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'a #rrggbb colour');
+
+/** A state node's `meta` (other keys are the user's own and pass through). */
+export const stateMetaSchema = z.looseObject({
+  name: z.string().min(1).max(100).optional(),
+  class: z.enum(STATE_CLASSES).optional(),
+  color: color.optional(),
+});
+
+export const eventMetaSchema = z.strictObject({
+  kind: z.enum(EVENT_KINDS).optional(),
+  roles: z.array(z.string().min(1).max(64)).max(32).optional(),
+  description: z.string().max(2000).optional(),
+});
+
+/** The root node's `meta`. */
+export const chartMetaSchema = z.looseObject({
+  events: z.record(z.string().min(1), eventMetaSchema).optional(),
+  delays: z.record(z.string().min(1), z.string().min(1)).optional(),
+});
+
+/** An `after` transition's `meta`. */
+export const transitionMetaSchema = z.looseObject({
+  event: z.string().min(1).optional(),
+});
+
+export interface StateInfo {
+  /** Dotted path from the root (`active.executing`): the label segment the store keeps. */
+  path: string;
+  /** The document's name (`executing`); defaults to the node's key. */
+  name: string;
+  class: StateClass;
+  color: string;
+  description: string | undefined;
+  /** XState `type: 'final'`. */
+  final: boolean;
+  /** Leaf (atomic or final) node. */
+  leaf: boolean;
+}
+
+export interface EventInfo {
+  type: string;
+  kind: EventKind;
+  /** Roles that may send it from outside (empty for timer-only and internal events). */
+  roles: readonly string[];
+  description: string | undefined;
+}
+
+/** Default badge colour of each class (seed 000's palette, as hex). */
+export const CLASS_COLORS: Readonly<Record<StateClass, string>> = {
+  idle: '#6b7280',
+  working: '#eab308',
+  waiting: '#06b6d4',
+  paused: '#9ca3af',
+  retrying: '#ec4899',
+  completed: '#22c55e',
+  failed: '#ef4444',
+  terminated: '#4b5563',
+};
+
+/** Finished: completed, failed or terminated. */
+export function isFinishedClass(cls: StateClass): boolean {
+  return cls === 'completed' || cls === 'failed' || cls === 'terminated';
+}
+
+/** Working, waiting or retrying: seed 000's active agents and seed 003's `is_active()`. */
+export function isActiveClass(cls: StateClass): boolean {
+  return cls === 'working' || cls === 'waiting' || cls === 'retrying';
+}
+
+/** Paused, waiting or retrying: the states seed 001 measures time to recover from. */
+export function isDisruptedClass(cls: StateClass): boolean {
+  return cls === 'paused' || cls === 'waiting' || cls === 'retrying';
+}
+
+/** For a parallel label, the region whose class describes the whole actor. */
+const CLASS_PRIORITY: readonly StateClass[] = [
+  'failed',
+  'paused',
+  'waiting',
+  'retrying',
+  'working',
+  'idle',
+  'terminated',
+  'completed',
+];
+
+/** The meaning of one chart, compiled once per machine. */
+export interface ChartMeta {
+  readonly machineId: string;
+  /** Every state node but the root, in document order. */
+  readonly states: readonly StateInfo[];
+  /** Every event type the chart handles or declares, with its kind and roles. */
+  readonly events: readonly EventInfo[];
+  /** A state by its path (`active.executing`) or, when unambiguous, its document name. */
+  state(pathOrName: string): StateInfo | undefined;
+  /**
+   * The document's name of a stored state label: `active.executing` → `executing`;
+   * parallel labels keep one name per region, joined by `,`.
+   */
+  stateName(label: string): string;
+  /** Every stored label whose state has this document name or path (for queries). */
+  labelsFor(pathOrName: string): string[];
+  /** The class of a label; an actor whose status is not `active` is finished whatever its state. */
+  classify(label: string, status?: string): StateClass;
+  /** Colour of a label's badge. */
+  color(label: string): string;
+  event(type: string): EventInfo;
+  /**
+   * The document's name of a timer event about to be delivered from `snapshot`
+   * (`xstate.after.retryBackoff.task-lifecycle.retrying` → `RETRY` or
+   * `MAX_RETRIES_EXCEEDED`, by the branch its guards take), with the delay name.
+   * Undefined for an event that is not an `after` timer.
+   */
+  timerEvent(
+    snapshot: AnyMachineSnapshot,
+    event: EventObject,
+  ): { name: string; delay: string } | undefined;
+}
+
+const cache = new WeakMap<AnyStateMachine, ChartMeta>();
+
+/**
+ * The compiled metadata of a machine (cached per machine). Throws
+ * {@link ChartMetadataError} naming the state or event whose metadata is ill-formed.
+ *
+ * @example
+ * const meta = chartMeta(agentLifecycle.machine);
+ * meta.stateName('active.executing'); // 'executing'
+ * meta.event('APPROVE').kind;         // 'approval'
+ */
+export function chartMeta(machine: AnyStateMachine): ChartMeta {
+  let meta = cache.get(machine);
+  if (!meta) {
+    meta = compile(machine);
+    cache.set(machine, meta);
+  }
+  return meta;
+}
+
+function parseOrThrow<T>(
+  schema: z.ZodType<T>,
+  value: unknown,
+  machineId: string,
+  where: string,
+): T {
+  const result = schema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new ChartMetadataError({
+    machineId,
+    where,
+    field: issue?.path.map(String).join('.') || undefined,
+    detail: issue?.message ?? 'invalid',
+  });
+}
+
+function compile(machine: AnyStateMachine): ChartMeta {
+  const machineId = machine.id;
+  const root = parseOrThrow(chartMetaSchema, machine.root.meta, machineId, 'root meta');
+  const states: StateInfo[] = [];
+  const byPath = new Map<string, StateInfo>();
+  const byName = new Map<string, StateInfo[]>();
+
+  const walk = (node: AnyStateNode, prefix: string): void => {
+    for (const [key, child] of Object.entries(node.states)) {
+      const path = prefix ? `${prefix}.${key}` : key;
+      const own = parseOrThrow(stateMetaSchema, child.meta, machineId, `state "${path}"`);
+      const final = child.type === 'final';
+      const leaf = Object.keys(child.states).length === 0;
+      const tagged = STATE_CLASSES.find((c) => child.tags.includes(c));
+      // Only a top-level final state finishes the actor; a nested one ends its region.
+      const finishes = final && node === machine.root;
+      const cls: StateClass = own.class ?? tagged ?? (finishes ? 'completed' : 'working');
+      const info: StateInfo = {
+        path,
+        name: own.name ?? key,
+        class: cls,
+        color: own.color ?? CLASS_COLORS[cls],
+        description: child.description,
+        final,
+        leaf,
+      };
+      states.push(info);
+      byPath.set(path, info);
+      const list = byName.get(info.name) ?? [];
+      list.push(info);
+      byName.set(info.name, list);
+      walk(child, path);
+    }
+  };
+  walk(machine.root, '');
+
+  // Transition metas are checked here too, so a bad one fails at definition time.
+  for (const info of states) {
+    const node = machine.getStateNodeById(`${machineId}.${info.path}`);
+    for (const t of node.transitions.values()) {
+      for (const def of t) {
+        if (def.meta !== undefined) {
+          parseOrThrow(transitionMetaSchema, def.meta, machineId, `a transition of "${info.path}"`);
+        }
+      }
+    }
+  }
+
+  const declared = root.events ?? {};
+  const eventTypes = new Set<string>([
+    ...machine.events.filter((t) => !t.startsWith('xstate.')),
+    ...Object.keys(declared),
+  ]);
+  const eventInfo = (type: string): EventInfo => {
+    const own = Object.hasOwn(declared, type) ? declared[type] : undefined;
+    const kind: EventKind = own?.kind ?? (type.startsWith('xstate.') ? 'internal' : 'command');
+    const defaultRoles = kind === 'command' ? ['agent'] : kind === 'approval' ? ['approver'] : [];
+    const roles = kind === 'timer-only' || kind === 'internal' ? [] : (own?.roles ?? defaultRoles);
+    return { type, kind, roles, description: own?.description };
+  };
+  const events = [...eventTypes].sort().map(eventInfo);
+  const eventByType = new Map(events.map((e) => [e.type, e]));
+
+  const regionInfo = (region: string): StateInfo | undefined => byPath.get(region.trim());
+  const regions = (label: string): string[] => label.split(',');
+
+  const meta: ChartMeta = {
+    machineId,
+    states,
+    events,
+    state(pathOrName) {
+      const exact = byPath.get(pathOrName);
+      if (exact) return exact;
+      const named = byName.get(pathOrName);
+      return named?.length === 1 ? named[0] : named?.find((s) => s.leaf);
+    },
+    stateName(label) {
+      return regions(label)
+        .map((r) => regionInfo(r)?.name ?? r.split('.').at(-1) ?? r)
+        .join(',');
+    },
+    labelsFor(pathOrName) {
+      const found = byPath.has(pathOrName)
+        ? [byPath.get(pathOrName) as StateInfo]
+        : (byName.get(pathOrName) ?? []);
+      // A compound state stands for every leaf below it.
+      return [
+        ...new Set(
+          found.flatMap((s) =>
+            s.leaf
+              ? [s.path]
+              : states.filter((d) => d.leaf && d.path.startsWith(`${s.path}.`)).map((d) => d.path),
+          ),
+        ),
+      ];
+    },
+    classify(label, status = 'active') {
+      const classes = regions(label).map((r) => regionInfo(r)?.class ?? 'working');
+      const cls = CLASS_PRIORITY.find((c) => classes.includes(c)) ?? 'working';
+      if (status === 'active' || isFinishedClass(cls)) return cls;
+      if (status === 'error') return 'failed';
+      if (status === 'stopped') return 'terminated';
+      return 'completed';
+    },
+    color(label) {
+      const cls = meta.classify(label);
+      const region = regions(label).find((r) => regionInfo(r)?.class === cls);
+      return (region !== undefined ? regionInfo(region)?.color : undefined) ?? CLASS_COLORS[cls];
+    },
+    event(type) {
+      return eventByType.get(type) ?? eventInfo(type);
+    },
+    timerEvent(snapshot, event) {
+      const match = /^xstate\.after\.([^.]+)\./.exec(event.type);
+      if (!match) return undefined;
+      const delay = match[1] as string;
+      let name: string | undefined;
+      try {
+        const taken = machine.getTransitionData(snapshot as never, event)[0];
+        const own = taken?.meta as { event?: unknown } | undefined;
+        if (typeof own?.event === 'string') name = own.event;
+      } catch {
+        // A guard that throws decides nothing here; the delay's name is used.
+      }
+      return { name: name ?? root.delays?.[delay] ?? event.type, delay };
+    },
+  };
+  return meta;
+}
