@@ -16,14 +16,14 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { taskLifecycle } from '../machines/index.ts';
-import { createDurableActor } from '../src/durable/actor.ts';
-import { getRuntime } from '../src/durable/runtime.ts';
+import { createDurableActor } from '../src/durable/open.ts';
+import { getRuntime } from '../src/durable/open.ts';
 import { evaluateAlerts } from '../src/observe/alerts.ts';
 import { createMetrics } from '../src/observe/metrics.ts';
 import { activeAgentsForUser, collectionStatistics } from '../src/observe/stats.ts';
 import { NdjsonWriter } from '../src/observe/stream.ts';
 import { openStore } from '../src/store/open.ts';
-import type { SqliteStore } from '../src/store/sqlite.ts';
+import type { SqliteStore } from '../src/store/sqlite/store.ts';
 import type { Store } from '../src/store/types.ts';
 import { seededRandom } from '../src/testing/random.ts';
 

@@ -23,11 +23,12 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { catalog } from '../machines/index.ts';
-import { createDurableActor, type DurableActor } from '../src/durable/actor.ts';
-import { getRuntime } from '../src/durable/runtime.ts';
+import { createDurableActor } from '../src/durable/open.ts';
+import { type DurableActor } from '../src/durable/actor.ts';
+import { getRuntime } from '../src/durable/open.ts';
 import { openStore } from '../src/store/open.ts';
 import { ConcurrencyError, InvalidTransitionError } from '../src/core/errors.ts';
-import { writeStatement } from '../src/store/postgres.ts';
+import { writeStatement } from '../src/store/postgres/store.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
 import {
   fmt,

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { agentStatus, taskLifecycle } from '../machines/index.ts';
-import { createDurableActor } from '../src/durable/actor.ts';
+import { createDurableActor } from '../src/durable/open.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { getRuntime } from '../src/durable/runtime.ts';
+import { getRuntime } from '../src/durable/open.ts';
 import { parseNdjson, type ParsedLine } from '../src/observe/stream.ts';
 import { openStore } from '../src/store/open.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
@@ -55,6 +55,8 @@ function userActor(id: string, userId: string, state: string, at: number): Actor
       metadata: '{"source":"create"}',
       prevHash: 'h0',
       hash: 'h1',
+      chartVersion: null,
+      snapshotHash: null,
     },
     timersSet: [],
     timersCancel: [],

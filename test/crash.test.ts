@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
 import { recover } from '../src/durable/recover.ts';
-import { getRuntime } from '../src/durable/runtime.ts';
+import { getRuntime } from '../src/durable/open.ts';
 import { openStore } from '../src/store/open.ts';
 import { charts } from '../machines/index.ts';
 import {

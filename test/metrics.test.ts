@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
-import { createDurableActor } from '../src/durable/actor.ts';
+import { createDurableActor } from '../src/durable/open.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { getRuntime, type DurableRuntime } from '../src/durable/runtime.ts';
+import { getRuntime } from '../src/durable/open.ts';
+import { type DurableRuntime } from '../src/durable/runtime.ts';
 import { createMetrics, type AgentchartsMetrics } from '../src/observe/metrics.ts';
 import { openStore } from '../src/store/open.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';

@@ -7,17 +7,17 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
-import { createDurableActor } from '../src/durable/actor.ts';
-import { getRuntime } from '../src/durable/runtime.ts';
+import { createDurableActor } from '../src/durable/open.ts';
+import { getRuntime } from '../src/durable/open.ts';
 import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { PostgresStore, classifyPostgresError } from '../src/store/postgres.ts';
+import { PostgresStore, classifyPostgresError } from '../src/store/postgres/store.ts';
 import {
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
   migratePostgres,
   postgresSchemaVersion,
-} from '../src/store/postgres-schema.ts';
+} from '../src/store/postgres/schema.ts';
 import type { Store } from '../src/store/types.ts';
 import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
 import { write } from './support/writes.ts';

@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { SqliteStore, classifySqliteError, openSqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore, classifySqliteError, openSqliteStore } from '../src/store/sqlite/store.ts';
 import {
   SQLITE_MIGRATIONS,
   SQLITE_SCHEMA_VERSION,
   migrateSqlite,
   sqliteSchemaVersion,
-} from '../src/store/sqlite-schema.ts';
+} from '../src/store/sqlite/schema.ts';
 import type { Store } from '../src/store/types.ts';
 import { write } from './support/writes.ts';
 
@@ -215,7 +215,9 @@ describe('SQLite append-only audit log', () => {
     store.db.pragma('foreign_keys = OFF');
     store.db
       .prepare(
-        `INSERT INTO transitions VALUES ('ghost', 1, NULL, 's1', 'NEXT', '{}', 0, '{}', 'h0', 'x')`,
+        `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
+           metadata, prev_hash, hash)
+         VALUES ('ghost', 1, NULL, 's1', 'NEXT', '{}', 0, '{}', 'h0', 'x')`,
       )
       .run();
     store.db.pragma('foreign_keys = ON');

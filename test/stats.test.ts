@@ -10,8 +10,8 @@ import {
   toSeedStatistics,
 } from '../src/observe/stats.ts';
 import { openStore } from '../src/store/open.ts';
-import { POSTGRES_MIGRATIONS } from '../src/store/postgres-schema.ts';
-import { SQLITE_MIGRATIONS, migrateSqlite } from '../src/store/sqlite-schema.ts';
+import { POSTGRES_MIGRATIONS } from '../src/store/postgres/schema.ts';
+import { SQLITE_MIGRATIONS, migrateSqlite } from '../src/store/sqlite/schema.ts';
 import type { ActorStatus, ActorWrite, Store } from '../src/store/types.ts';
 import { postgresAvailable, startPostgres } from './support/postgres.ts';
 import { seededRandom } from '../src/testing/random.ts';
@@ -120,6 +120,8 @@ async function populate(store: Store, seed: number, count: number): Promise<Mode
           metadata: '{}',
           prevHash: `h${v - 1}`,
           hash: `h${v}`,
+          chartVersion: null,
+          snapshotHash: null,
         },
         timersSet: [],
         timersCancel: [],

@@ -110,6 +110,8 @@ function write(actorId: string, version: number, options: WriteOptions = {}): Ac
       metadata: JSON.stringify({ source: 'send' }),
       prevHash: `h${version - 1}`,
       hash: `h${version}`,
+      chartVersion: null,
+      snapshotHash: null,
     },
     timersSet: (options.timersSet ?? []).map((t) => timer(actorId, t.id, t.dueAt)),
     timersCancel: options.timersCancel ?? [],

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { agentStatus, taskLifecycle } from '../machines/index.ts';
-import { createDurableActor } from '../src/durable/actor.ts';
+import { createDurableActor } from '../src/durable/open.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { getRuntime, type DurableRuntime } from '../src/durable/runtime.ts';
+import { getRuntime } from '../src/durable/open.ts';
+import { type DurableRuntime } from '../src/durable/runtime.ts';
 import {
   NdjsonWriter,
   feedRowTransition,

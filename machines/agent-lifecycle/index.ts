@@ -104,7 +104,7 @@ export function createRecoveryPolicy(
 ): RecoveryPolicy {
   const budgets: Record<WorkingState, number> = { ...STALE_AFTER_MS, ...staleAfterMs };
   return ({ snapshot, updatedAt, now }) => {
-    const state = agentState(snapshot);
+    const state = agentState(snapshot.value);
     if (!isWorkingState(state)) {
       return { action: 'resume', reason: `${state} is safe to resume as persisted` };
     }

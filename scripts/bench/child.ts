@@ -10,9 +10,9 @@
 import Database from 'better-sqlite3';
 import { createActor } from 'xstate';
 import { charts } from '../../machines/index.ts';
-import { openDurableActor } from '../../src/durable/actor.ts';
+import { openDurableActor } from '../../src/durable/open.ts';
 import { recover } from '../../src/durable/recover.ts';
-import { getRuntime } from '../../src/durable/runtime.ts';
+import { getRuntime } from '../../src/durable/open.ts';
 import { openStore } from '../../src/store/open.ts';
 import { now } from './common.ts';
 

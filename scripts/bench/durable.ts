@@ -11,7 +11,8 @@
  */
 import type { EventObject } from 'xstate';
 import { catalog } from '../../machines/index.ts';
-import { createDurableActor, type DurableActor } from '../../src/durable/actor.ts';
+import { createDurableActor } from '../../src/durable/open.ts';
+import { type DurableActor } from '../../src/durable/actor.ts';
 import { openStore } from '../../src/store/open.ts';
 import type { ActorWrite, Store } from '../../src/store/types.ts';
 import {

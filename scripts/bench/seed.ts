@@ -5,9 +5,10 @@
  * included) per actor, the same snapshot, the same timers.
  */
 import { charts } from '../../machines/index.ts';
-import { buildTransitionRow, createDurableActor } from '../../src/durable/actor.ts';
-import { GENESIS_HASH } from '../../src/durable/hash.ts';
-import { getRuntime } from '../../src/durable/runtime.ts';
+import { buildTransitionRow } from '../../src/durable/row.ts';
+import { createDurableActor } from '../../src/durable/open.ts';
+import { GENESIS_HASH } from '../../src/durable/row.ts';
+import { getRuntime } from '../../src/durable/open.ts';
 import { openStore } from '../../src/store/open.ts';
 import type { ActorRow, TimerRow, TransitionRow } from '../../src/store/types.ts';
 import { openRawDatabase } from './common.ts';
@@ -62,9 +63,9 @@ export async function seedActors(file: string, count: number): Promise<Map<strin
   );
   const insertTransition = db.prepare(
     `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
-       metadata, prev_hash, hash)
+       metadata, prev_hash, hash, chart_version, snapshot_hash)
      VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at,
-       @metadata, @prevHash, @hash)`,
+       @metadata, @prevHash, @hash, @chartVersion, @snapshotHash)`,
   );
   const insertTimer = db.prepare(
     `INSERT INTO timers (actor_id, timer_id, event, due_at) VALUES (@actorId, @timerId, @event, @dueAt)`,
@@ -79,10 +80,13 @@ export async function seedActors(file: string, count: number): Promise<Map<strin
         seq: 1,
         fromState: null,
         toState: tpl.creation.toState,
-        event: JSON.parse(tpl.creation.event) as { type: string },
+        eventType: tpl.creation.eventType,
+        event: tpl.creation.event,
         at: tpl.creation.at,
-        metadata: JSON.parse(tpl.creation.metadata) as Record<string, unknown>,
+        metadata: tpl.creation.metadata,
         prevHash: GENESIS_HASH,
+        chartVersion: tpl.actor.chartVersion,
+        snapshot: tpl.actor.snapshot,
       });
       insertActor.run({ ...tpl.actor, id, headHash: creation.hash });
       insertTransition.run(creation);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { catalog, charts } from '../../machines/index.ts';
-import { getRuntime } from '../durable/runtime.ts';
+import { getRuntime } from '../durable/open.ts';
 import { inspectStore } from '../inspect/inspector.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { CliOptionError } from './paths.ts';

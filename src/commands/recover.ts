@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { charts } from '../../machines/index.ts';
 import { clockTime, eventLabel, table } from '../demo/format.ts';
 import { recover } from '../durable/recover.ts';
-import { getRuntime } from '../durable/runtime.ts';
+import { getRuntime } from '../durable/open.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { openExistingStore, type StoreOptions } from './verify.ts';
 

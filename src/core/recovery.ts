@@ -1,11 +1,24 @@
-import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import type { EventObject, StateValue } from 'xstate';
+
+/**
+ * The parts of a snapshot a recovery policy reads. Recovery hands policies the
+ * stored snapshot as it was persisted (no live actor is built for an actor that
+ * only resumes), or a live snapshot after an overdue timer moved the actor.
+ */
+export interface RecoverySnapshot {
+  value: StateValue;
+  // The chart's own context type; the policy narrows it.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  context: any;
+  status: string;
+}
 
 /** What recovery knows about one actor found in a non-final state. */
 export interface RecoveryContext {
   actorId: string;
   /** State label (`running`, `EXECUTION.working`). */
   state: string;
-  snapshot: AnyMachineSnapshot;
+  snapshot: RecoverySnapshot;
   /** When the actor last transitioned (ms since epoch). */
   updatedAt: number;
   /** Recovery's clock (ms since epoch). */

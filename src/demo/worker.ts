@@ -9,9 +9,10 @@
 import { parseArgs } from 'node:util';
 import { charts, taskLifecycle } from '../../machines/index.ts';
 import { retryDelay, type TaskLifecycleContext } from '../../machines/task-lifecycle/index.ts';
-import { createDurableActor, type DurableActor } from '../durable/actor.ts';
+import { createDurableActor } from '../durable/open.ts';
+import { type DurableActor } from '../durable/actor.ts';
 import { recover } from '../durable/recover.ts';
-import { getRuntime } from '../durable/runtime.ts';
+import { getRuntime } from '../durable/open.ts';
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { openStore } from '../store/open.ts';
 import {

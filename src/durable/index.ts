@@ -1,8 +1,39 @@
-export * from './actor.ts';
+export { DurableActor } from './actor.ts';
+export {
+  adoptActorRow,
+  createDurableActor,
+  getRuntime,
+  openDurableActor,
+  type DurableActorOptions,
+} from './open.ts';
+export { DurableRuntime, type ActorLoader, type RuntimeOptions } from './runtime.ts';
+export type {
+  EmittedNotice,
+  EventSource,
+  LiveActor,
+  RejectionNotice,
+  RuntimeObserver,
+  TransitionNotice,
+  WriteErrorNotice,
+} from './notices.ts';
+export {
+  decodeActorRow,
+  encodeSnapshot,
+  restoreSnapshot,
+  stateValueExists,
+  type ChartVersioning,
+} from './codec.ts';
+export { buildTransitionRow, checkHead, GENESIS_HASH, hashTransition, sha256 } from './row.ts';
+export { pureInitial, pureRestore, pureTransition } from './pure.ts';
+export {
+  settleStep,
+  type ReconcileHook,
+  type StepReconciliation,
+  type UncertainStep,
+} from './steps.ts';
+export { DurableInspection, inspectionSessionId, type InspectorLike } from './inspection.ts';
+export { boundedType } from './reject.ts';
 export * from '../core/clock.ts';
-export * from './codec.ts';
-export * from './hash.ts';
 export * from '../core/recovery.ts';
 export * from './recover.ts';
-export * from './runtime.ts';
 export * from './verify.ts';

@@ -1,3 +1,12 @@
+/**
+ * XState's pure functions (`transition`, `initialTransition`, snapshot restore)
+ * over one inert actor scope per machine. XState builds a scope per call with
+ * `createActor(machine)`, which eagerly computes an initial snapshot — running the
+ * chart's context factory and its input validation, which throws (with a stack
+ * trace) for want of input — on every event. The durable runtime and `verify` call
+ * these for every event, so the scope is built once per machine. Actions are
+ * collected, never run.
+ */
 import {
   createActor,
   type ActorScope,
@@ -6,41 +15,69 @@ import {
   type EventObject,
 } from 'xstate';
 
-const scopes = new WeakMap<AnyStateMachine, ActorScope<AnyMachineSnapshot, EventObject>>();
+type Scope = ActorScope<AnyMachineSnapshot, EventObject>;
 
-/**
- * XState's pure `transition()`, with one inert actor scope per machine instead of
- * one per call. `transition()` builds its scope with `createActor(machine)`, which
- * eagerly computes an initial snapshot, running the chart's context factory (and
- * its input validation) on every event; the durable send path and `verify` call it
- * for every event, so the scope is built once. Actions are collected, never run.
- */
-export function pureTransition(
-  machine: AnyStateMachine,
-  snapshot: AnyMachineSnapshot,
-  event: EventObject,
-): [AnyMachineSnapshot, unknown[]] {
+const scopes = new WeakMap<AnyStateMachine, Scope>();
+const ignore = (): void => {};
+
+function scopeOf(machine: AnyStateMachine): Scope {
   let scope = scopes.get(machine);
   if (!scope) {
     const self = createActor(machine);
     scope = {
       self,
-      defer: () => {},
+      defer: ignore,
       id: '',
-      logger: () => {},
+      logger: ignore,
       sessionId: '',
-      stopChild: () => {},
+      stopChild: ignore,
       system: self.system,
-      emit: () => {},
-      actionExecutor: () => {},
+      emit: ignore,
+      actionExecutor: ignore,
     };
     scopes.set(machine, scope);
   }
+  return scope;
+}
+
+/** Runs `step` with the scope's action executor collecting into a fresh list. */
+function collecting<T>(machine: AnyStateMachine, step: (scope: Scope) => T): [T, unknown[]] {
+  const scope = scopeOf(machine);
   const actions: unknown[] = [];
   scope.actionExecutor = (action) => {
     actions.push(action);
   };
-  const next = machine.transition(snapshot, event, scope) as AnyMachineSnapshot;
-  scope.actionExecutor = () => {};
-  return [next, actions];
+  try {
+    return [step(scope), actions];
+  } finally {
+    scope.actionExecutor = ignore;
+  }
+}
+
+/** `transition(machine, snapshot, event)`: the next snapshot and the actions to run. */
+export function pureTransition(
+  machine: AnyStateMachine,
+  snapshot: AnyMachineSnapshot,
+  event: EventObject,
+): [AnyMachineSnapshot, unknown[]] {
+  return collecting(
+    machine,
+    (scope) => machine.transition(snapshot, event, scope) as AnyMachineSnapshot,
+  );
+}
+
+/** `initialTransition(machine, input)`: the initial snapshot and its entry actions. */
+export function pureInitial(
+  machine: AnyStateMachine,
+  input: unknown,
+): [AnyMachineSnapshot, unknown[]] {
+  return collecting(
+    machine,
+    (scope) => machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot,
+  );
+}
+
+/** A live snapshot from its persisted (JSON) form, without starting anything. */
+export function pureRestore(machine: AnyStateMachine, persisted: unknown): AnyMachineSnapshot {
+  return machine.restoreSnapshot(persisted as never, scopeOf(machine)) as AnyMachineSnapshot;
 }

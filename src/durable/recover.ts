@@ -1,11 +1,14 @@
-import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import type { EventObject } from 'xstate';
 import type { Logger } from 'pino';
 import type { ChartDefinition } from '../core/chart.ts';
-import { AgentchartsError } from '../core/errors.ts';
-import type { ActorRow, StepRow, Store } from '../store/types.ts';
 import type { Clock } from '../core/clock.ts';
-import { adoptActorRow, settleStep, type ReconcileHook } from './actor.ts';
-import { getRuntime, type RuntimeOptions } from './runtime.ts';
+import { AgentchartsError, StoreError } from '../core/errors.ts';
+import type { RecoveryDecision, RecoverySnapshot } from '../core/recovery.ts';
+import type { ActorRow, StepRow, Store, TimerRow } from '../store/types.ts';
+import { adoptActorRow, getRuntime } from './open.ts';
+import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
+import { settleStep, type ReconcileHook } from './steps.ts';
+import { decodeActorRow } from './codec.ts';
 
 export interface RecoverOptions {
   /** Charts by which stored actors are loaded (default: none besides those already registered). */
@@ -119,7 +122,16 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     return rows;
   };
 
-  // Every recovered actor: uncertain steps, overdue timers, then the policy on what is still active.
+  // Every pending timer, by actor, earliest first: one indexed scan, O(pending work).
+  const timers = new Map<string, TimerRow[]>();
+  for (const t of await store.dueTimers(Number.MAX_SAFE_INTEGER, 2 ** 31 - 1)) {
+    const list = timers.get(t.actorId);
+    if (list) list.push(t);
+    else timers.set(t.actorId, [t]);
+  }
+
+  // Every recovered actor: uncertain steps, overdue timers, then the policy on what is
+  // still stale. No live actor is built for one that only resumes.
   for (;;) {
     const page = await nextPage();
     if (page.length === 0) break;
@@ -137,35 +149,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       };
       report.actors.push(entry);
       try {
-        const timers = await store.timers(row.id);
-        const actor = await adoptActorRow(runtime, row, timers);
-        const now = runtime.clock.now();
-        for (const timer of timers) {
-          if (timer.dueAt <= now && (await runtime.fireTimer(row.id, timer.timerId)))
-            entry.timersFired++;
-        }
-        const snapshot = actor.getSnapshot() as AnyMachineSnapshot;
-        if (snapshot.status !== 'active') {
-          entry.reason = `finished by an overdue timer (${actor.state})`;
-        } else {
-          const chart = runtime.chartFor(row.machineId);
-          const decision = chart?.recovery
-            ? chart.recovery({
-                actorId: row.id,
-                state: actor.state,
-                snapshot,
-                updatedAt: row.updatedAt,
-                now,
-              })
-            : { action: 'resume' as const, reason: 'no recovery policy declared' };
-          entry.reason = decision.reason;
-          if (decision.action === 'send') {
-            await actor.sendFromRecovery(decision.event, decision.reason);
-            entry.action = 'sent';
-            entry.event = decision.event;
-          }
-        }
-        entry.stateAfter = actor.state;
+        await recoverOne(runtime, row, timers.get(row.id) ?? [], entry);
       } catch (error) {
         entry.action = 'failed';
         entry.error = errorInfo(error);
@@ -191,6 +175,94 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
   if (options.pollTimersMs) runtime.startTimerPolling(options.pollTimersMs);
   report.finishedAt = runtime.clock.now();
   return report;
+}
+
+/**
+ * One unfinished actor: overdue timers fire first, through the actor's send path;
+ * the chart's recovery policy then judges the state only if it is still the stale
+ * one the process stopped in (a timer that moved the actor leaves a fresh state).
+ */
+async function recoverOne(
+  runtime: DurableRuntime,
+  row: ActorRow,
+  timers: readonly TimerRow[],
+  entry: RecoveryEntry,
+): Promise<void> {
+  const now = runtime.clock.now();
+  const overdue = timers.filter((t) => t.dueAt <= now);
+  let state = row.state;
+  let snapshot: RecoverySnapshot;
+  if (overdue.length > 0) {
+    const actor = await adoptActorRow(runtime, row, timers);
+    let moved = false;
+    for (const timer of overdue) {
+      const before = actor.state;
+      if (await runtime.fireTimer(row.id, timer.timerId)) {
+        entry.timersFired++;
+        if (actor.state !== before) moved = true;
+      }
+    }
+    state = entry.stateAfter = actor.state;
+    snapshot = actor.getSnapshot();
+    if (snapshot.status !== 'active') {
+      entry.reason = `finished by an overdue timer (${state})`;
+      return;
+    }
+    if (moved) {
+      entry.reason = `an overdue timer moved it to ${state}, which is not stale`;
+      return;
+    }
+  } else {
+    for (const t of timers) runtime.schedule(t);
+    snapshot = storedSnapshot(runtime, row);
+  }
+  const chart = runtime.chartFor(row.machineId);
+  const decision: RecoveryDecision = chart?.recovery
+    ? chart.recovery({ actorId: row.id, state, snapshot, updatedAt: row.updatedAt, now })
+    : { action: 'resume', reason: 'no recovery policy declared' };
+  entry.reason = decision.reason;
+  if (decision.action === 'send') {
+    const actor = await adoptActorRow(runtime, row, timers);
+    await actor.sendFromRecovery(decision.event, decision.reason);
+    entry.action = 'sent';
+    entry.event = decision.event;
+    entry.stateAfter = actor.state;
+  }
+}
+
+/**
+ * The stored snapshot as a policy reads it, without building a live actor. A row
+ * of another chart version goes through the full load (migrations) instead.
+ */
+function storedSnapshot(runtime: DurableRuntime, row: ActorRow): RecoverySnapshot {
+  const chart = runtime.chartFor(row.machineId);
+  if (!chart) {
+    throw new StoreError({
+      operation: 'load',
+      kind: 'unknown_machine',
+      actorId: row.id,
+      detail: `machine "${row.machineId}" is not registered`,
+    });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(row.snapshot);
+  } catch (cause) {
+    throw new StoreError(
+      { operation: 'load', kind: 'corrupt', actorId: row.id, detail: 'snapshot is not valid JSON' },
+      { cause },
+    );
+  }
+  const persisted = parsed as Partial<RecoverySnapshot> | null;
+  if (
+    row.chartVersion !== chart.version ||
+    persisted === null ||
+    typeof persisted !== 'object' ||
+    persisted.value === undefined
+  ) {
+    return decodeActorRow(chart.machine, chart, row);
+  }
+  return { value: persisted.value, context: persisted.context, status: row.status };
 }
 
 async function reconcileOne(

@@ -1,21 +1,21 @@
-import type { AnyStateMachine, EventObject } from 'xstate';
+/**
+ * The per-store engine behind durable actors: the actors live in this process,
+ * the charts it can load, group commit, timers, leases and the observers that
+ * want to hear about transitions. One runtime per store (`getRuntime`); most code
+ * never touches it directly. It imports no observer: observers subscribe.
+ */
 import { pino, type Logger } from 'pino';
 import type { ChartDefinition } from '../core/chart.ts';
-import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts';
-import type { ActorWrite, Store, TimerRow } from '../store/types.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import type { ChartVersioning } from './codec.ts';
-import type { DurableActor, TransitionNotice, RejectionNotice } from './actor.ts';
+import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
+import type { ActorWrite, Store, TimerRow } from '../store/types.ts';
+import { Committer } from './commit.ts';
+import { Leases } from './leases.ts';
+import type { LiveActor, RuntimeObserver } from './notices.ts';
+import { ChartRegistry, type ChartRegistration } from './registry.ts';
+import { TimerScheduler } from './timers.ts';
 
-/** Something that wants to know about every transition and rejection of a runtime. */
-export interface RuntimeObserver {
-  onTransition?(notice: TransitionNotice): void;
-  onRejection?(notice: RejectionNotice): void;
-  /** An emitted event (`emit(...)` in a chart), delivered after its transition committed. */
-  onEmitted?(notice: { actorId: string; machineId: string; event: EventObject; at: number }): void;
-  /** A commit failed: state unchanged, the send rejected with `error`. */
-  onWriteError?(notice: { actorId: string; error: Error; at: number }): void;
-}
+export type { RuntimeObserver } from './notices.ts';
 
 export interface RuntimeOptions {
   clock?: Clock;
@@ -42,53 +42,30 @@ export interface RuntimeOptions {
   conflictRetries?: number;
 }
 
-interface PendingWrite {
-  write: ActorWrite;
-  resolve: () => void;
-  reject: (error: Error) => void;
-}
+/** Loads a stored actor into this runtime by id (provided by whoever builds the runtime). */
+export type ActorLoader = (runtime: DurableRuntime, actorId: string) => Promise<LiveActor>;
 
-/** Resolves a machine id to its chart (machine + versioning). */
-export interface ChartResolver {
-  resolve(machineId: string): { machine: AnyStateMachine; versioning: ChartVersioning } | undefined;
-}
-
-/**
- * The per-store engine behind durable actors: it group-commits writes from
- * concurrent sends (one transaction, each send resolved only after it), schedules
- * durable timers, and keeps the live actors of this process.
- *
- * One runtime per store is created on demand by {@link getRuntime}; most code
- * never touches it directly.
- */
 export class DurableRuntime {
   readonly store: Store;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly maxBatch: number;
   readonly conflictRetries: number;
-  private readonly observers = new Set<RuntimeObserver>();
-  private readonly charts = new Map<string, ChartDefinition>();
-  private readonly live = new Map<string, DurableActor<AnyStateMachine>>();
-  private queue: PendingWrite[] = [];
-  private flushScheduled = false;
-  private flushing: Promise<void> = Promise.resolve();
-  private readonly timerHandles = new Map<string, unknown>();
-  private pollHandle: unknown;
-  private pollMs = 0;
-  private closed = false;
   /** Worker identity, when leases are on. */
   readonly owner: string | undefined;
   readonly leaseMs: number;
-  private readonly held = new Set<string>();
-  private renewHandle: unknown;
-  /** Set by the factory in actor.ts to avoid an import cycle. */
-  static loadActor?: (
-    runtime: DurableRuntime,
-    actorId: string,
-  ) => Promise<DurableActor<AnyStateMachine>>;
+  readonly leases: Leases;
+  readonly timers: TimerScheduler;
+  private readonly committer: Committer;
+  private readonly charts = new ChartRegistry();
+  private readonly observers = new Set<RuntimeObserver>();
+  private readonly live = new Map<string, LiveActor>();
+  private closed = false;
 
-  constructor(store: Store, options: RuntimeOptions = {}) {
+  constructor(
+    store: Store,
+    options: RuntimeOptions,
+    private readonly loader: ActorLoader,
+  ) {
     this.store = store;
     this.clock = options.clock ?? systemClock;
     this.logger =
@@ -97,109 +74,42 @@ export class DurableRuntime {
         { name: 'agentcharts', level: process.env['AGENTCHARTS_LOG_LEVEL'] ?? 'silent' },
         pino.destination(2),
       );
-    this.maxBatch = options.maxBatch ?? 512;
     this.conflictRetries = options.conflictRetries ?? 0;
     this.owner = options.owner;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.committer = new Committer(store, options.maxBatch ?? 512);
+    this.leases = new Leases(store, this.clock, this.logger, this.owner, this.leaseMs);
+    this.timers = new TimerScheduler(
+      store,
+      this.clock,
+      this.logger,
+      (actorId, timerId) => this.fireTimer(actorId, timerId),
+      this.owner,
+      this.leaseMs,
+    );
     for (const chart of options.charts ?? []) this.registerChart(chart);
   }
 
-  // ---- leases ----------------------------------------------------------------
+  // ---- charts and observers ----------------------------------------------------
 
-  /** Whether this runtime holds the actor's lease (always true without an owner). */
-  holds(actorId: string): boolean {
-    return this.owner === undefined || this.held.has(actorId);
+  registerChart(chart: ChartRegistration): void {
+    this.charts.register(chart);
   }
 
-  /** The fencing token for owner duties, or undefined when leases are off. */
-  fence(): { owner: string; now: number } | undefined {
-    return this.owner === undefined ? undefined : { owner: this.owner, now: this.clock.now() };
-  }
-
-  /**
-   * Tries to take (or renew) the leases of `actorIds`, or of up to `limit` unowned
-   * or expired actors when no ids are given. Returns the ids now held.
-   */
-  async acquire(actorIds?: readonly string[], limit = 500): Promise<string[]> {
-    if (this.owner === undefined) return actorIds ? [...actorIds] : [];
-    const now = this.clock.now();
-    const leases = await this.store.acquireLeases({
-      owner: this.owner,
-      now,
-      leaseUntil: now + this.leaseMs,
-      limit: actorIds ? actorIds.length : limit,
-      actorIds,
-    });
-    for (const l of leases) this.held.add(l.actorId);
-    this.scheduleRenewal();
-    return leases.map((l) => l.actorId);
-  }
-
-  private scheduleRenewal(): void {
-    if (this.renewHandle !== undefined || this.closed || this.owner === undefined) return;
-    this.renewHandle = this.clock.setTimeout(
-      () => {
-        this.renewHandle = undefined;
-        void this.renew().finally(() => {
-          if (this.held.size > 0) this.scheduleRenewal();
-        });
-      },
-      Math.max(1, Math.floor(this.leaseMs / 3)),
-    );
-  }
-
-  /** Extends every held lease; leases that were lost are dropped (another worker took over). */
-  async renew(): Promise<void> {
-    if (this.owner === undefined || this.held.size === 0 || this.closed) return;
-    const ids = [...this.held];
-    const now = this.clock.now();
-    try {
-      const kept = new Set(
-        await this.store.renewLeases({
-          owner: this.owner,
-          now,
-          leaseUntil: now + this.leaseMs,
-          actorIds: ids,
-        }),
-      );
-      for (const id of ids) {
-        if (!kept.has(id)) {
-          this.held.delete(id);
-          this.logger.warn(
-            { actorId: id, owner: this.owner },
-            'lease lost; another worker owns the actor now',
-          );
-        }
-      }
-    } catch (error) {
-      this.logger.error({ err: error, owner: this.owner }, 'lease renewal failed');
-    }
-  }
-
-  /** @internal Forgets a lease the store says is gone. */
-  dropLease(actorId: string): void {
-    this.held.delete(actorId);
-  }
-
-  /**
-   * Makes a chart loadable by machine id (recover, timers, verify). A partial
-   * registration (createDurableActor's machine + versioning) is merged into what is
-   * known, so it never drops a recovery policy or event schemas registered earlier.
-   */
-  registerChart(
-    chart: Pick<ChartDefinition, 'machine' | 'version' | 'migrations'> & Partial<ChartDefinition>,
-  ): void {
-    const existing = this.charts.get(chart.machine.id);
-    this.charts.set(chart.machine.id, { ...existing, ...chart } as ChartDefinition);
-  }
-
-  chartFor(machineId: string): ChartDefinition | undefined {
+  chartFor(machineId: string): ChartRegistration | undefined {
     return this.charts.get(machineId);
   }
 
   observe(observer: RuntimeObserver): () => void {
     this.observers.add(observer);
     return () => this.observers.delete(observer);
+  }
+
+  /** Whether anyone listens for `kind`: nothing is built for observers nobody has. */
+  observed(kind: keyof RuntimeObserver): boolean {
+    if (this.observers.size === 0) return false;
+    for (const observer of this.observers) if (observer[kind]) return true;
+    return false;
   }
 
   /** Calls every observer; an observer that throws is logged and never affects the transition. */
@@ -218,108 +128,69 @@ export class DurableRuntime {
     }
   }
 
-  // ---- live actors -------------------------------------------------------
+  // ---- live actors -----------------------------------------------------------
 
   /** @internal */
-  track(actor: DurableActor<AnyStateMachine>): void {
+  track(actor: LiveActor): void {
     this.live.set(actor.id, actor);
   }
 
   /** @internal */
-  untrack(actor: DurableActor<AnyStateMachine>): void {
-    if (this.live.get(actor.id) === actor) this.live.delete(actor.id);
+  untrack(actor: LiveActor): void {
+    if (this.live.get(actor.id) === actor) {
+      this.live.delete(actor.id);
+      this.timers.unscheduleAll(actor.id);
+    }
   }
 
   /** The live actor of this process with that id, if any. */
-  liveActor(actorId: string): DurableActor<AnyStateMachine> | undefined {
+  liveActor(actorId: string): LiveActor | undefined {
     return this.live.get(actorId);
   }
 
   /** Returns the live actor or loads it from the store through its registered chart. */
-  async actor(actorId: string): Promise<DurableActor<AnyStateMachine>> {
+  actor(actorId: string): Promise<LiveActor> {
     const live = this.live.get(actorId);
-    if (live) return live;
-    if (!DurableRuntime.loadActor) throw new Error('durable actor module not loaded');
-    return DurableRuntime.loadActor(this, actorId);
+    return live ? Promise.resolve(live) : this.loader(this, actorId);
   }
 
-  // ---- group commit --------------------------------------------------------
+  // ---- commits, timers, leases -------------------------------------------------
 
-  /**
-   * Queues a write for the next group commit; resolves once it is durable and
-   * rejects with that write's own error (ConcurrencyError) or the batch's StoreError.
-   */
+  /** Queues a write for the next group commit; see {@link Committer.commit}. */
   commit(write: ActorWrite): Promise<void> {
-    if (this.closed) {
-      return Promise.reject(
-        new StoreError({
-          operation: 'commit',
-          kind: 'closed',
-          actorId: write.actorId,
-          detail: 'runtime closed',
-        }),
-      );
-    }
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({ write, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        // setImmediate lets every send issued in this turn of the event loop join the batch.
-        setImmediate(() => {
-          this.flushing = this.flushing.then(() => this.flush());
-        });
-      }
-    });
+    return this.committer.commit(write);
   }
 
-  private async flush(): Promise<void> {
-    this.flushScheduled = false;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      try {
-        const results = await this.store.commit(batch.map((p) => p.write));
-        batch.forEach((p, i) => {
-          const error = results[i];
-          if (error) p.reject(error);
-          else p.resolve();
-        });
-      } catch (error) {
-        const err =
-          error instanceof Error
-            ? error
-            : new StoreError({ operation: 'commit', kind: 'unknown', detail: String(error) });
-        for (const p of batch) p.reject(err);
-      }
-    }
+  /** Waits for queued commits to finish. */
+  drain(): Promise<void> {
+    return this.committer.drain();
   }
 
-  // ---- durable timers --------------------------------------------------------
-
-  private timerKey(actorId: string, timerId: string): string {
-    return `${actorId}\u0000${timerId}`;
-  }
-
-  /** @internal Arms an in-process timeout for a committed timer row. */
+  /** @internal Arms the in-process wake-up of a committed timer row. */
   schedule(timer: Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'>): void {
-    if (this.closed) return;
-    const key = this.timerKey(timer.actorId, timer.timerId);
-    const previous = this.timerHandles.get(key);
-    if (previous !== undefined) this.clock.clearTimeout(previous);
-    const handle = this.clock.setTimeout(() => {
-      this.timerHandles.delete(key);
-      void this.fireTimer(timer.actorId, timer.timerId);
-    }, timer.dueAt - this.clock.now());
-    this.timerHandles.set(key, handle);
+    if (!this.closed) this.timers.schedule(timer);
   }
 
-  /** @internal Disarms an in-process timeout (its row was deleted in a commit). */
+  /** @internal Disarms the wake-up of a timer row deleted in a commit. */
   unschedule(actorId: string, timerId: string): void {
-    const key = this.timerKey(actorId, timerId);
-    const handle = this.timerHandles.get(key);
-    if (handle !== undefined) {
-      this.clock.clearTimeout(handle);
-      this.timerHandles.delete(key);
-    }
+    this.timers.unschedule(actorId, timerId);
+  }
+
+  holds(actorId: string): boolean {
+    return this.leases.holds(actorId);
+  }
+
+  fence(): { owner: string; now: number } | undefined {
+    return this.leases.fence();
+  }
+
+  acquire(actorIds?: readonly string[], limit = 500): Promise<string[]> {
+    return this.leases.acquire(actorIds, limit);
+  }
+
+  /** @internal Forgets a lease the store says is gone. */
+  dropLease(actorId: string): void {
+    this.leases.drop(actorId);
   }
 
   /**
@@ -350,91 +221,25 @@ export class DurableRuntime {
   }
 
   /** Fires every timer due now (from any process), earliest first. Returns how many fired here. */
-  async fireDueTimers(limit = 1000): Promise<number> {
-    let fired = 0;
-    for (;;) {
-      const now = this.clock.now();
-      const due =
-        this.owner === undefined
-          ? await this.store.dueTimers(now, limit)
-          : await this.store.claimDueTimers({
-              owner: this.owner,
-              now,
-              claimUntil: now + this.leaseMs,
-              limit,
-            });
-      if (due.length === 0) return fired;
-      let progressed = false;
-      for (const t of due) {
-        if (await this.fireTimer(t.actorId, t.timerId)) {
-          fired++;
-          progressed = true;
-        }
-      }
-      if (!progressed || due.length < limit) return fired;
-    }
+  fireDueTimers(limit = 1000): Promise<number> {
+    return this.timers.fireDue(limit);
   }
 
-  /**
-   * Polls the store for due timers every `intervalMs` (timers set by other
-   * processes, or whose process died). Idempotent; `close()` stops it.
-   */
+  /** Polls the store for due timers every `intervalMs` (other processes' timers). */
   startTimerPolling(intervalMs = 1000): void {
-    if (this.pollMs) return;
-    this.pollMs = intervalMs;
-    const tick = () => {
-      this.fireDueTimers()
-        .catch((error: unknown) => this.logger.error({ err: error }, 'timer poll failed'))
-        .finally(() => {
-          if (!this.closed) this.pollHandle = this.clock.setTimeout(tick, this.pollMs);
-        });
-    };
-    this.pollHandle = this.clock.setTimeout(tick, 0);
-  }
-
-  /** Waits for queued commits to finish. */
-  async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.flushScheduled) {
-      await new Promise<void>((r) => setImmediate(r));
-      await this.flushing;
-    }
-    await this.flushing;
+    this.timers.startPolling(intervalMs);
   }
 
   /** Stops timers and polling, waits for pending commits. Does not close the store. */
   async close(): Promise<void> {
-    await this.drain();
+    await this.committer.close();
     this.closed = true;
-    if (this.pollHandle !== undefined) this.clock.clearTimeout(this.pollHandle);
-    if (this.renewHandle !== undefined) this.clock.clearTimeout(this.renewHandle);
-    if (this.owner !== undefined && this.held.size > 0) {
-      await this.store.releaseLeases(this.owner, [...this.held]).catch((error: unknown) => {
-        this.logger.error({ err: error }, 'could not release leases');
-      });
-      this.held.clear();
-    }
-    for (const handle of this.timerHandles.values()) this.clock.clearTimeout(handle);
-    this.timerHandles.clear();
+    this.timers.close();
+    await this.leases.close();
     for (const actor of [...this.live.values()]) actor.detach();
-    runtimes.delete(this.store);
+    this.onClose?.();
   }
-}
 
-const runtimes = new WeakMap<Store, DurableRuntime>();
-
-/** The runtime of a store, created on first use with `options`. */
-export function getRuntime(store: Store, options?: RuntimeOptions): DurableRuntime {
-  let runtime = runtimes.get(store);
-  if (!runtime) {
-    runtime = new DurableRuntime(store, options);
-    runtimes.set(store, runtime);
-  } else {
-    if (options?.owner !== undefined && options.owner !== runtime.owner) {
-      throw new Error(
-        `the runtime of this store already runs as owner "${runtime.owner ?? '(none)'}"; open another store handle for owner "${options.owner}"`,
-      );
-    }
-    for (const chart of options?.charts ?? []) runtime.registerChart(chart);
-  }
-  return runtime;
+  /** @internal Set by whoever keeps the runtime per store, to forget it when closed. */
+  onClose: (() => void) | undefined;
 }

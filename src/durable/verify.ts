@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { ChartDefinition } from '../core/chart.ts';
 import { stateLabel } from '../core/state.ts';
 import type { Store, TransitionRow } from '../store/types.ts';
-import { GENESIS_HASH, hashTransition } from './hash.ts';
+import { GENESIS_HASH, hashTransition, sha256 } from './row.ts';
 
 /** One integrity problem found by {@link verify}. */
 export interface VerifyProblem {
@@ -120,6 +120,15 @@ async function verifyActor(
       seq: rows.length,
       detail: 'actor head hash differs from the last row',
     };
+  const head = rows.at(-1);
+  if (head?.snapshotHash != null && sha256(actor.snapshot) !== head.snapshotHash) {
+    return {
+      actorId,
+      kind: 'snapshot',
+      seq: rows.length,
+      detail: 'stored snapshot differs from the one the last row recorded',
+    };
+  }
   const chart = charts.get(actor.machineId);
   if (!chart)
     return {

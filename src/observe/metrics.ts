@@ -18,7 +18,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DurableRuntime } from '../durable/runtime.ts';
-import type { TransitionNotice } from '../durable/actor.ts';
+import type { TransitionNotice } from '../durable/notices.ts';
 import { InvalidTransitionError, StoreError } from '../core/errors.ts';
 import type { Store } from '../store/types.ts';
 import { classifyState, isDisrupted, isFinished } from './classify.ts';

@@ -10,6 +10,7 @@
  *
  * See docs/server.md.
  */
+import type { AnyEventObject } from 'xstate';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -25,7 +26,8 @@ import { z } from 'zod';
 import { charts as catalogCharts } from '../../machines/index.ts';
 import type { ChartDefinition } from '../core/chart.ts';
 import { decodeActorRow } from '../durable/codec.ts';
-import { getRuntime, type DurableRuntime } from '../durable/runtime.ts';
+import { getRuntime } from '../durable/open.ts';
+import { type DurableRuntime } from '../durable/runtime.ts';
 import { createMetrics } from '../observe/metrics.ts';
 import { emittedToStreamMessages, toStreamMessages } from '../observe/stream.ts';
 import {
@@ -462,7 +464,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       // re-decides an illegal-looking event on the stored state, and a lost race
       // reloads and retries, so the event is judged against what is stored.
       const snapshot: AnyMachineSnapshot = await actor.send(
-        event,
+        event as AnyEventObject,
         { via: 'http', keyId: key.id, ...metadata },
         { conflictRetries: 3 },
       );
@@ -620,7 +622,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       const accepts =
         snapshot.status !== 'active'
           ? []
-          : Object.entries(chart.eventSamples)
+          : Object.entries(chart.eventSamples ?? {})
               .filter(([, samples]) =>
                 (samples as readonly EventObject[]).some((sample) => snapshot.can(sample)),
               )

@@ -7,7 +7,7 @@
  */
 import { initialTransition, transition, type AnyMachineSnapshot, type EventObject } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
-import type { EventSource, TransitionNotice } from '../durable/actor.ts';
+import type { EventSource, TransitionNotice } from '../durable/notices.ts';
 import { decodeActorRow } from '../durable/codec.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { StreamTransition } from '../observe/stream.ts';
@@ -237,6 +237,7 @@ export function noticesFromTrail(
       actorId: actor.id,
       machineId: actor.machineId,
       version: row.seq,
+      eventType: row.eventType,
       from: row.fromState,
       to: row.toState,
       event: event && typeof event.type === 'string' ? event : { type: row.eventType },

@@ -1,13 +1,19 @@
 /**
  * The in-memory store, for unit tests. It is also the reference semantics of the
- * Store contract: the write checks and orderings every store shares live here.
+ * Store contract (with the shared rules in ./rules.ts).
  */
+import { ConcurrencyError, StoreError, type StoreOperation } from '../core/errors.ts';
 import {
-  ConcurrencyError,
-  LeaseLostError,
-  StoreError,
-  type StoreOperation,
-} from '../core/errors.ts';
+  actorMissing,
+  byTimer,
+  checkHistoryPage,
+  checkLeaseRequest,
+  checkLimit,
+  compareText,
+  invalidWrite,
+  leaseViolation,
+  stepMiss,
+} from './rules.ts';
 import type {
   ActorCount,
   ActorCountQuery,
@@ -15,6 +21,7 @@ import type {
   ActorQuery,
   ActorRow,
   ActorWrite,
+  HistoryPage,
   LeaseRow,
   RejectionRow,
   StateEntryCount,
@@ -28,127 +35,6 @@ import type {
   TransitionFeedRow,
   TransitionRow,
 } from './types.ts';
-
-const STATUSES: ReadonlySet<string> = new Set(['active', 'done', 'error', 'stopped']);
-
-/**
- * Why a write is malformed, or undefined. Rows are built by the runtime, so a
- * problem here is a bug; it rejects that write alone (kind `invalid_write`).
- */
-export function invalidWrite(write: ActorWrite): StoreError | undefined {
-  const problem = writeProblem(write);
-  return problem === undefined
-    ? undefined
-    : new StoreError({
-        operation: 'commit',
-        kind: 'invalid_write',
-        actorId: write.actorId,
-        detail: problem,
-      });
-}
-
-function writeProblem(write: ActorWrite): string | undefined {
-  const { actorId, actor, transition } = write;
-  if (actor.id !== actorId) return 'actor.id differs from actorId';
-  if (transition.actorId !== actorId) return 'transition.actorId differs from actorId';
-  if (write.timersSet.some((t) => t.actorId !== actorId)) {
-    return 'a timer of timersSet belongs to another actor';
-  }
-  const integers: Array<[string, number]> = [
-    ['expectedVersion', write.expectedVersion],
-    ['actor.chartVersion', actor.chartVersion],
-    ['actor.createdAt', actor.createdAt],
-    ['actor.updatedAt', actor.updatedAt],
-    ['transition.at', transition.at],
-    ...write.timersSet.map((t, i): [string, number] => [`timersSet[${i}].dueAt`, t.dueAt]),
-  ];
-  for (const [name, n] of integers)
-    if (!Number.isSafeInteger(n)) return `${name} is not an integer`;
-  if (write.expectedVersion < 0) return 'expectedVersion is negative';
-  if (actor.version !== write.expectedVersion + 1)
-    return 'actor.version is not expectedVersion + 1';
-  if (transition.seq !== actor.version) return 'transition.seq differs from actor.version';
-  if (!STATUSES.has(actor.status)) return 'actor.status is not a known status';
-  if (write.userId !== undefined && (typeof write.userId !== 'string' || write.userId === '')) {
-    return 'userId is not a non-empty string';
-  }
-  return undefined;
-}
-
-/** Validates a query limit: a non-negative integer (SQL treats a negative LIMIT as none). */
-export function checkLimit(limit: number, operation: StoreOperation): number {
-  if (!Number.isSafeInteger(limit) || limit < 0) {
-    throw new StoreError({ operation, kind: 'bad_query', detail: 'limit must be an integer ≥ 0' });
-  }
-  return limit;
-}
-
-/** Orders text as SQLite's BINARY collation does (by UTF-8 bytes = by code point). */
-export function compareText(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
-/** The error a step operation gets when the row is absent or not in the required status. */
-export function stepMiss(key: string, row: StepRow | undefined, wanted: string): StoreError {
-  return row === undefined
-    ? new StoreError({ operation: 'step', kind: 'not_found', detail: 'no step with this key' })
-    : new StoreError({
-        operation: 'step',
-        kind: 'conflict',
-        actorId: row.actorId,
-        detail: `step "${row.name}" is ${row.status}, expected ${wanted}`,
-      });
-}
-
-/**
- * The LeaseLostError of a fenced write whose owner does not hold the actor's lease
- * at `now`, or undefined when it does. `current` is the actor's lease columns
- * (undefined when the actor does not exist: no lease can be held on it).
- */
-export function leaseViolation(
-  write: ActorWrite,
-  current: { owner: string | null; leaseUntil: number | null } | undefined,
-): LeaseLostError | undefined {
-  const fence = write.lease;
-  if (fence === undefined) return undefined;
-  const live =
-    current?.owner != null && current.leaseUntil != null && current.leaseUntil >= fence.now;
-  if (live && current.owner === fence.owner) return undefined;
-  return new LeaseLostError({
-    actorId: write.actorId,
-    owner: fence.owner,
-    holder: live ? (current.owner ?? undefined) : undefined,
-  });
-}
-
-/** Validates the arguments shared by the lease operations (integers, a non-empty owner). */
-export function checkLeaseRequest(
-  operation: StoreOperation,
-  request: {
-    owner: string;
-    now?: number;
-    leaseUntil?: number;
-    claimUntil?: number;
-    limit?: number;
-  },
-): void {
-  const bad = (detail: string) => new StoreError({ operation, kind: 'bad_query', detail });
-  if (typeof request.owner !== 'string' || request.owner === '') {
-    throw bad('owner must be a non-empty string');
-  }
-  for (const name of ['now', 'leaseUntil', 'claimUntil'] as const) {
-    const value = request[name];
-    if (value !== undefined && !Number.isSafeInteger(value)) throw bad(`${name} is not an integer`);
-  }
-  if (request.limit !== undefined) checkLimit(request.limit, operation);
-}
-
-/** Timer order of every store: due time, then actor id, then timer id (byte order). */
-export function byTimer(a: TimerRow, b: TimerRow): number {
-  return (
-    a.dueAt - b.dueAt || compareText(a.actorId, b.actorId) || compareText(a.timerId, b.timerId)
-  );
-}
 
 /**
  * A Store kept in process memory. Rows are copied in and out, so callers can
@@ -206,7 +92,9 @@ export class MemoryStore implements Store {
     ) {
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
     }
-    if (this.transitionTable.get(actorId)?.some((t) => t.seq === write.transition.seq)) {
+    // Rows are appended in seq order: only the last one can collide (O(1), whatever the history).
+    const last = this.transitionTable.get(actorId)?.at(-1);
+    if (last !== undefined && last.seq >= write.transition.seq) {
       return new StoreError({
         operation: 'commit',
         kind: 'constraint',
@@ -242,6 +130,7 @@ export class MemoryStore implements Store {
         };
         if (write.consumeTimer !== undefined) drop(write.consumeTimer);
         for (const id of write.timersCancel) drop(id);
+        if (write.cancelAllTimers === true) for (const id of [...timers.keys()]) drop(id);
         for (const t of write.timersSet) {
           // A re-armed timer is a new firing: any claim on the old one lapses.
           this.claimTable.delete(timerKey(actorId, t.timerId));
@@ -258,6 +147,18 @@ export class MemoryStore implements Store {
       this.ensureOpen('load', actorId);
       const row = this.actorTable.get(actorId);
       return row && { ...row };
+    });
+  }
+
+  loadActorHead(
+    actorId: string,
+  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
+    return settle(() => {
+      this.ensureOpen('load', actorId);
+      const row = this.actorTable.get(actorId);
+      if (row === undefined) return undefined;
+      const head = this.transitionTable.get(actorId)?.at(-1);
+      return { actor: { ...row }, head: head?.seq === row.version ? { ...head } : undefined };
     });
   }
 
@@ -280,12 +181,17 @@ export class MemoryStore implements Store {
     });
   }
 
-  history(actorId: string): Promise<TransitionRow[]> {
+  history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
     return settle(() => {
       this.ensureOpen('query', actorId);
-      return (this.transitionTable.get(actorId) ?? [])
-        .map((t) => ({ ...t }))
-        .sort((a, b) => a.seq - b.seq);
+      const { afterSeq, limit } = checkHistoryPage(page);
+      const rows = this.transitionTable.get(actorId) ?? [];
+      // seq runs 1, 2, 3, … in order: row `seq` sits at index seq - 1.
+      const from = rows.findIndex((t) => t.seq > afterSeq);
+      if (from < 0) return [];
+      return rows
+        .slice(from, limit === undefined ? undefined : from + limit)
+        .map((t) => ({ ...t }));
     });
   }
 
@@ -648,20 +554,22 @@ export class MemoryStore implements Store {
     });
   }
 
+  /** The memory store answers every query from its tables: nothing is derived. */
+  refreshReadModels(): Promise<void> {
+    return settle(() => this.ensureOpen('query'));
+  }
+
+  rebuildReadModels(): Promise<{ actors: number; entries: number }> {
+    return settle(() => {
+      this.ensureOpen('query');
+      return { actors: this.actorTable.size, entries: 0 };
+    });
+  }
+
   close(): Promise<void> {
     this.closed = true;
     return Promise.resolve();
   }
-}
-
-/** A write that expects an existing actor found none (no store deletes actors). */
-export function actorMissing(actorId: string): StoreError {
-  return new StoreError({
-    operation: 'commit',
-    kind: 'not_found',
-    actorId,
-    detail: 'no actor to update; create it with expectedVersion 0',
-  });
 }
 
 function timerKey(actorId: string, timerId: string): string {

@@ -1,9 +1,9 @@
 /** Opening a store from a URL: the one entry point the runtime, CLI and server share. */
 import { StoreError } from '../core/errors.ts';
 import { MemoryStore } from './memory.ts';
-import { openPostgresStore, type PostgresStoreOptions } from './postgres.ts';
-import { SCHEMA_NAME } from './postgres-schema.ts';
-import { openSqliteStore, type SqliteStoreOptions } from './sqlite.ts';
+import { openPostgresStore, type PostgresStoreOptions } from './postgres/store.ts';
+import { SCHEMA_NAME } from './postgres/schema.ts';
+import { openSqliteStore, type SqliteStoreOptions } from './sqlite/store.ts';
 import type { Store } from './types.ts';
 
 /** The default store file, relative to the working directory. */

@@ -45,6 +45,17 @@ export interface TransitionRow {
   metadata: string;
   prevHash: string;
   hash: string;
+  /**
+   * Chart version that produced the row (null on rows written before agentcharts
+   * recorded it).
+   */
+  chartVersion: number | null;
+  /**
+   * SHA-256 (hex) of the actor's snapshot JSON right after this transition, covered
+   * by `hash`: loading an actor checks its snapshot against its last row. Null on
+   * rows written before agentcharts recorded it (their hash covers no snapshot).
+   */
+  snapshotHash: string | null;
 }
 
 /** A pending durable timer (an XState delayed event) with an absolute due time. */
@@ -68,6 +79,15 @@ export interface ActorWrite {
   timersSet: TimerRow[];
   /** Timer ids of this actor to delete. */
   timersCancel: string[];
+  /** Delete every timer of this actor (it finished): no read of its timers first. */
+  cancelAllTimers?: boolean | undefined;
+  /**
+   * Updates only: the stored row's state, status and chart version as the runtime
+   * read them (compare-and-set guarantees they are current when the write matches).
+   * The store rewrites only what changed, so a send that keeps its status touches
+   * no index keyed on it. Absent: everything is rewritten.
+   */
+  previous?: Pick<ActorRow, 'state' | 'status' | 'chartVersion'> | undefined;
   /**
    * The timer this transition consumes (a timer firing): it must still exist and is
    * deleted; if it is gone the write fails with ConcurrencyError.
@@ -221,9 +241,16 @@ export interface Store {
   commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>>;
 
   loadActor(actorId: string): Promise<ActorRow | undefined>;
+  /**
+   * The actor row and the transition row at its version (the head of its chain), in
+   * one read: loading checks that they agree before writing on top of them.
+   */
+  loadActorHead(
+    actorId: string,
+  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined>;
   listActors(query?: ActorQuery): Promise<ActorRow[]>;
-  /** Transition rows of one actor in `seq` order. */
-  history(actorId: string): Promise<TransitionRow[]>;
+  /** Transition rows of one actor in `seq` order; a page with `afterSeq`/`limit`. */
+  history(actorId: string, page?: HistoryPage): Promise<TransitionRow[]>;
   /** Every actor id that has transition rows (for verify), in order. */
   actorIdsWithHistory(): Promise<string[]>;
 
@@ -317,5 +344,23 @@ export interface Store {
     limit?: number | undefined;
   }): Promise<TransitionFeedRow[]>;
 
+  /**
+   * Brings the derived read models (state and user lookups, statistics, state
+   * entries) up to date with the log now. Queries are exact without it (they
+   * overlay what changed since the last refresh); stores also refresh on their own,
+   * off the commit path.
+   */
+  refreshReadModels(): Promise<void>;
+  /** Rebuilds the derived read models from the authoritative tables (`agentcharts reindex`). */
+  rebuildReadModels(): Promise<{ actors: number; entries: number }>;
+
   close(): Promise<void>;
+}
+
+/** A page of an actor's history. */
+export interface HistoryPage {
+  /** Rows with `seq` greater than this (default 0: from the start). */
+  afterSeq?: number | undefined;
+  /** At most this many rows (default: all). */
+  limit?: number | undefined;
 }

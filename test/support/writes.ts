@@ -29,6 +29,8 @@ export function write(actorId: string, version: number, snapshot = '{"value":"s"
       metadata: '{}',
       prevHash: `h${version - 1}`,
       hash: `h${version}`,
+      chartVersion: null,
+      snapshotHash: null,
     },
     timersSet: [],
     timersCancel: [],

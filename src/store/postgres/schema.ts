@@ -10,7 +10,7 @@
  * whatever the database's locale.
  */
 import type { ClientBase } from 'pg';
-import { StoreError } from '../core/errors.ts';
+import { StoreError } from '../../core/errors.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface PostgresMigration {
@@ -124,6 +124,14 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
       CREATE INDEX transitions_at ON transitions (at);
       CREATE INDEX transitions_to_state_at ON transitions (to_state, at);
+    `,
+  },
+  {
+    version: 3,
+    description: 'transition rows record the chart version and the snapshot hash',
+    sql: `
+      ALTER TABLE transitions ADD COLUMN chart_version INTEGER;
+      ALTER TABLE transitions ADD COLUMN snapshot_hash TEXT;
     `,
   },
 ];

@@ -20,17 +20,18 @@ import {
   LeaseLostError,
   StoreError,
   type StoreOperation,
-} from '../core/errors.ts';
+} from '../../core/errors.ts';
 import {
   actorMissing,
+  checkHistoryPage,
   checkLeaseRequest,
   checkLimit,
   compareText,
   invalidWrite,
   leaseViolation,
   stepMiss,
-} from './memory.ts';
-import { migratePostgres } from './postgres-schema.ts';
+} from '../rules.ts';
+import { migratePostgres } from './schema.ts';
 import type {
   ActorCount,
   ActorCountQuery,
@@ -38,6 +39,7 @@ import type {
   ActorQuery,
   ActorRow,
   ActorWrite,
+  HistoryPage,
   LeaseRow,
   RejectionRow,
   StateEntryCount,
@@ -50,7 +52,7 @@ import type {
   TimerRow,
   TransitionFeedRow,
   TransitionRow,
-} from './types.ts';
+} from '../types.ts';
 
 /** How the PostgreSQL store connects. Each has a URL parameter (see `parseStoreUrl`). */
 export interface PostgresStoreOptions {
@@ -202,7 +204,8 @@ const ACTOR_COLUMNS = `id, machine_id AS "machineId", chart_version AS "chartVer
   head_hash AS "headHash"`;
 const TRANSITION_COLUMNS = `actor_id AS "actorId", seq, from_state AS "fromState",
   to_state AS "toState", event_type AS "eventType", event, at, metadata,
-  prev_hash AS "prevHash", hash`;
+  prev_hash AS "prevHash", hash, chart_version AS "chartVersion",
+  snapshot_hash AS "snapshotHash"`;
 const TIMER_COLUMNS = `actor_id AS "actorId", timer_id AS "timerId", event, due_at AS "dueAt"`;
 const STEP_COLUMNS = `key, actor_id AS "actorId", name, status, result, started_at AS "startedAt",
   finished_at AS "finishedAt", attempts`;
@@ -217,14 +220,16 @@ const REJECTION_COLUMNS = `actor_id AS "actorId", machine_id AS "machineId", sta
  *
  * Parameters shared by both statements: $1 id, $2 machine, $3 chart version,
  * $4 version, $5 state, $6 status, $7 snapshot, $8 updated_at, $9 head hash,
- * $10-$18 the transition row, $19-$21 timers to set (ids, events, due times).
+ * $10-$18 the transition row, $19-$21 timers to set (ids, events, due times),
+ * $22 the snapshot hash of the transition row, $23 whether every timer goes,
+ * $24 the chart version of the transition row.
  */
 const TRANSITION_AND_TIMERS = `
   t AS (
     INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
-      metadata, prev_hash, hash)
+      metadata, prev_hash, hash, chart_version, snapshot_hash)
     SELECT id, $10::integer, $11::text, $12::text, $13::text, $14::text, $15::bigint,
-      $16::text, $17::text, $18::text FROM a
+      $16::text, $17::text, $18::text, $24::integer, $22::text FROM a
     RETURNING 1),
   s AS (
     INSERT INTO timers (actor_id, timer_id, event, due_at)
@@ -233,30 +238,32 @@ const TRANSITION_AND_TIMERS = `
     ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
       due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL
     RETURNING 1)`;
-/** Creation: $22 created_at, $23 user id. Nothing happens when the id exists. */
+/** Creation: $25 created_at, $26 user id. Nothing happens when the id exists. */
 const CREATE_ACTOR = `WITH a AS (
     INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
       created_at, updated_at, head_hash, user_id, state_since)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $22, $8, $9, $23, $15)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $25, $8, $9, $26, $15)
     ON CONFLICT (id) DO NOTHING RETURNING id),
   ${TRANSITION_AND_TIMERS}
-  SELECT (SELECT count(*) FROM a)::int AS written`;
+  SELECT (SELECT count(*) FROM a)::int AS written, $23::boolean AS cancel_all`;
 /**
- * Update: compare-and-set on version $22; the timer it consumes ($23) must exist;
- * $24 timers to delete (cancelled and consumed, minus those set again); a fenced
- * write also needs owner $25's unexpired lease at $26.
+ * Update: compare-and-set on version $25; the timer it consumes ($26) must exist;
+ * $27 timers to delete (cancelled and consumed, minus those set again), or every
+ * timer of the actor when $23 is true; a fenced write also needs owner $28's
+ * unexpired lease at $29.
  */
 const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
     UPDATE actors SET machine_id = $2, chart_version = $3, version = $4, state = $5,
       status = $6, snapshot = $7, updated_at = $8, head_hash = $9,
       state_since = CASE WHEN state = $5 THEN state_since ELSE $15::bigint END
-    WHERE id = $1 AND version = $22
-      AND ($23::text IS NULL
-        OR EXISTS (SELECT 1 FROM timers WHERE actor_id = $1 AND timer_id = $23::text))
-      ${fenced ? 'AND owner = $25 AND lease_until >= $26' : ''}
+    WHERE id = $1 AND version = $25
+      AND ($26::text IS NULL
+        OR EXISTS (SELECT 1 FROM timers WHERE actor_id = $1 AND timer_id = $26::text))
+      ${fenced ? 'AND owner = $28 AND lease_until >= $29' : ''}
     RETURNING id),
   d AS (
-    DELETE FROM timers WHERE actor_id = $1 AND timer_id = ANY($24::text[])
+    DELETE FROM timers WHERE actor_id = $1
+      AND ($23::boolean OR timer_id = ANY($27::text[]))
       AND EXISTS (SELECT 1 FROM a)
     RETURNING 1),
   ${TRANSITION_AND_TIMERS}
@@ -299,6 +306,9 @@ export function writeStatement(
     timers.map((x) => x.timerId),
     timers.map((x) => x.event),
     timers.map((x) => x.dueAt),
+    t.snapshotHash,
+    write.cancelAllTimers === true,
+    t.chartVersion,
   ];
   if (expectedVersion === 0) {
     if (lease !== undefined || write.consumeTimer !== undefined) return undefined;
@@ -619,14 +629,44 @@ export class PostgresStore implements Store {
     });
   }
 
-  history(actorId: string): Promise<TransitionRow[]> {
-    return this.run('query', actorId, () =>
-      this.query<TransitionRow>({
+  history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
+    return this.run('query', actorId, () => {
+      const { afterSeq, limit } = checkHistoryPage(page);
+      return this.query<TransitionRow>({
         name: 'ac_history',
-        text: `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = $1 ORDER BY seq`,
+        text: `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = $1 AND seq > $2
+          ORDER BY seq LIMIT $3`,
+        values: [actorId, afterSeq, limit ?? null],
+      });
+    });
+  }
+
+  loadActorHead(
+    actorId: string,
+  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
+    return this.run('load', actorId, async () => {
+      const rows = await this.query<{ actor: ActorRow; head: TransitionRow | null }>({
+        name: 'ac_load_head',
+        text: `SELECT row_to_json(a) AS actor, row_to_json(t) AS head
+          FROM (SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = $1) a
+          LEFT JOIN LATERAL (SELECT ${TRANSITION_COLUMNS} FROM transitions
+            WHERE actor_id = $1 AND seq = a.version) t ON true`,
         values: [actorId],
-      }),
-    );
+      });
+      const row = rows[0];
+      return row === undefined ? undefined : { actor: row.actor, head: row.head ?? undefined };
+    });
+  }
+
+  refreshReadModels(): Promise<void> {
+    return this.run('query', undefined, () => Promise.resolve());
+  }
+
+  rebuildReadModels(): Promise<{ actors: number; entries: number }> {
+    return this.run('query', undefined, async () => {
+      const rows = await this.query<{ n: number }>('SELECT count(*)::int AS n FROM actors');
+      return { actors: rows[0]?.n ?? 0, entries: 0 };
+    });
   }
 
   actorIdsWithHistory(): Promise<string[]> {
@@ -987,7 +1027,8 @@ export class PostgresStore implements Store {
       return this.query<TransitionFeedRow>(
         `SELECT t.actor_id AS "actorId", t.seq, t.from_state AS "fromState",
            t.to_state AS "toState", t.event_type AS "eventType", t.event, t.at, t.metadata,
-           t.prev_hash AS "prevHash", t.hash, a.machine_id AS "machineId"
+           t.prev_hash AS "prevHash", t.hash, t.chart_version AS "chartVersion",
+           t.snapshot_hash AS "snapshotHash", a.machine_id AS "machineId"
          FROM transitions t JOIN actors a ON a.id = t.actor_id
          WHERE t.at >= $1 ${machine}
          ORDER BY t.at, t.actor_id, t.seq LIMIT $2`,

@@ -6,7 +6,7 @@
  * agentcharts (a version this build does not know) is refused, never guessed at.
  */
 import type Database from 'better-sqlite3';
-import { StoreError } from '../core/errors.ts';
+import { StoreError } from '../../core/errors.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface SqliteMigration {
@@ -123,6 +123,81 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
       CREATE INDEX transitions_at ON transitions (at);
       CREATE INDEX transitions_to_state_at ON transitions (to_state, at);
+    `,
+  },
+  {
+    version: 4,
+    description:
+      'the commit writes only what must survive a crash: read models move to a projection refreshed off the commit path; rows record chart version and snapshot hash',
+    sql: `
+      -- Every index below was rewritten by every send (the UPDATE set status, and
+      -- actors_stats holds updated_at). Unfinished actors (recovery, leases) get a
+      -- partial index that changes only when an actor starts or finishes.
+      DROP INDEX actors_status;
+      DROP INDEX actors_status_lease;
+      DROP INDEX actors_stats;
+      DROP INDEX actors_state_since;
+      DROP INDEX actors_user_state;
+      CREATE INDEX actors_active ON actors (id) WHERE status = 'active';
+
+      ALTER TABLE transitions ADD COLUMN chart_version INTEGER;
+      ALTER TABLE transitions ADD COLUMN snapshot_hash TEXT;
+      DROP INDEX transitions_to_state_at;
+
+      -- Timers keyed by (actor, timer) in one tree instead of a rowid table plus its key index.
+      CREATE TABLE timers_by_actor (
+        actor_id TEXT NOT NULL REFERENCES actors (id),
+        timer_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        claimed_by TEXT,
+        claim_until INTEGER,
+        PRIMARY KEY (actor_id, timer_id)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO timers_by_actor
+        SELECT actor_id, timer_id, event, due_at, claimed_by, claim_until FROM timers;
+      DROP TABLE timers;
+      ALTER TABLE timers_by_actor RENAME TO timers;
+      CREATE INDEX timers_due_at ON timers (due_at);
+
+      CREATE INDEX steps_executing ON steps (started_at, key) WHERE status = 'executing';
+
+      -- Derived read models: rebuilt from the authoritative tables at any time
+      -- (agentcharts reindex), refreshed off the commit path from the transition log.
+      -- read_model.applied is the rowid of the last transition they include; queries
+      -- overlay the actors changed after it, so they are exact between refreshes.
+      CREATE TABLE actor_index (
+        actor_id TEXT PRIMARY KEY NOT NULL,
+        machine_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status TEXT NOT NULL,
+        user_id TEXT,
+        state_since INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX actor_index_stats
+        ON actor_index (machine_id, state, status, created_at, updated_at);
+      CREATE INDEX actor_index_state_since ON actor_index (state, state_since);
+      CREATE INDEX actor_index_user ON actor_index (user_id, state) WHERE user_id IS NOT NULL;
+      CREATE TABLE state_entries (
+        to_state TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        actor_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (to_state, at, actor_id, seq)
+      ) STRICT, WITHOUT ROWID;
+      CREATE TABLE read_model (
+        name TEXT PRIMARY KEY NOT NULL,
+        applied INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO actor_index
+        SELECT id, machine_id, state, status, user_id, COALESCE(state_since, updated_at),
+          created_at, updated_at FROM actors;
+      INSERT INTO state_entries
+        SELECT to_state, at, actor_id, seq FROM transitions WHERE from_state IS NOT to_state;
+      INSERT INTO read_model (name, applied)
+        VALUES ('transitions', (SELECT COALESCE(MAX(rowid), 0) FROM transitions));
     `,
   },
 ];

@@ -4,31 +4,25 @@
  * operation is synchronous underneath; the async surface exists for the Store
  * contract shared with PostgreSQL.
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { StoreError, type StoreOperation } from '../../core/errors.ts';
 import {
-  ConcurrencyError,
-  LeaseLostError,
-  StoreError,
-  type StoreOperation,
-} from '../core/errors.ts';
-import {
-  actorMissing,
   byTimer,
+  checkHistoryPage,
   checkLeaseRequest,
   checkLimit,
   compareText,
-  invalidWrite,
-  leaseViolation,
   stepMiss,
-} from './memory.ts';
-import { migrateSqlite } from './sqlite-schema.ts';
+} from '../rules.ts';
 import type {
   ActorCount,
   ActorCountQuery,
   ActorDwell,
   ActorQuery,
   ActorRow,
+  ActorStatus,
   ActorWrite,
+  HistoryPage,
   LeaseRow,
   RejectionRow,
   StateEntryCount,
@@ -41,75 +35,18 @@ import type {
   TimerRow,
   TransitionFeedRow,
   TransitionRow,
-} from './types.ts';
+} from '../types.ts';
+import { SqliteCommitter } from './commit.ts';
+import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from './connection.ts';
+import { SqliteReadModels } from './read-models.ts';
 
-/** How the SQLite store opens its file. */
-export interface SqliteStoreOptions {
-  /** Milliseconds to wait for a lock held by another connection before failing `busy`. Default 5000. */
-  busyTimeoutMs?: number | undefined;
-  /**
-   * `full` (default) syncs the WAL on every commit. `normal` may lose the last
-   * commits on power loss (never corrupts); opt in for throughput only.
-   */
-  synchronous?: 'full' | 'normal' | 'extra' | undefined;
-  /** Open without write access; every write fails with kind `readonly`. */
-  readonly?: boolean | undefined;
-}
-
-const KINDS: Readonly<Record<string, string>> = {
-  SQLITE_BUSY: 'busy',
-  SQLITE_LOCKED: 'busy',
-  SQLITE_PROTOCOL: 'busy',
-  SQLITE_FULL: 'full',
-  SQLITE_READONLY: 'readonly',
-  SQLITE_IOERR: 'io',
-  SQLITE_CORRUPT: 'corrupt',
-  SQLITE_NOTADB: 'corrupt',
-  SQLITE_CANTOPEN: 'cantopen',
-  SQLITE_PERM: 'permission',
-  SQLITE_AUTH: 'permission',
-  SQLITE_CONSTRAINT: 'constraint',
-  SQLITE_MISMATCH: 'constraint',
-  SQLITE_TOOBIG: 'too_big',
-  SQLITE_NOMEM: 'nomem',
-  SQLITE_INTERRUPT: 'interrupted',
-  SQLITE_SCHEMA: 'schema',
-};
-
-/**
- * Maps a better-sqlite3 error to a StoreError kind by its primary result code
- * (`SQLITE_IOERR_WRITE` → `io`, `SQLITE_BUSY_SNAPSHOT` → `busy`); `internal` when
- * the error carries no SQLite code.
- *
- * @example
- * classifySqliteError({ code: 'SQLITE_FULL' }); // 'full'
- */
-export function classifySqliteError(error: unknown): string {
-  const code =
-    typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
-  if (typeof code !== 'string') return 'internal';
-  const primary = /^SQLITE_[A-Z]+/.exec(code)?.[0];
-  return (primary !== undefined ? KINDS[primary] : undefined) ?? 'internal';
-}
-
-/** Wraps any failure as a StoreError of `operation`, keeping StoreErrors as they are. */
-function toStoreError(error: unknown, operation: StoreOperation, actorId?: string): StoreError {
-  if (error instanceof StoreError) return error;
-  const code =
-    typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
-      ? `${error.code}: `
-      : '';
-  const message = error instanceof Error ? error.message : String(error);
-  return new StoreError(
-    { operation, kind: classifySqliteError(error), actorId, detail: `${code}${message}` },
-    { cause: error },
-  );
-}
+export { classifySqliteError, type SqliteStoreOptions } from './connection.ts';
 
 const ACTOR_COLUMNS = `id, machine_id AS machineId, chart_version AS chartVersion, version, state,
   status, snapshot, created_at AS createdAt, updated_at AS updatedAt, head_hash AS headHash`;
 const TRANSITION_COLUMNS = `actor_id AS actorId, seq, from_state AS fromState, to_state AS toState,
-  event_type AS eventType, event, at, metadata, prev_hash AS prevHash, hash`;
+  event_type AS eventType, event, at, metadata, prev_hash AS prevHash, hash,
+  chart_version AS chartVersion, snapshot_hash AS snapshotHash`;
 const TIMER_COLUMNS = 'actor_id AS actorId, timer_id AS timerId, event, due_at AS dueAt';
 const STEP_COLUMNS = `key, actor_id AS actorId, name, status, result, started_at AS startedAt,
   finished_at AS finishedAt, attempts`;
@@ -141,89 +78,25 @@ export class SqliteStore implements Store {
   // TypeScript `private`, not `#`: wrappers built with Object.create or Proxy
   // (instrumentation, fault injection) must still reach these members.
   private closed = false;
-  private readonly statements = new Map<string, Database.Statement>();
-  private readonly commitBatch: Database.Transaction<
-    (writes: readonly ActorWrite[]) => Array<Error | null>
-  >;
-  private readonly commitOne: Database.Transaction<(write: ActorWrite) => void>;
-  private readonly commitFast: Database.Transaction<(writes: readonly ActorWrite[]) => void>;
+  private readonly statements: Statements;
+  private readonly committer: SqliteCommitter;
+  private readonly readModels: SqliteReadModels;
+  private readonly refreshMs: number;
+  private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
     this.location = `sqlite:${file}`;
-    const readonly = options.readonly ?? false;
-    let db: Database.Database;
-    try {
-      db = new Database(file, {
-        readonly,
-        fileMustExist: readonly,
-        timeout: options.busyTimeoutMs ?? 5000,
-      });
-    } catch (error) {
-      // A missing directory surfaces as a TypeError without a SQLite code.
-      const store = toStoreError(error, 'open');
-      throw store.kind === 'internal'
-        ? new StoreError(
-            {
-              operation: 'open',
-              kind: 'cantopen',
-              detail: error instanceof Error ? error.message : String(error),
-            },
-            { cause: error },
-          )
-        : store;
-    }
-    try {
-      // Set explicitly: the bundled build's defaults are not what durability needs.
-      if (!readonly && file !== ':memory:') {
-        const mode = db.pragma('journal_mode = WAL', { simple: true }) as string;
-        if (mode !== 'wal') {
-          throw new StoreError({
-            operation: 'open',
-            kind: 'unsupported',
-            detail: `journal_mode is ${mode}, WAL is required`,
-          });
-        }
-      }
-      db.pragma(`synchronous = ${(options.synchronous ?? 'full').toUpperCase()}`);
-      db.pragma('foreign_keys = ON');
-    } catch (error) {
-      db.close();
-      throw toStoreError(error, 'open');
-    }
-    try {
-      migrateSqlite(db);
-    } catch (error) {
-      db.close();
-      throw toStoreError(error, 'migrate');
-    }
-    this.db = db;
-    // Called inside commitBatch, better-sqlite3 runs commitOne as a SAVEPOINT:
-    // a failed write rolls back alone and the batch goes on.
-    this.commitOne = db.transaction((write: ActorWrite) => this.applyWrite(write));
-    this.commitBatch = db.transaction((writes: readonly ActorWrite[]) =>
-      writes.map((write) => this.applyInSavepoint(write)),
-    );
-    // The common case, every write succeeding, needs no savepoints: a SAVEPOINT per
-    // write doubled the cost of a batch (measured: 63-90 us vs 28-41 us per write).
-    // When one write fails, the whole transaction rolls back and the batch is
-    // applied again, each write in its own savepoint.
-    this.commitFast = db.transaction((writes: readonly ActorWrite[]) => {
-      for (const write of writes) {
-        const invalid = invalidWrite(write);
-        if (invalid) throw invalid;
-        this.applyWrite(write);
-      }
-    });
+    this.db = openDatabase(file, options);
+    this.statements = new Statements(this.db);
+    this.committer = new SqliteCommitter(this.db, this.statements);
+    const writable = !(options.readonly ?? false);
+    this.readModels = new SqliteReadModels(this.db, this.statements, writable);
+    this.refreshMs = writable ? (options.readModelRefreshMs ?? 250) : 0;
   }
 
   /** A cached prepared statement. */
   private sql(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return this.statements.get(sql);
   }
 
   /** Runs one operation: refused once closed, any failure classified as a StoreError. */
@@ -242,122 +115,38 @@ export class SqliteStore implements Store {
     }
   }
 
-  private actorVersion(actorId: string): number | undefined {
-    const row = this.sql('SELECT version FROM actors WHERE id = ?').get(actorId) as
-      { version: number } | undefined;
-    return row?.version;
-  }
-
-  /** One write inside its savepoint; a per-write failure comes back as the value. */
-  private applyInSavepoint(write: ActorWrite): Error | null {
-    const invalid = invalidWrite(write);
-    if (invalid) return invalid;
-    try {
-      this.commitOne(write);
-      return null;
-    } catch (error) {
-      if (
-        error instanceof ConcurrencyError ||
-        error instanceof LeaseLostError ||
-        error instanceof StoreError
-      ) {
-        return error;
-      }
-      // A constraint failure is this write's own; anything else (busy, full, io)
-      // fails the whole batch, and SQLite may already have rolled it back.
-      if (classifySqliteError(error) === 'constraint' && this.db.inTransaction) {
-        return toStoreError(error, 'commit', write.actorId);
-      }
-      throw error;
-    }
-  }
-
-  private applyWrite(write: ActorWrite): void {
-    const { actorId, expectedVersion } = write;
-    if (write.lease !== undefined) {
-      // Checked under the write lock IMMEDIATE took: no other worker can take the
-      // lease between this check and the commit.
-      const current = this.sql(
-        'SELECT owner, lease_until AS leaseUntil FROM actors WHERE id = ?',
-      ).get(actorId) as { owner: string | null; leaseUntil: number | null } | undefined;
-      const lost = leaseViolation(write, current);
-      if (lost) throw lost;
-    }
-    if (expectedVersion === 0) {
-      const inserted = this.sql(
-        `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-           created_at, updated_at, head_hash, user_id, state_since)
-         VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-           @createdAt, @updatedAt, @headHash, @userId, @enteredAt)
-         ON CONFLICT (id) DO NOTHING`,
-      ).run({ ...write.actor, userId: write.userId ?? null, enteredAt: write.transition.at });
-      if (inserted.changes === 0) {
-        throw new ConcurrencyError({
-          actorId,
-          expectedVersion,
-          actualVersion: this.actorVersion(actorId),
-        });
-      }
-    } else {
-      const updated = this.sql(
-        `UPDATE actors SET machine_id = @machineId, chart_version = @chartVersion,
-           version = @version, state = @state, status = @status, snapshot = @snapshot,
-           updated_at = @updatedAt, head_hash = @headHash,
-           state_since = CASE WHEN state = @state THEN state_since ELSE @enteredAt END
-         WHERE id = @id AND version = @expectedVersion`,
-      ).run({ ...write.actor, expectedVersion, enteredAt: write.transition.at });
-      if (updated.changes === 0) {
-        const actualVersion = this.actorVersion(actorId);
-        if (actualVersion === undefined) throw actorMissing(actorId);
-        throw new ConcurrencyError({ actorId, expectedVersion, actualVersion });
-      }
-    }
-    const deleteTimer = this.sql('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?');
-    if (
-      write.consumeTimer !== undefined &&
-      deleteTimer.run(actorId, write.consumeTimer).changes !== 1
-    ) {
-      // The CAS matched, so the actor stood at expectedVersion: the timer was
-      // consumed by another writer at that version.
-      throw new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
-    }
-    for (const timerId of write.timersCancel) deleteTimer.run(actorId, timerId);
-    const upsertTimer = this.sql(
-      `INSERT INTO timers (actor_id, timer_id, event, due_at)
-       VALUES (@actorId, @timerId, @event, @dueAt)
-       ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
-         due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`,
-    );
-    for (const timer of write.timersSet) upsertTimer.run(timer);
-    this.sql(
-      `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
-         metadata, prev_hash, hash)
-       VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at,
-         @metadata, @prevHash, @hash)`,
-    ).run(write.transition);
-  }
-
   commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>> {
     const actorId = writes.length === 1 ? writes[0]?.actorId : undefined;
-    // IMMEDIATE takes the write lock up front, so busy_timeout applies; a deferred
-    // upgrade could fail with SQLITE_BUSY without waiting.
     return this.run('commit', actorId, () => {
-      if (writes.length === 0) return [];
-      try {
-        this.commitFast.immediate(writes);
-        return writes.map(() => null);
-      } catch (error) {
-        const own =
-          error instanceof ConcurrencyError ||
-          error instanceof LeaseLostError ||
-          error instanceof StoreError ||
-          classifySqliteError(error) === 'constraint';
-        if (!own) throw error;
-        // Rolled back whole: apply again with a savepoint per write, so only the
-        // failing write is refused.
-        return this.commitBatch.immediate(writes);
-      }
+      const results = this.committer.commit(writes);
+      if (writes.length > 0) this.scheduleRefresh();
+      return results;
     });
+  }
+
+  /** Folds the log into the read models a little after commits, off the commit path. */
+  private scheduleRefresh(): void {
+    if (this.refreshMs <= 0 || this.refreshTimer !== undefined) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = undefined;
+      if (this.closed) return;
+      try {
+        this.readModels.refresh();
+      } catch {
+        // Busy or full: queries stay exact through their overlay; the next commit retries.
+      }
+    }, this.refreshMs);
+    this.refreshTimer.unref();
+  }
+
+  refreshReadModels(): Promise<void> {
+    return this.run('query', undefined, () => {
+      this.readModels.refresh();
+    });
+  }
+
+  rebuildReadModels(): Promise<{ actors: number; entries: number }> {
+    return this.run('query', undefined, () => this.readModels.rebuild());
   }
 
   loadActor(actorId: string): Promise<ActorRow | undefined> {
@@ -368,6 +157,20 @@ export class SqliteStore implements Store {
         this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = ?`).get(actorId) as
           ActorRow | undefined,
     );
+  }
+
+  loadActorHead(
+    actorId: string,
+  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
+    return this.run('load', actorId, () => {
+      const actor = this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = ?`).get(actorId) as
+        ActorRow | undefined;
+      if (actor === undefined) return undefined;
+      const head = this.sql(
+        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq = ?`,
+      ).get(actorId, actor.version) as TransitionRow | undefined;
+      return { actor, head };
+    });
   }
 
   listActors(query: ActorQuery = {}): Promise<ActorRow[]> {
@@ -381,7 +184,9 @@ export class SqliteStore implements Store {
       };
       filter('machine_id', 'machineId', query.machineId);
       filter('state', 'state', query.state);
-      filter('status', 'status', query.status);
+      // A literal, not a parameter: only then can SQLite use the partial index of
+      // unfinished actors (recovery pages through them).
+      if (query.status !== undefined) filters.push(`status = '${checkStatus(query.status)}'`);
       filter('id', 'afterId', query.afterId, '>');
       const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
       return this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors ${where} ORDER BY id LIMIT @limit`).all(
@@ -390,15 +195,14 @@ export class SqliteStore implements Store {
     });
   }
 
-  history(actorId: string): Promise<TransitionRow[]> {
-    return this.run(
-      'query',
-      actorId,
-      () =>
-        this.sql(
-          `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? ORDER BY seq`,
-        ).all(actorId) as TransitionRow[],
-    );
+  history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
+    return this.run('query', actorId, () => {
+      const { afterSeq, limit } = checkHistoryPage(page);
+      return this.sql(
+        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq > ?
+         ORDER BY seq LIMIT ?`,
+      ).all(actorId, afterSeq, limit ?? -1) as TransitionRow[];
+    });
   }
 
   actorIdsWithHistory(): Promise<string[]> {
@@ -646,57 +450,15 @@ export class SqliteStore implements Store {
   }
 
   countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
-    return this.run('query', undefined, () => {
-      const filters: string[] = [];
-      if (query.machineId !== undefined) filters.push('machine_id = @machineId');
-      if (query.userId !== undefined) filters.push('user_id = @userId');
-      if (query.updatedSince !== undefined) filters.push('updated_at >= @updatedSince');
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
-      return this.sql(
-        `SELECT machine_id AS machineId, state, status, COUNT(*) AS count,
-           TOTAL(updated_at - created_at) AS totalAgeMs
-         FROM actors ${where}
-         GROUP BY machine_id, state, status ORDER BY machine_id, state, status`,
-      ).all(query) as ActorCount[];
-    });
+    return this.run('query', undefined, () => this.readModels.countActors(query));
   }
 
   actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
-    return this.run('query', undefined, () => {
-      const filters = ['state IN (SELECT value FROM json_each(@states))'];
-      if (query.machineId !== undefined) filters.push('machine_id = @machineId');
-      if (query.userId !== undefined) filters.push('user_id = @userId');
-      if (query.enteredBefore !== undefined) filters.push('state_since <= @enteredBefore');
-      return this.sql(
-        `SELECT id AS actorId, machine_id AS machineId, state, status, state_since AS stateSince,
-           updated_at AS updatedAt, user_id AS userId
-         FROM actors WHERE ${filters.join(' AND ')}
-         ORDER BY state_since, id LIMIT @limit`,
-      ).all({
-        ...query,
-        states: JSON.stringify(query.states),
-        limit: checkLimit(query.limit ?? 100, 'query'),
-      }) as ActorDwell[];
-    });
+    return this.run('query', undefined, () => this.readModels.actorsInStates(query));
   }
 
   countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
-    return this.run('query', undefined, () => {
-      return this.sql(
-        `SELECT e.actor_id AS actorId, a.machine_id AS machineId, a.state, a.status, e.count
-         FROM (SELECT actor_id, COUNT(*) AS count FROM transitions
-               WHERE to_state IN (SELECT value FROM json_each(@states)) AND at >= @since
-                 AND from_state IS NOT to_state
-               GROUP BY actor_id HAVING COUNT(*) >= @minCount) e
-         JOIN actors a ON a.id = e.actor_id
-         ORDER BY e.count DESC, e.actor_id LIMIT @limit`,
-      ).all({
-        states: JSON.stringify(query.toStates),
-        since: query.since,
-        minCount: Math.max(1, query.minCount ?? 1),
-        limit: checkLimit(query.limit ?? 100, 'query'),
-      }) as StateEntryCount[];
-    });
+    return this.run('query', undefined, () => this.readModels.countStateEntries(query));
   }
 
   transitionsSince(query: {
@@ -709,7 +471,8 @@ export class SqliteStore implements Store {
       return this.sql(
         `SELECT t.actor_id AS actorId, t.seq, t.from_state AS fromState, t.to_state AS toState,
            t.event_type AS eventType, t.event, t.at, t.metadata, t.prev_hash AS prevHash,
-           t.hash, a.machine_id AS machineId
+           t.hash, t.chart_version AS chartVersion, t.snapshot_hash AS snapshotHash,
+           a.machine_id AS machineId
          FROM transitions t JOIN actors a ON a.id = t.actor_id
          WHERE t.at >= @since ${machine}
          ORDER BY t.at, t.actor_id, t.seq LIMIT @limit`,
@@ -724,6 +487,7 @@ export class SqliteStore implements Store {
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.closed = true;
+    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer);
     try {
       this.db.close();
       return Promise.resolve();
@@ -731,4 +495,14 @@ export class SqliteStore implements Store {
       return Promise.reject(toStoreError(error, 'close'));
     }
   }
+}
+
+const STATUSES: readonly ActorStatus[] = ['active', 'done', 'error', 'stopped'];
+
+function checkStatus(status: string): ActorStatus {
+  const known = STATUSES.find((s) => s === status);
+  if (known === undefined) {
+    throw new StoreError({ operation: 'query', kind: 'bad_query', detail: 'unknown status' });
+  }
+  return known;
 }

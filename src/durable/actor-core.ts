@@ -1,0 +1,34 @@
+/** The state a durable actor carries between sends, shared by its handle and its send path. */
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import type { EventSchemas } from '../core/chart.ts';
+import type { ActorRow } from '../store/types.ts';
+import type { ChartVersioning } from './codec.ts';
+import type { TransitionNotice } from './notices.ts';
+import type { DurableRuntime } from './runtime.ts';
+
+/** The mutable heart of a durable actor: what the send path reads and moves. */
+export interface ActorCore {
+  readonly id: string;
+  readonly machine: AnyStateMachine;
+  readonly runtime: DurableRuntime;
+  readonly versioning: ChartVersioning;
+  readonly schemas: EventSchemas | undefined;
+  readonly maxEventBytes: number | undefined;
+  /** The committed actor row and its live snapshot. */
+  row: ActorRow;
+  snapshot: AnyMachineSnapshot;
+  /** A lost race: reload before deciding anything. */
+  stale: boolean;
+  readonly listeners: Set<(notice: TransitionNotice) => void>;
+  readonly emittedListeners: Map<string, Set<(event: EventObject) => void>>;
+}
+
+export interface SendOptions {
+  /** The timer this event fires: its row is consumed in the same commit. */
+  consumeTimer?: string | undefined;
+  /** Built by the runtime (timers): not validated as a caller's event. */
+  internal?: boolean | undefined;
+  /** An owner duty (timer, recovery): fenced by the lease when leases are on. */
+  fenced?: boolean | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}

@@ -1,0 +1,88 @@
+/**
+ * What the runtime tells observers (metrics, streams, inspectors, servers) after
+ * the fact. Observers subscribe to a runtime; the runtime imports none of them.
+ */
+import type { AnyEventObject, AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import type { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
+import type { ActorStatus } from '../store/types.ts';
+
+/** Where an event came from, recorded in the transition row's metadata. */
+export type EventSource = 'send' | 'timer' | 'recover';
+
+/** Told to subscribers after a transition committed. */
+export interface TransitionNotice {
+  actorId: string;
+  machineId: string;
+  /** Actor version after the transition (= transition row seq). */
+  version: number;
+  /** `null` when the actor was created. */
+  from: string | null;
+  to: string;
+  event: EventObject;
+  /**
+   * The event's name in the log: the event type, or for a timer the document's
+   * name of the delayed event (`RETRY`, `TIMEOUT`) from the chart's metadata.
+   */
+  eventType: string;
+  source: EventSource | 'create';
+  at: number;
+  status: ActorStatus;
+  snapshot: AnyMachineSnapshot;
+  /** The snapshot before the transition (undefined on creation). */
+  previous: AnyMachineSnapshot | undefined;
+}
+
+/** Told to observers when an event was refused (nothing changed). */
+export interface RejectionNotice {
+  actorId: string;
+  machineId: string;
+  state: string;
+  eventType: string | undefined;
+  error: InvalidEventError | InvalidTransitionError;
+  at: number;
+}
+
+/** An event the chart emitted (`emit(...)`), delivered after its transition committed. */
+export interface EmittedNotice {
+  actorId: string;
+  machineId: string;
+  event: EventObject;
+  at: number;
+}
+
+/** A commit failed: state unchanged, the send rejected with `error`. */
+export interface WriteErrorNotice {
+  actorId: string;
+  error: Error;
+  at: number;
+}
+
+/** Something that wants to know about every transition and rejection of a runtime. */
+export interface RuntimeObserver {
+  onTransition?(notice: TransitionNotice): void;
+  onRejection?(notice: RejectionNotice): void;
+  onEmitted?(notice: EmittedNotice): void;
+  onWriteError?(notice: WriteErrorNotice): void;
+}
+
+/**
+ * A live durable actor as the runtime hands it out by id (`runtime.actor(id)`):
+ * what callers that only know the id can do with it, and what the runtime drives.
+ */
+export interface LiveActor {
+  readonly id: string;
+  readonly machine: AnyStateMachine;
+  readonly state: string;
+  readonly version: number;
+  getSnapshot(): AnyMachineSnapshot;
+  /** Validates, transitions and durably commits one event (see DurableActor.send). */
+  send(
+    event: AnyEventObject,
+    metadata?: Record<string, unknown>,
+    options?: { conflictRetries?: number },
+  ): Promise<AnyMachineSnapshot>;
+  /** Fires one of the actor's durable timers; false when it is gone or not due. */
+  deliverTimer(timerId: string): Promise<boolean>;
+  /** Forgets the in-memory actor (its durable state lives on). */
+  detach(): void;
+}

@@ -1,0 +1,115 @@
+/**
+ * Durable timers in process. Timer rows are written in the commit of the
+ * transition that sets them (absolute due times); this schedules an in-process
+ * wake-up per pending timer of the actors this process runs, and fires due timers
+ * through the actor's normal send path, which consumes the row in the same commit
+ * (exactly once across processes). Timers of other processes, or whose process
+ * died, are found by polling the store (`startPolling`) or by `recover`.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import type { Store, TimerRow } from '../store/types.ts';
+
+/** Fires one timer of one actor; resolves true when this call fired it. */
+export type FireTimer = (actorId: string, timerId: string) => Promise<boolean>;
+
+export class TimerScheduler {
+  /** In-process wake-ups by actor, then timer id. */
+  private readonly handles = new Map<string, Map<string, unknown>>();
+  private pollHandle: unknown;
+  private pollMs = 0;
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly fire: FireTimer,
+    /** Worker identity: due timers are claimed before firing so workers never collide. */
+    private readonly owner: string | undefined,
+    private readonly claimMs: number,
+  ) {}
+
+  /** Arms (or re-arms) the wake-up of a committed timer row. */
+  schedule(timer: Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'>): void {
+    if (this.closed) return;
+    let byTimer = this.handles.get(timer.actorId);
+    if (!byTimer) this.handles.set(timer.actorId, (byTimer = new Map()));
+    const previous = byTimer.get(timer.timerId);
+    if (previous !== undefined) this.clock.clearTimeout(previous);
+    const handle = this.clock.setTimeout(() => {
+      this.forget(timer.actorId, timer.timerId);
+      void this.fire(timer.actorId, timer.timerId);
+    }, timer.dueAt - this.clock.now());
+    byTimer.set(timer.timerId, handle);
+  }
+
+  /** Disarms a wake-up (its row was deleted in a commit). */
+  unschedule(actorId: string, timerId: string): void {
+    const handle = this.handles.get(actorId)?.get(timerId);
+    if (handle !== undefined) this.clock.clearTimeout(handle);
+    this.forget(actorId, timerId);
+  }
+
+  /** Disarms every wake-up of an actor (it finished, or left this process). */
+  unscheduleAll(actorId: string): void {
+    for (const handle of this.handles.get(actorId)?.values() ?? []) this.clock.clearTimeout(handle);
+    this.handles.delete(actorId);
+  }
+
+  private forget(actorId: string, timerId: string): void {
+    const byTimer = this.handles.get(actorId);
+    if (!byTimer) return;
+    byTimer.delete(timerId);
+    if (byTimer.size === 0) this.handles.delete(actorId);
+  }
+
+  /** Fires every timer due now (from any process), earliest first. Returns how many fired here. */
+  async fireDue(limit = 1000): Promise<number> {
+    let fired = 0;
+    for (;;) {
+      const now = this.clock.now();
+      const due =
+        this.owner === undefined
+          ? await this.store.dueTimers(now, limit)
+          : await this.store.claimDueTimers({
+              owner: this.owner,
+              now,
+              claimUntil: now + this.claimMs,
+              limit,
+            });
+      if (due.length === 0) return fired;
+      let progressed = false;
+      for (const t of due) {
+        if (await this.fire(t.actorId, t.timerId)) {
+          fired++;
+          progressed = true;
+        }
+      }
+      if (!progressed || due.length < limit) return fired;
+    }
+  }
+
+  /** Polls the store for due timers every `intervalMs`. Idempotent; `close()` stops it. */
+  startPolling(intervalMs = 1000): void {
+    if (this.pollMs) return;
+    this.pollMs = intervalMs;
+    const tick = () => {
+      this.fireDue()
+        .catch((error: unknown) => this.logger.error({ err: error }, 'timer poll failed'))
+        .finally(() => {
+          if (!this.closed) this.pollHandle = this.clock.setTimeout(tick, this.pollMs);
+        });
+    };
+    this.pollHandle = this.clock.setTimeout(tick, 0);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.pollHandle !== undefined) this.clock.clearTimeout(this.pollHandle);
+    for (const byTimer of this.handles.values()) {
+      for (const handle of byTimer.values()) this.clock.clearTimeout(handle);
+    }
+    this.handles.clear();
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * Applying ActorWrites to SQLite: the compare-and-set of the actor row, its audit
+ * row and its timer changes, for a batch of writes in one transaction (group
+ * commit). Only what must survive a crash is written here; read models are
+ * derived later (./read-models.ts).
+ */
+import type Database from 'better-sqlite3';
+import { ConcurrencyError, LeaseLostError, StoreError } from '../../core/errors.ts';
+import { actorMissing, invalidWrite, leaseViolation } from '../rules.ts';
+import type { ActorWrite } from '../types.ts';
+import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
+
+const INSERT_ACTOR = `INSERT INTO actors (id, machine_id, chart_version, version, state, status,
+    snapshot, created_at, updated_at, head_hash, user_id, state_since)
+  VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
+    @createdAt, @updatedAt, @headHash, @userId, @enteredAt)
+  ON CONFLICT (id) DO NOTHING`;
+
+const INSERT_TRANSITION = `INSERT INTO transitions (actor_id, seq, from_state, to_state,
+    event_type, event, at, metadata, prev_hash, hash, chart_version, snapshot_hash)
+  VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at, @metadata,
+    @prevHash, @hash, @chartVersion, @snapshotHash)`;
+
+const UPSERT_TIMER = `INSERT INTO timers (actor_id, timer_id, event, due_at)
+  VALUES (@actorId, @timerId, @event, @dueAt)
+  ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
+    due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`;
+
+/**
+ * The UPDATE of the actor row, setting only the columns that change. SQLite
+ * rewrites an index entry when the UPDATE names one of its columns, whether or not
+ * the value changes: a send that keeps its status must not name `status`.
+ */
+function updateActorSql(write: ActorWrite): string {
+  const previous = write.previous;
+  const set = ['version = @version', 'snapshot = @snapshot', 'updated_at = @updatedAt'];
+  set.push('head_hash = @headHash');
+  if (previous === undefined) {
+    set.push(
+      'state = @state',
+      'status = @status',
+      'chart_version = @chartVersion',
+      'state_since = CASE WHEN state = @state THEN state_since ELSE @enteredAt END',
+    );
+  } else {
+    if (previous.state !== write.actor.state)
+      set.push('state = @state', 'state_since = @enteredAt');
+    if (previous.status !== write.actor.status) set.push('status = @status');
+    if (previous.chartVersion !== write.actor.chartVersion) {
+      set.push('chart_version = @chartVersion');
+    }
+  }
+  return `UPDATE actors SET ${set.join(', ')} WHERE id = @id AND version = @expectedVersion`;
+}
+
+/** Applies batches of writes; see {@link SqliteCommitter.commit}. */
+export class SqliteCommitter {
+  private readonly one: Database.Transaction<(write: ActorWrite) => void>;
+  private readonly batch: Database.Transaction<
+    (writes: readonly ActorWrite[]) => Array<Error | null>
+  >;
+  private readonly fast: Database.Transaction<(writes: readonly ActorWrite[]) => void>;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly sql: Statements,
+  ) {
+    // Called inside `batch`, better-sqlite3 runs `one` as a SAVEPOINT: a failed
+    // write rolls back alone and the batch goes on.
+    this.one = db.transaction((write: ActorWrite) => this.apply(write));
+    this.batch = db.transaction((writes: readonly ActorWrite[]) =>
+      writes.map((write) => this.applyInSavepoint(write)),
+    );
+    // The common case, every write succeeding, needs no savepoints (a SAVEPOINT per
+    // write doubled the cost of a batch). When one write fails, the transaction
+    // rolls back whole and the batch is applied again, a savepoint per write.
+    this.fast = db.transaction((writes: readonly ActorWrite[]) => {
+      for (const write of writes) {
+        const invalid = invalidWrite(write);
+        if (invalid) throw invalid;
+        this.apply(write);
+      }
+    });
+  }
+
+  /**
+   * Applies each write atomically, all in one IMMEDIATE transaction (the write lock
+   * taken up front, so busy_timeout applies). Per write: null, or the error that
+   * rejected it alone. A failure of the whole transaction throws.
+   */
+  commit(writes: readonly ActorWrite[]): Array<Error | null> {
+    if (writes.length === 0) return [];
+    try {
+      this.fast.immediate(writes);
+      return writes.map(() => null);
+    } catch (error) {
+      if (!isOwnFailure(error)) throw error;
+      return this.batch.immediate(writes);
+    }
+  }
+
+  private version(actorId: string): number | undefined {
+    const row = this.sql.get('SELECT version FROM actors WHERE id = ?').get(actorId) as
+      { version: number } | undefined;
+    return row?.version;
+  }
+
+  private applyInSavepoint(write: ActorWrite): Error | null {
+    const invalid = invalidWrite(write);
+    if (invalid) return invalid;
+    try {
+      this.one(write);
+      return null;
+    } catch (error) {
+      if (error instanceof Error && isOwnFailure(error) && !isConstraint(error)) return error;
+      // A constraint failure is this write's own; anything else (busy, full, io)
+      // fails the whole batch, and SQLite may already have rolled it back.
+      if (isConstraint(error) && this.db.inTransaction) {
+        return toStoreError(error, 'commit', write.actorId);
+      }
+      throw error;
+    }
+  }
+
+  private apply(write: ActorWrite): void {
+    const { actorId, expectedVersion, actor, transition } = write;
+    if (write.lease !== undefined) {
+      // Checked under the write lock IMMEDIATE took: no other worker can take the
+      // lease between this check and the commit.
+      const current = this.sql
+        .get('SELECT owner, lease_until AS leaseUntil FROM actors WHERE id = ?')
+        .get(actorId) as { owner: string | null; leaseUntil: number | null } | undefined;
+      const lost = leaseViolation(write, current);
+      if (lost) throw lost;
+    }
+    if (expectedVersion === 0) {
+      const { changes } = this.sql
+        .get(INSERT_ACTOR)
+        .run({ ...actor, userId: write.userId ?? null, enteredAt: transition.at });
+      if (changes === 0) {
+        throw new ConcurrencyError({
+          actorId,
+          expectedVersion,
+          actualVersion: this.version(actorId),
+        });
+      }
+    } else {
+      const { changes } = this.sql.get(updateActorSql(write)).run({
+        id: actor.id,
+        version: actor.version,
+        snapshot: actor.snapshot,
+        updatedAt: actor.updatedAt,
+        headHash: actor.headHash,
+        state: actor.state,
+        status: actor.status,
+        chartVersion: actor.chartVersion,
+        enteredAt: transition.at,
+        expectedVersion,
+      });
+      if (changes === 0) {
+        const actualVersion = this.version(actorId);
+        if (actualVersion === undefined) throw actorMissing(actorId);
+        throw new ConcurrencyError({ actorId, expectedVersion, actualVersion });
+      }
+    }
+    this.applyTimers(write);
+    this.sql.get(INSERT_TRANSITION).run(transition);
+  }
+
+  private applyTimers(write: ActorWrite): void {
+    const { actorId, expectedVersion } = write;
+    const deleteTimer = this.sql.get('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?');
+    if (
+      write.consumeTimer !== undefined &&
+      deleteTimer.run(actorId, write.consumeTimer).changes !== 1
+    ) {
+      // The CAS matched, so the actor stood at expectedVersion: the timer was
+      // consumed by another writer at that version.
+      throw new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
+    }
+    if (write.cancelAllTimers === true) {
+      this.sql.get('DELETE FROM timers WHERE actor_id = ?').run(actorId);
+    } else {
+      for (const timerId of write.timersCancel) deleteTimer.run(actorId, timerId);
+    }
+    if (write.timersSet.length > 0) {
+      const upsert = this.sql.get(UPSERT_TIMER);
+      for (const timer of write.timersSet) upsert.run(timer);
+    }
+  }
+}
+
+function isConstraint(error: unknown): boolean {
+  return classifySqliteError(error) === 'constraint';
+}
+
+/** A failure that belongs to one write (a lost race, a lease, a bad row), not the batch. */
+function isOwnFailure(error: unknown): boolean {
+  return (
+    error instanceof ConcurrencyError ||
+    error instanceof LeaseLostError ||
+    error instanceof StoreError ||
+    isConstraint(error)
+  );
+}

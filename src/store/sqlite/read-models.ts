@@ -1,0 +1,195 @@
+/**
+ * SQLite's derived read models: `actor_index` (machine, state, status, user and
+ * state entry time per actor, indexed for statistics, time-in-state alerts and
+ * "a user's active agents") and `state_entries` (state-changing transitions by
+ * target state and time, for retry flapping).
+ *
+ * The commit never touches them. `read_model.applied` names the last transition
+ * (rowid; SQLite serialises writers, so rowids grow in commit order and the log is
+ * append-only) they include; a refresh applies what the log gained since, in one
+ * transaction, off the commit path. Queries overlay the actors changed after
+ * `applied` straight from the authoritative tables, so they are exact at any time,
+ * on read-only connections too.
+ */
+import type Database from 'better-sqlite3';
+import { checkLimit } from '../rules.ts';
+import type {
+  ActorCount,
+  ActorCountQuery,
+  ActorDwell,
+  StateEntryCount,
+  StateEntryQuery,
+  StatesQuery,
+} from '../types.ts';
+import type { Statements } from './connection.ts';
+
+/** Transitions applied per refresh statement: bounds one statement's memory. */
+const CHUNK = 20_000;
+/** An overlay this large is folded into the projection before a query (when writable). */
+const STALE_AFTER = 5_000;
+
+const INDEX_COLUMNS = `machine_id, state, status, user_id, state_since, created_at, updated_at`;
+const ACTOR_AS_INDEX = `machine_id, state, status, user_id, COALESCE(state_since, updated_at),
+  created_at, updated_at`;
+
+/** Actors as the read model sees them: the projection, with actors changed since overlaid. */
+const CURRENT_ACTORS = `
+  dirty(id) AS (SELECT DISTINCT actor_id FROM transitions WHERE rowid > @applied),
+  current(actor_id, ${INDEX_COLUMNS}) AS (
+    SELECT actor_id, ${INDEX_COLUMNS} FROM actor_index
+      WHERE actor_id NOT IN (SELECT id FROM dirty)
+    UNION ALL
+    SELECT id, ${ACTOR_AS_INDEX} FROM actors WHERE id IN (SELECT id FROM dirty))`;
+
+export class SqliteReadModels {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly sql: Statements,
+    private readonly writable: boolean,
+  ) {}
+
+  private applied(): number {
+    return this.sql
+      .get(`SELECT applied FROM read_model WHERE name = 'transitions'`)
+      .pluck()
+      .get() as number;
+  }
+
+  private head(): number {
+    return (this.sql.get('SELECT MAX(rowid) FROM transitions').pluck().get() as number | null) ?? 0;
+  }
+
+  /** The applied mark, after folding a large overlay in when this connection may write. */
+  private mark(): number {
+    const applied = this.applied();
+    if (this.writable && this.head() - applied > STALE_AFTER) {
+      this.refresh();
+      return this.applied();
+    }
+    return applied;
+  }
+
+  /** Applies the transitions logged since the last refresh. Returns how many. */
+  refresh(): number {
+    if (this.head() <= this.applied()) return 0;
+    return this.db
+      .transaction(() => {
+        // Re-read under the write lock: another connection may have refreshed.
+        let applied = this.applied();
+        const head = this.head();
+        const from = applied;
+        while (applied < head) {
+          const to = Math.min(head, applied + CHUNK);
+          this.sql
+            .get(
+              `INSERT OR IGNORE INTO state_entries (to_state, at, actor_id, seq)
+               SELECT to_state, at, actor_id, seq FROM transitions
+               WHERE rowid > ? AND rowid <= ? AND from_state IS NOT to_state`,
+            )
+            .run(applied, to);
+          this.sql
+            .get(
+              `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS})
+               SELECT id, ${ACTOR_AS_INDEX} FROM actors
+               WHERE id IN (SELECT actor_id FROM transitions WHERE rowid > ? AND rowid <= ?)
+               ON CONFLICT (actor_id) DO UPDATE SET machine_id = excluded.machine_id,
+                 state = excluded.state, status = excluded.status, user_id = excluded.user_id,
+                 state_since = excluded.state_since, created_at = excluded.created_at,
+                 updated_at = excluded.updated_at`,
+            )
+            .run(applied, to);
+          applied = to;
+        }
+        this.sql.get(`UPDATE read_model SET applied = ? WHERE name = 'transitions'`).run(head);
+        return head - from;
+      })
+      .immediate();
+  }
+
+  /** Rebuilds both read models from the authoritative tables. */
+  rebuild(): { actors: number; entries: number } {
+    return this.db
+      .transaction(() => {
+        this.db.exec('DELETE FROM actor_index; DELETE FROM state_entries;');
+        const actors = this.db
+          .prepare(
+            `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS}) SELECT id, ${ACTOR_AS_INDEX} FROM actors`,
+          )
+          .run().changes;
+        const entries = this.db
+          .prepare(
+            `INSERT INTO state_entries (to_state, at, actor_id, seq)
+             SELECT to_state, at, actor_id, seq FROM transitions WHERE from_state IS NOT to_state`,
+          )
+          .run().changes;
+        this.sql
+          .get(`UPDATE read_model SET applied = ? WHERE name = 'transitions'`)
+          .run(this.head());
+        return { actors, entries };
+      })
+      .immediate();
+  }
+
+  countActors(query: ActorCountQuery): ActorCount[] {
+    const filters: string[] = [];
+    if (query.machineId !== undefined) filters.push('machine_id = @machineId');
+    if (query.userId !== undefined) filters.push('user_id = @userId');
+    if (query.updatedSince !== undefined) filters.push('updated_at >= @updatedSince');
+    const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+    return this.sql
+      .get(
+        `WITH ${CURRENT_ACTORS}
+         SELECT machine_id AS machineId, state, status, COUNT(*) AS count,
+           TOTAL(updated_at - created_at) AS totalAgeMs
+         FROM current ${where}
+         GROUP BY machine_id, state, status ORDER BY machine_id, state, status`,
+      )
+      .all({ ...query, applied: this.mark() }) as ActorCount[];
+  }
+
+  actorsInStates(query: StatesQuery): ActorDwell[] {
+    const filters = ['state IN (SELECT value FROM json_each(@states))'];
+    if (query.machineId !== undefined) filters.push('machine_id = @machineId');
+    if (query.userId !== undefined) filters.push('user_id = @userId');
+    if (query.enteredBefore !== undefined) filters.push('state_since <= @enteredBefore');
+    return this.sql
+      .get(
+        `WITH ${CURRENT_ACTORS}
+         SELECT actor_id AS actorId, machine_id AS machineId, state, status,
+           state_since AS stateSince, updated_at AS updatedAt, user_id AS userId
+         FROM current WHERE ${filters.join(' AND ')}
+         ORDER BY state_since, actor_id LIMIT @limit`,
+      )
+      .all({
+        ...query,
+        states: JSON.stringify(query.states),
+        limit: checkLimit(query.limit ?? 100, 'query'),
+        applied: this.mark(),
+      }) as ActorDwell[];
+  }
+
+  countStateEntries(query: StateEntryQuery): StateEntryCount[] {
+    return this.sql
+      .get(
+        `WITH entries(actor_id) AS (
+           SELECT actor_id FROM state_entries
+           WHERE to_state IN (SELECT value FROM json_each(@states)) AND at >= @since
+           UNION ALL
+           SELECT actor_id FROM transitions
+           WHERE rowid > @applied AND to_state IN (SELECT value FROM json_each(@states))
+             AND at >= @since AND from_state IS NOT to_state),
+         e AS (SELECT actor_id, COUNT(*) AS count FROM entries
+               GROUP BY actor_id HAVING COUNT(*) >= @minCount)
+         SELECT e.actor_id AS actorId, a.machine_id AS machineId, a.state, a.status, e.count
+         FROM e JOIN actors a ON a.id = e.actor_id
+         ORDER BY e.count DESC, e.actor_id LIMIT @limit`,
+      )
+      .all({
+        states: JSON.stringify(query.toStates),
+        since: query.since,
+        minCount: Math.max(1, query.minCount ?? 1),
+        limit: checkLimit(query.limit ?? 100, 'query'),
+        applied: this.mark(),
+      }) as StateEntryCount[];
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * The rebuilt durable core: recovery acts once per stale actor (an overdue timer
+ * first, the policy only on a state still stale), loads refuse a snapshot that
+ * disagrees with its chain, creation builds no throwaway actor, concurrent sends
+ * share one commit, and recovery touches only unfinished work.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { assign, setup } from 'xstate';
+import { catalog, charts } from '../machines/index.ts';
+import {
+  ConcurrencyError,
+  ManualClock,
+  createDurableActor,
+  encodeSnapshot,
+  exploreMachine,
+  getRuntime,
+  openStore,
+  recover,
+  verify,
+  type ActorWrite,
+  type Store,
+} from '../src/index.ts';
+
+const task = catalog['task-lifecycle'];
+let dir: string;
+let file: string;
+const stores: Store[] = [];
+function open(url = `sqlite:${file}`): Store {
+  const store = openStore(url);
+  stores.push(store);
+  return store;
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agentcharts-core-'));
+  file = join(dir, 'db.sqlite');
+});
+afterEach(async () => {
+  for (const s of stores.splice(0)) {
+    await getRuntime(s).close();
+    await s.close().catch(() => undefined);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('recovery of a retrying task whose backoff ran out while the process was down', () => {
+  test('fires RETRY once and runs the last attempt: the stale-state policy does not act on the fresh state', async () => {
+    const clock = new ManualClock(1_000_000);
+    const first = open();
+    const actor = await createDurableActor(task.machine, {
+      id: 'refund-1',
+      store: first,
+      input: { taskId: 'refund-1', maxRetries: 3 },
+      clock,
+    });
+    await actor.send({ type: 'START' });
+    for (let i = 0; i < 2; i++) {
+      await actor.send({ type: 'TRANSIENT_ERROR', error: 'rate_limit' });
+      await actor.send({ type: 'RETRY' });
+    }
+    await actor.send({ type: 'TRANSIENT_ERROR', error: 'rate_limit' });
+    expect(actor.state).toBe('retrying');
+    expect(actor.getSnapshot().context.retry_count).toBe(2);
+    const [backoff] = await first.timers('refund-1');
+    expect(backoff?.timerId).toContain('retryBackoff');
+    const rowsBefore = (await first.history('refund-1')).length;
+    await getRuntime(first).close(); // the process dies with the backoff pending
+
+    const later = new ManualClock((backoff?.dueAt ?? 0) + 60_000);
+    const store = open();
+    const report = await recover(store, { charts: [task], clock: later });
+    expect(report.actors).toHaveLength(1);
+    expect(report.actors[0]).toMatchObject({
+      actorId: 'refund-1',
+      stateBefore: 'retrying',
+      stateAfter: 'running',
+      action: 'resumed',
+      timersFired: 1,
+    });
+    const rows = await store.history('refund-1');
+    expect(rows).toHaveLength(rowsBefore + 1);
+    expect(rows.at(-1)).toMatchObject({ fromState: 'retrying', toState: 'running' });
+    expect(rows.map((r) => JSON.parse(r.metadata) as { source: string })).not.toContainEqual(
+      expect.objectContaining({ source: 'recover' }),
+    );
+    const recovered = await createDurableActor(task.machine, {
+      id: 'refund-1',
+      store,
+      clock: later,
+    });
+    expect(recovered.getSnapshot().context.retry_count).toBe(3);
+    await recovered.send({ type: 'COMPLETE', result: 'refund_processed' });
+    expect(recovered.state).toBe('done');
+    expect((await verify(store, { charts: [task] })).ok).toBe(true);
+  });
+
+  test('a running task found after a restart still gets the policy: its attempt died with the process', async () => {
+    const clock = new ManualClock(0);
+    const first = open();
+    const actor = await createDurableActor(task.machine, {
+      id: 'refund-2',
+      store: first,
+      input: { taskId: 'refund-2' },
+      clock,
+    });
+    await actor.send({ type: 'START' });
+    await getRuntime(first).close();
+    const report = await recover(open(), { charts: [task], clock });
+    expect(report.actors[0]).toMatchObject({
+      stateBefore: 'running',
+      stateAfter: 'retrying',
+      action: 'sent',
+      event: { type: 'TRANSIENT_ERROR' },
+    });
+  });
+});
+
+describe('loading checks the snapshot against the head of its chain', () => {
+  async function stored(): Promise<void> {
+    const store = open();
+    const actor = await createDurableActor(task.machine, {
+      id: 't',
+      store,
+      input: { taskId: 't' },
+      clock: new ManualClock(0),
+    });
+    await actor.send({ type: 'START' });
+    await getRuntime(store).close();
+    await store.close();
+  }
+
+  test('an edited snapshot is corrupt: nothing is written on top of it', async () => {
+    await stored();
+    const raw = new Database(file);
+    const snapshot = raw
+      .prepare('SELECT snapshot FROM actors WHERE id = ?')
+      .pluck()
+      .get('t') as string;
+    raw
+      .prepare('UPDATE actors SET snapshot = ? WHERE id = ?')
+      .run(snapshot.replace('"retry_count":0', '"retry_count":2'), 't');
+    raw.close();
+    const store = open();
+    const error = await createDurableActor(task.machine, { id: 't', store }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ name: 'StoreError', kind: 'corrupt', actorId: 't' });
+    expect(await store.history('t')).toHaveLength(2);
+    expect((await store.loadActor('t'))?.version).toBe(2);
+  });
+
+  test('an edited last row is corrupt', async () => {
+    await stored();
+    const raw = new Database(file);
+    raw.exec('DROP TRIGGER transitions_no_update');
+    raw.prepare(`UPDATE transitions SET at = at + 1 WHERE actor_id = 't' AND seq = 2`).run();
+    raw.close();
+    const error = await createDurableActor(task.machine, { id: 't', store: open() }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ name: 'StoreError', kind: 'corrupt', actorId: 't' });
+  });
+
+  test('every row records the chart version and the hash of the snapshot it produced', async () => {
+    await stored();
+    const rows = await open().history('t');
+    expect(rows.map((r) => r.chartVersion)).toEqual([1, 1]);
+    expect(rows.every((r) => /^[0-9a-f]{64}$/.test(r.snapshotHash ?? ''))).toBe(true);
+  });
+});
+
+describe('creation', () => {
+  test('computes the initial snapshot once: no throwaway actor runs the context factory', async () => {
+    let contexts = 0;
+    const machine = setup({ types: { input: {} as { n: number } } }).createMachine({
+      id: 'counted',
+      context: ({ input }) => {
+        contexts++;
+        if (typeof input?.n !== 'number') throw new Error('input required');
+        return { n: input.n };
+      },
+      initial: 'a',
+      states: { a: {} },
+    });
+    const store = open('memory:');
+    await createDurableActor(machine, { id: 'c1', store, input: { n: 1 } });
+    await createDurableActor(machine, { id: 'c2', store, input: { n: 2 } });
+    // One per creation, plus at most one for the machine's shared inert scope.
+    expect(contexts).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('group commit', () => {
+  const counter = setup({}).createMachine({
+    id: 'counter',
+    context: { n: 0 },
+    on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+  });
+
+  function counting(inner: Store): Store & { batches: number[]; failFor?: string } {
+    const wrapper = Object.create(inner) as Store & { batches: number[]; failFor?: string };
+    wrapper.batches = [];
+    wrapper.commit = async (writes: readonly ActorWrite[]) => {
+      wrapper.batches.push(writes.length);
+      const kept = writes.filter((w) => w.actorId !== wrapper.failFor);
+      const results = await inner.commit(kept);
+      return writes.map((w) =>
+        w.actorId === wrapper.failFor
+          ? new ConcurrencyError({ actorId: w.actorId, expectedVersion: w.expectedVersion })
+          : (results.shift() ?? null),
+      );
+    };
+    return wrapper;
+  }
+
+  test('concurrent sends to different actors share one transaction; a failing write fails only its send', async () => {
+    const store = counting(open());
+    stores.push(store);
+    const actors = [];
+    for (let i = 0; i < 8; i++)
+      actors.push(await createDurableActor(counter, { id: `a${i}`, store }));
+    store.batches.length = 0;
+    store.failFor = 'a3';
+    const results = await Promise.allSettled(actors.map((a) => a.send({ type: 'INC' })));
+    expect(store.batches).toEqual([8]);
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect((await store.loadActor('a3'))?.version).toBe(1);
+    expect((await store.loadActor('a4'))?.version).toBe(2);
+  });
+});
+
+describe('recovery reads only unfinished work', () => {
+  test('finished actors are never loaded, and actors that only resume get no live actor', async () => {
+    const store = open();
+    const clock = new ManualClock(0);
+    for (let i = 0; i < 20; i++) {
+      const a = await createDurableActor(task.machine, {
+        id: `done-${i}`,
+        store,
+        input: { taskId: `done-${i}` },
+        clock,
+      });
+      await a.send({ type: 'START' });
+      await a.send({ type: 'COMPLETE', result: 'ok' });
+    }
+    for (let i = 0; i < 3; i++) {
+      await createDurableActor(task.machine, {
+        id: `planned-${i}`,
+        store,
+        input: { taskId: `planned-${i}` },
+        clock,
+      });
+    }
+    await getRuntime(store).close();
+    const fresh = open();
+    const loads: string[] = [];
+    const watched = Object.create(fresh) as Store;
+    watched.loadActorHead = (id: string) => {
+      loads.push(id);
+      return fresh.loadActorHead(id);
+    };
+    const report = await recover(watched, { charts: [task], clock });
+    expect(report.actors.map((a) => a.actorId).sort()).toEqual([
+      'planned-0',
+      'planned-1',
+      'planned-2',
+    ]);
+    expect(report.counts.resumed).toBe(3);
+    expect(loads).toEqual([]);
+    expect(getRuntime(watched).liveActor('planned-0')).toBeUndefined();
+  });
+});
+
+describe('snapshot encoding', () => {
+  test('writes what getPersistedSnapshot gives, for every reachable state of every chart', () => {
+    for (const chart of charts) {
+      const { states } = exploreMachine(chart.machine, {
+        events: chart.eventSamples,
+        input: chart.defaultInput,
+        ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
+      });
+      expect(states.size).toBeGreaterThan(1);
+      for (const snapshot of states.values()) {
+        const ours: unknown = JSON.parse(encodeSnapshot(chart.machine, snapshot));
+        const xstate: unknown = JSON.parse(
+          JSON.stringify(chart.machine.getPersistedSnapshot(snapshot)),
+        );
+        expect(ours).toEqual(xstate);
+      }
+    }
+  });
+});
