@@ -6,6 +6,7 @@ import { registerInspect } from './inspect.ts';
 import { registerHistory } from './history.ts';
 import { registerPaths } from './paths.ts';
 import { registerRecover } from './recover.ts';
+import { registerReindex } from './reindex.ts';
 import { registerServe } from './serve.ts';
 import { registerStatus } from './status.ts';
 import { registerTail } from './tail.ts';
@@ -23,6 +24,7 @@ export const commands: RegisterCommand[] = [
   registerPaths,
   registerRecover,
   registerVerify,
+  registerReindex,
   registerStatus,
   registerHistory,
   registerAlerts,

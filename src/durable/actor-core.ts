@@ -32,3 +32,31 @@ export interface SendOptions {
   fenced?: boolean | undefined;
   metadata?: Record<string, unknown> | undefined;
 }
+
+export type ActorOptions = {
+  schemas?: EventSchemas | undefined;
+  maxEventBytes?: number | undefined;
+};
+
+export function newCore(
+  runtime: DurableRuntime,
+  machine: AnyStateMachine,
+  versioning: ChartVersioning,
+  row: ActorRow,
+  snapshot: AnyMachineSnapshot,
+  options: ActorOptions,
+): ActorCore {
+  return {
+    id: row.id,
+    machine,
+    runtime,
+    versioning,
+    schemas: options.schemas,
+    maxEventBytes: options.maxEventBytes,
+    row,
+    snapshot,
+    stale: false,
+    listeners: new Set(),
+    emittedListeners: new Map(),
+  };
+}

@@ -4,24 +4,21 @@
  * snapshot checked against the head of its chain, migrated to the chart's
  * version), and loading by id through the charts a runtime knows.
  */
-import type { AnyMachineSnapshot, AnyStateMachine, EventObject, InputFrom } from 'xstate';
-import type { Logger } from 'pino';
-import type { ChartDefinition, EventSchemas, SnapshotMigration } from '../core/chart.ts';
-import type { Clock } from '../core/clock.ts';
+import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
+import type { ChartDefinition } from '../core/chart.ts';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
 import { chartMeta } from '../core/meta.ts';
-import { stateLabel } from '../core/state.ts';
-import { validateInput } from '../strict/events.ts';
 import type { ActorRow, Store, TimerRow, TransitionRow } from '../store/types.ts';
 import { DurableActor } from './actor.ts';
-import type { ActorCore } from './actor-core.ts';
-import { decodeActorRow, encodeSnapshot, type ChartVersioning } from './codec.ts';
-import { DurableInspection, type InspectorLike } from './inspection.ts';
-import { planActions } from './plan.ts';
-import { pureInitial } from './pure.ts';
-import { buildTransitionRow, checkHead, GENESIS_HASH } from './row.ts';
+import { decodeActorRow, type ChartVersioning } from './codec.ts';
+import { DurableInspection } from './inspection.ts';
+import { checkHead } from './row.ts';
 import { DurableRuntime, type RuntimeOptions } from './runtime.ts';
-import { afterCommit } from './send.ts';
+import { createActor } from './create.ts';
+import { newCore, type ActorOptions } from './actor-core.ts';
+import type { DurableActorOptions } from './options.ts';
+
+export type { DurableActorOptions } from './options.ts';
 
 const runtimes = new WeakMap<Store, DurableRuntime>();
 
@@ -44,61 +41,6 @@ export function getRuntime(store: Store, options?: RuntimeOptions): DurableRunti
     for (const chart of options?.charts ?? []) runtime.registerChart(chart);
   }
   return runtime;
-}
-
-export interface DurableActorOptions<TLogic extends AnyStateMachine> {
-  /** Actor id; the key of its row, its history and its steps. */
-  id: string;
-  store: Store;
-  /** Input for a new actor (ignored when the actor already exists). */
-  input?: InputFrom<TLogic>;
-  clock?: Clock;
-  logger?: Logger;
-  /** Snapshot version of the chart (default 1) and migrations from older ones. */
-  version?: number;
-  migrations?: Readonly<Record<number, SnapshotMigration>>;
-  schemas?: EventSchemas;
-  maxEventBytes?: number;
-  /** `load-or-create` (default), `load` (must exist) or `create` (must not exist). */
-  mode?: 'load-or-create' | 'load' | 'create';
-  /** Extra metadata recorded on the creation row (JSON-serialisable). */
-  metadata?: Record<string, unknown>;
-  /**
-   * The user the actor works for (the agent document's `user_id`), recorded at
-   * creation and indexed for "active agents of a user" queries.
-   */
-  userId?: string;
-  /**
-   * An inspector in XState's sense (`{ inspect }`, e.g. `createWebSocketInspector()`
-   * from `@statelyai/inspect`): every committed transition is reported to it as
-   * XState's own actor would, with the machine definition.
-   */
-  inspect?: InspectorLike;
-}
-
-type ActorOptions = { schemas?: EventSchemas | undefined; maxEventBytes?: number | undefined };
-
-function newCore(
-  runtime: DurableRuntime,
-  machine: AnyStateMachine,
-  versioning: ChartVersioning,
-  row: ActorRow,
-  snapshot: AnyMachineSnapshot,
-  options: ActorOptions,
-): ActorCore {
-  return {
-    id: row.id,
-    machine,
-    runtime,
-    versioning,
-    schemas: options.schemas,
-    maxEventBytes: options.maxEventBytes,
-    row,
-    snapshot,
-    stale: false,
-    listeners: new Set(),
-    emittedListeners: new Map(),
-  };
 }
 
 /** Makes a live actor of a stored row (checked against its head) and arms its timers. */
@@ -196,7 +138,7 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
     throw new StoreError({ operation: 'load', kind: 'not_found', actorId: options.id });
   }
   try {
-    return await create(runtime, machine, versioning, options, actorOptions);
+    return await createActor(runtime, machine, versioning, options, actorOptions);
   } catch (error) {
     if (error instanceof ConcurrencyError && mode === 'load-or-create') {
       // Another process created it first: load theirs.
@@ -205,91 +147,6 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
     }
     throw error;
   }
-}
-
-/** Commits a new actor: its initial snapshot, its creation row and its first timers. */
-async function create<TLogic extends AnyStateMachine>(
-  runtime: DurableRuntime,
-  machine: TLogic,
-  versioning: ChartVersioning,
-  options: DurableActorOptions<TLogic>,
-  actorOptions: ActorOptions,
-): Promise<DurableActor<TLogic>> {
-  validateInput(machine, options.input, options.id);
-  const now = runtime.clock.now();
-  const [initial, actions] = pureInitial(machine, options.input);
-  const plan = planActions(options.id, now, actions);
-  const state = stateLabel(initial.value);
-  const initEvent: EventObject =
-    options.input === undefined
-      ? { type: 'xstate.init' }
-      : ({ type: 'xstate.init', input: options.input } as EventObject);
-  const snapshot = encodeSnapshot(machine, initial);
-  const transition = buildTransitionRow({
-    actorId: options.id,
-    seq: 1,
-    fromState: null,
-    toState: state,
-    eventType: initEvent.type,
-    event: JSON.stringify(initEvent),
-    at: now,
-    metadata: JSON.stringify({ source: 'create', ...options.metadata }),
-    prevHash: GENESIS_HASH,
-    chartVersion: versioning.version,
-    snapshot,
-  });
-  const row: ActorRow = {
-    id: options.id,
-    machineId: machine.id,
-    chartVersion: versioning.version,
-    version: 1,
-    state,
-    status: initial.status,
-    snapshot,
-    createdAt: now,
-    updatedAt: now,
-    headHash: transition.hash,
-  };
-  try {
-    await runtime.commit({
-      actorId: options.id,
-      expectedVersion: 0,
-      actor: row,
-      transition,
-      timersSet: plan.timersSet,
-      timersCancel: [],
-      userId: options.userId,
-    });
-  } catch (error) {
-    const err = error instanceof Error ? error : new Error(String(error));
-    const race = error instanceof ConcurrencyError;
-    runtime.logger[race ? 'warn' : 'error'](
-      { actorId: options.id, machineId: machine.id, err },
-      'actor not created; nothing written',
-    );
-    runtime.notify('onWriteError', { actorId: options.id, error: err, at: now });
-    throw error;
-  }
-  const core = newCore(runtime, machine, versioning, row, initial, actorOptions);
-  const actor = new DurableActor<TLogic>(core);
-  runtime.track(actor);
-  if (runtime.owner !== undefined) await runtime.acquire([row.id]);
-  for (const t of plan.timersSet) runtime.schedule(t);
-  afterCommit(core, { ...plan, emitted: [] }, () => ({
-    actorId: options.id,
-    machineId: machine.id,
-    version: 1,
-    from: null,
-    to: state,
-    event: initEvent,
-    eventType: initEvent.type,
-    source: 'create',
-    at: now,
-    status: row.status,
-    snapshot: initial,
-    previous: undefined,
-  }));
-  return actor;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * SQLite's derived read models: `actor_index` (machine, state, status, user and
  * state entry time per actor, indexed for statistics, time-in-state alerts and
- * "a user's active agents") and `state_entries` (state-changing transitions by
- * target state and time, for retry flapping).
+ * "a user's active agents"), `state_entries` (state-changing transitions by
+ * target state and time, for retry flapping) and `transition_feed` (every
+ * transition by time, for the feed `tail` and streams follow).
  *
  * The commit never touches them. `read_model.applied` names the last transition
  * (rowid; SQLite serialises writers, so rowids grow in commit order and the log is
@@ -20,6 +21,7 @@ import type {
   StateEntryCount,
   StateEntryQuery,
   StatesQuery,
+  TransitionFeedRow,
 } from '../types.ts';
 import type { Statements } from './connection.ts';
 
@@ -31,6 +33,11 @@ const STALE_AFTER = 5_000;
 const INDEX_COLUMNS = `machine_id, state, status, user_id, state_since, created_at, updated_at`;
 const ACTOR_AS_INDEX = `machine_id, state, status, user_id, COALESCE(state_since, updated_at),
   created_at, updated_at`;
+
+const FEED_COLUMNS = `t.actor_id AS actorId, t.seq, t.from_state AS fromState,
+  t.to_state AS toState, t.event_type AS eventType, t.event, t.at, t.metadata,
+  t.prev_hash AS prevHash, t.hash, t.chart_version AS chartVersion,
+  t.snapshot_hash AS snapshotHash`;
 
 /** Actors as the read model sees them: the projection, with actors changed since overlaid. */
 const CURRENT_ACTORS = `
@@ -89,6 +96,12 @@ export class SqliteReadModels {
             .run(applied, to);
           this.sql
             .get(
+              `INSERT OR IGNORE INTO transition_feed (at, actor_id, seq)
+               SELECT at, actor_id, seq FROM transitions WHERE rowid > ? AND rowid <= ?`,
+            )
+            .run(applied, to);
+          this.sql
+            .get(
               `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS})
                SELECT id, ${ACTOR_AS_INDEX} FROM actors
                WHERE id IN (SELECT actor_id FROM transitions WHERE rowid > ? AND rowid <= ?)
@@ -110,7 +123,12 @@ export class SqliteReadModels {
   rebuild(): { actors: number; entries: number } {
     return this.db
       .transaction(() => {
-        this.db.exec('DELETE FROM actor_index; DELETE FROM state_entries;');
+        this.db.exec(
+          'DELETE FROM actor_index; DELETE FROM state_entries; DELETE FROM transition_feed;',
+        );
+        this.db
+          .prepare('INSERT INTO transition_feed SELECT at, actor_id, seq FROM transitions')
+          .run();
         const actors = this.db
           .prepare(
             `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS}) SELECT id, ${ACTOR_AS_INDEX} FROM actors`,
@@ -166,6 +184,33 @@ export class SqliteReadModels {
         limit: checkLimit(query.limit ?? 100, 'query'),
         applied: this.mark(),
       }) as ActorDwell[];
+  }
+
+  /** Transition rows at or after `since`, by time, actor and seq (the feed `tail` follows). */
+  transitionsSince(query: {
+    since: number;
+    machineId?: string | undefined;
+    limit?: number | undefined;
+  }): TransitionFeedRow[] {
+    const machine = query.machineId !== undefined ? 'WHERE a.machine_id = @machineId' : '';
+    return this.sql
+      .get(
+        `WITH feed(at, actor_id, seq) AS (
+           SELECT at, actor_id, seq FROM transition_feed WHERE at >= @since
+           UNION ALL
+           SELECT at, actor_id, seq FROM transitions WHERE rowid > @applied AND at >= @since)
+         SELECT ${FEED_COLUMNS}, a.machine_id AS machineId
+         FROM feed f
+         JOIN transitions t ON t.actor_id = f.actor_id AND t.seq = f.seq
+         JOIN actors a ON a.id = f.actor_id ${machine}
+         ORDER BY f.at, f.actor_id, f.seq LIMIT @limit`,
+      )
+      .all({
+        since: query.since,
+        machineId: query.machineId,
+        limit: checkLimit(query.limit ?? 1000, 'query'),
+        applied: this.mark(),
+      }) as TransitionFeedRow[];
   }
 
   countStateEntries(query: StateEntryQuery): StateEntryCount[] {

@@ -143,6 +143,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE transitions ADD COLUMN chart_version INTEGER;
       ALTER TABLE transitions ADD COLUMN snapshot_hash TEXT;
       DROP INDEX transitions_to_state_at;
+      DROP INDEX transitions_at;
 
       -- Timers keyed by (actor, timer) in one tree instead of a rowid table plus its key index.
       CREATE TABLE timers_by_actor (
@@ -187,6 +188,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         seq INTEGER NOT NULL,
         PRIMARY KEY (to_state, at, actor_id, seq)
       ) STRICT, WITHOUT ROWID;
+      -- The transition feed by time (tail, streams, inspectors).
+      CREATE TABLE transition_feed (
+        at INTEGER NOT NULL,
+        actor_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (at, actor_id, seq)
+      ) STRICT, WITHOUT ROWID;
       CREATE TABLE read_model (
         name TEXT PRIMARY KEY NOT NULL,
         applied INTEGER NOT NULL
@@ -196,6 +204,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
           created_at, updated_at FROM actors;
       INSERT INTO state_entries
         SELECT to_state, at, actor_id, seq FROM transitions WHERE from_state IS NOT to_state;
+      INSERT INTO transition_feed SELECT at, actor_id, seq FROM transitions;
       INSERT INTO read_model (name, applied)
         VALUES ('transitions', (SELECT COALESCE(MAX(rowid), 0) FROM transitions));
     `,

@@ -6,14 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import { StoreError, type StoreOperation } from '../../core/errors.ts';
-import {
-  byTimer,
-  checkHistoryPage,
-  checkLeaseRequest,
-  checkLimit,
-  compareText,
-  stepMiss,
-} from '../rules.ts';
+import { checkHistoryPage, checkLimit } from '../rules.ts';
 import type {
   ActorCount,
   ActorCountQuery,
@@ -38,7 +31,9 @@ import type {
 } from '../types.ts';
 import { SqliteCommitter } from './commit.ts';
 import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from './connection.ts';
+import { SqliteLeases } from './leases.ts';
 import { SqliteReadModels } from './read-models.ts';
+import { SqliteSteps } from './steps.ts';
 
 export { classifySqliteError, type SqliteStoreOptions } from './connection.ts';
 
@@ -48,8 +43,6 @@ const TRANSITION_COLUMNS = `actor_id AS actorId, seq, from_state AS fromState, t
   event_type AS eventType, event, at, metadata, prev_hash AS prevHash, hash,
   chart_version AS chartVersion, snapshot_hash AS snapshotHash`;
 const TIMER_COLUMNS = 'actor_id AS actorId, timer_id AS timerId, event, due_at AS dueAt';
-const STEP_COLUMNS = `key, actor_id AS actorId, name, status, result, started_at AS startedAt,
-  finished_at AS finishedAt, attempts`;
 const REJECTION_COLUMNS = `actor_id AS actorId, machine_id AS machineId, state,
   event_type AS eventType, reason, at`;
 
@@ -81,6 +74,8 @@ export class SqliteStore implements Store {
   private readonly statements: Statements;
   private readonly committer: SqliteCommitter;
   private readonly readModels: SqliteReadModels;
+  private readonly steps: SqliteSteps;
+  private readonly leases: SqliteLeases;
   private readonly refreshMs: number;
   private refreshTimer: NodeJS.Timeout | undefined;
 
@@ -91,6 +86,8 @@ export class SqliteStore implements Store {
     this.committer = new SqliteCommitter(this.db, this.statements);
     const writable = !(options.readonly ?? false);
     this.readModels = new SqliteReadModels(this.db, this.statements, writable);
+    this.steps = new SqliteSteps(this.statements);
+    this.leases = new SqliteLeases(this.db, this.statements);
     this.refreshMs = writable ? (options.readModelRefreshMs ?? 250) : 0;
   }
 
@@ -244,13 +241,8 @@ export class SqliteStore implements Store {
     });
   }
 
-  private stepRow(key: string): StepRow | undefined {
-    return this.sql(`SELECT ${STEP_COLUMNS} FROM steps WHERE key = ?`).get(key) as
-      StepRow | undefined;
-  }
-
   getStep(key: string): Promise<StepRow | undefined> {
-    return this.run('step', undefined, () => this.stepRow(key));
+    return this.run('step', undefined, () => this.steps.get(key));
   }
 
   beginStep(step: {
@@ -259,16 +251,7 @@ export class SqliteStore implements Store {
     name: string;
     startedAt: number;
   }): Promise<{ row: StepRow; created: boolean }> {
-    return this.run('step', step.actorId, () => {
-      const { changes } = this.sql(
-        `INSERT INTO steps (key, actor_id, name, status, result, started_at, finished_at, attempts)
-         VALUES (@key, @actorId, @name, 'executing', NULL, @startedAt, NULL, 1)
-         ON CONFLICT (key) DO NOTHING`,
-      ).run(step);
-      const row = this.stepRow(step.key);
-      if (row === undefined) throw stepMiss(step.key, row, 'present');
-      return { row, created: changes === 1 };
-    });
+    return this.run('step', step.actorId, () => this.steps.begin(step));
   }
 
   finishStep(
@@ -277,41 +260,15 @@ export class SqliteStore implements Store {
     result: string,
     finishedAt: number,
   ): Promise<void> {
-    return this.run('step', undefined, () => {
-      const { changes } = this.sql(
-        `UPDATE steps SET status = ?, result = ?, finished_at = ?
-         WHERE key = ? AND status = 'executing'`,
-      ).run(status, result, finishedAt, key);
-      if (changes === 0) throw stepMiss(key, this.stepRow(key), 'executing');
-    });
+    return this.run('step', undefined, () => this.steps.finish(key, status, result, finishedAt));
   }
 
   restartStep(key: string, startedAt: number): Promise<void> {
-    return this.run('step', undefined, () => {
-      const { changes } = this.sql(
-        `UPDATE steps SET status = 'executing', result = NULL, started_at = ?, finished_at = NULL,
-           attempts = attempts + 1
-         WHERE key = ? AND status <> 'done'`,
-      ).run(startedAt, key);
-      if (changes === 0) throw stepMiss(key, this.stepRow(key), 'executing or failed');
-    });
+    return this.run('step', undefined, () => this.steps.restart(key, startedAt));
   }
 
   listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
-    return this.run('step', query.actorId, () => {
-      const filters: string[] = [];
-      if (query.actorId !== undefined) filters.push('actor_id = @actorId');
-      if (query.status !== undefined) filters.push('status = @status');
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
-      return this.sql(`SELECT ${STEP_COLUMNS} FROM steps ${where} ORDER BY started_at, key`).all(
-        query,
-      ) as StepRow[];
-    });
-  }
-
-  /** Runs `work` in a BEGIN IMMEDIATE transaction (the write lock taken up front). */
-  private immediate<T>(work: () => T): T {
-    return this.db.transaction(work).immediate();
+    return this.run('step', query.actorId, () => this.steps.list(query));
   }
 
   acquireLeases(request: {
@@ -321,30 +278,7 @@ export class SqliteStore implements Store {
     limit: number;
     actorIds?: readonly string[] | undefined;
   }): Promise<LeaseRow[]> {
-    return this.run('commit', undefined, () => {
-      checkLeaseRequest('commit', request);
-      const { owner, now, leaseUntil, limit, actorIds } = request;
-      const free = '(owner IS NULL OR lease_until IS NULL OR lease_until < @now)';
-      const pick =
-        actorIds === undefined
-          ? `SELECT id FROM actors WHERE status = 'active' AND ${free} ORDER BY id LIMIT @limit`
-          : `SELECT id FROM actors WHERE id IN (SELECT value FROM json_each(@ids))
-               AND (${free} OR owner = @owner) ORDER BY id LIMIT @limit`;
-      const rows = this.immediate(
-        () =>
-          this.sql(
-            `UPDATE actors SET owner = @owner, lease_until = @leaseUntil WHERE id IN (${pick})
-             RETURNING id AS actorId, owner, lease_until AS leaseUntil`,
-          ).all({
-            owner,
-            now,
-            leaseUntil,
-            limit,
-            ids: JSON.stringify(actorIds ?? []),
-          }) as LeaseRow[],
-      );
-      return rows.sort((a, b) => compareText(a.actorId, b.actorId));
-    });
+    return this.run('commit', undefined, () => this.leases.acquire(request));
   }
 
   renewLeases(request: {
@@ -353,44 +287,15 @@ export class SqliteStore implements Store {
     leaseUntil: number;
     actorIds: readonly string[];
   }): Promise<string[]> {
-    return this.run('commit', undefined, () => {
-      checkLeaseRequest('commit', request);
-      const { owner, now, leaseUntil, actorIds } = request;
-      const ids = this.immediate(() =>
-        this.sql(
-          `UPDATE actors SET lease_until = @leaseUntil
-           WHERE owner = @owner AND lease_until >= @now
-             AND id IN (SELECT value FROM json_each(@ids))
-           RETURNING id`,
-        )
-          .pluck()
-          .all({ owner, now, leaseUntil, ids: JSON.stringify(actorIds) })
-          .map(String),
-      );
-      return ids.sort(compareText);
-    });
+    return this.run('commit', undefined, () => this.leases.renew(request));
   }
 
   releaseLeases(owner: string, actorIds: readonly string[]): Promise<void> {
-    return this.run('commit', undefined, () => {
-      checkLeaseRequest('commit', { owner });
-      this.sql(
-        `UPDATE actors SET owner = NULL, lease_until = NULL
-         WHERE owner = @owner AND id IN (SELECT value FROM json_each(@ids))`,
-      ).run({ owner, ids: JSON.stringify(actorIds) });
-    });
+    return this.run('commit', undefined, () => this.leases.release(owner, actorIds));
   }
 
   lease(actorId: string): Promise<LeaseRow | undefined> {
-    return this.run(
-      'load',
-      actorId,
-      () =>
-        this.sql(
-          `SELECT id AS actorId, owner, lease_until AS leaseUntil FROM actors
-           WHERE id = ? AND owner IS NOT NULL AND lease_until IS NOT NULL`,
-        ).get(actorId) as LeaseRow | undefined,
-    );
+    return this.run('load', actorId, () => this.leases.lease(actorId));
   }
 
   claimDueTimers(request: {
@@ -399,22 +304,7 @@ export class SqliteStore implements Store {
     claimUntil: number;
     limit: number;
   }): Promise<TimerClaim[]> {
-    return this.run('timer', undefined, () => {
-      checkLeaseRequest('timer', request);
-      const rows = this.immediate(
-        () =>
-          this.sql(
-            `UPDATE timers SET claimed_by = @owner, claim_until = @claimUntil
-             WHERE (actor_id, timer_id) IN (
-               SELECT actor_id, timer_id FROM timers
-               WHERE due_at <= @now
-                 AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until < @now)
-               ORDER BY due_at, actor_id, timer_id LIMIT @limit)
-             RETURNING ${TIMER_COLUMNS}, claimed_by AS claimedBy, claim_until AS claimUntil`,
-          ).all(request) as TimerClaim[],
-      );
-      return rows.sort(byTimer);
-    });
+    return this.run('timer', undefined, () => this.leases.claimDueTimers(request));
   }
 
   recordRejection(row: RejectionRow): Promise<void> {
@@ -466,22 +356,7 @@ export class SqliteStore implements Store {
     machineId?: string | undefined;
     limit?: number | undefined;
   }): Promise<TransitionFeedRow[]> {
-    return this.run('query', undefined, () => {
-      const machine = query.machineId !== undefined ? 'AND a.machine_id = @machineId' : '';
-      return this.sql(
-        `SELECT t.actor_id AS actorId, t.seq, t.from_state AS fromState, t.to_state AS toState,
-           t.event_type AS eventType, t.event, t.at, t.metadata, t.prev_hash AS prevHash,
-           t.hash, t.chart_version AS chartVersion, t.snapshot_hash AS snapshotHash,
-           a.machine_id AS machineId
-         FROM transitions t JOIN actors a ON a.id = t.actor_id
-         WHERE t.at >= @since ${machine}
-         ORDER BY t.at, t.actor_id, t.seq LIMIT @limit`,
-      ).all({
-        since: query.since,
-        machineId: query.machineId,
-        limit: checkLimit(query.limit ?? 1000, 'query'),
-      }) as TransitionFeedRow[];
-    });
+    return this.run('query', undefined, () => this.readModels.transitionsSince(query));
   }
 
   close(): Promise<void> {

@@ -1,0 +1,103 @@
+/**
+ * Creating a durable actor: its initial snapshot (computed once, without a
+ * throwaway actor), its creation row and its first timers, committed together.
+ */
+import type { AnyStateMachine, EventObject } from 'xstate';
+import { ConcurrencyError } from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
+import { validateInput } from '../strict/events.ts';
+import type { ActorRow } from '../store/types.ts';
+import { DurableActor } from './actor.ts';
+import { newCore, type ActorOptions } from './actor-core.ts';
+import { encodeSnapshot, type ChartVersioning } from './codec.ts';
+import type { DurableActorOptions } from './options.ts';
+import { planActions } from './plan.ts';
+import { pureInitial } from './pure.ts';
+import { buildTransitionRow, GENESIS_HASH } from './row.ts';
+import type { DurableRuntime } from './runtime.ts';
+import { afterCommit } from './send.ts';
+
+/** Commits a new actor: its initial snapshot, its creation row and its first timers. */
+export async function createActor<TLogic extends AnyStateMachine>(
+  runtime: DurableRuntime,
+  machine: TLogic,
+  versioning: ChartVersioning,
+  options: DurableActorOptions<TLogic>,
+  actorOptions: ActorOptions,
+): Promise<DurableActor<TLogic>> {
+  validateInput(machine, options.input, options.id);
+  const now = runtime.clock.now();
+  const [initial, actions] = pureInitial(machine, options.input);
+  const plan = planActions(options.id, now, actions);
+  const state = stateLabel(initial.value);
+  const initEvent: EventObject =
+    options.input === undefined
+      ? { type: 'xstate.init' }
+      : ({ type: 'xstate.init', input: options.input } as EventObject);
+  const snapshot = encodeSnapshot(machine, initial);
+  const transition = buildTransitionRow({
+    actorId: options.id,
+    seq: 1,
+    fromState: null,
+    toState: state,
+    eventType: initEvent.type,
+    event: JSON.stringify(initEvent),
+    at: now,
+    metadata: JSON.stringify({ source: 'create', ...options.metadata }),
+    prevHash: GENESIS_HASH,
+    chartVersion: versioning.version,
+    snapshot,
+  });
+  const row: ActorRow = {
+    id: options.id,
+    machineId: machine.id,
+    chartVersion: versioning.version,
+    version: 1,
+    state,
+    status: initial.status,
+    snapshot,
+    createdAt: now,
+    updatedAt: now,
+    headHash: transition.hash,
+  };
+  try {
+    await runtime.commit({
+      actorId: options.id,
+      expectedVersion: 0,
+      actor: row,
+      transition,
+      timersSet: plan.timersSet,
+      timersCancel: [],
+      userId: options.userId,
+    });
+  } catch (error) {
+    const err = error instanceof Error ? error : new Error(String(error));
+    const race = error instanceof ConcurrencyError;
+    runtime.logger[race ? 'warn' : 'error'](
+      { actorId: options.id, machineId: machine.id, err },
+      'actor not created; nothing written',
+    );
+    runtime.notify('onWriteError', { actorId: options.id, error: err, at: now });
+    throw error;
+  }
+  const core = newCore(runtime, machine, versioning, row, initial, actorOptions);
+  const actor = new DurableActor<TLogic>(core);
+  runtime.track(actor);
+  if (runtime.owner !== undefined) await runtime.acquire([row.id]);
+  for (const t of plan.timersSet) runtime.schedule(t);
+  afterCommit(core, { ...plan, emitted: [] }, () => ({
+    actorId: options.id,
+    machineId: machine.id,
+    version: 1,
+    from: null,
+    to: state,
+    event: initEvent,
+    eventType: initEvent.type,
+    source: 'create',
+    at: now,
+    status: row.status,
+    snapshot: initial,
+    previous: undefined,
+  }));
+  return actor;
+}

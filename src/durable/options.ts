@@ -1,0 +1,37 @@
+/** The options of a durable actor. */
+import type { AnyStateMachine, InputFrom } from 'xstate';
+import type { Logger } from 'pino';
+import type { EventSchemas, SnapshotMigration } from '../core/chart.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Store } from '../store/types.ts';
+import type { InspectorLike } from './inspection.ts';
+
+export interface DurableActorOptions<TLogic extends AnyStateMachine> {
+  /** Actor id; the key of its row, its history and its steps. */
+  id: string;
+  store: Store;
+  /** Input for a new actor (ignored when the actor already exists). */
+  input?: InputFrom<TLogic>;
+  clock?: Clock;
+  logger?: Logger;
+  /** Snapshot version of the chart (default 1) and migrations from older ones. */
+  version?: number;
+  migrations?: Readonly<Record<number, SnapshotMigration>>;
+  schemas?: EventSchemas;
+  maxEventBytes?: number;
+  /** `load-or-create` (default), `load` (must exist) or `create` (must not exist). */
+  mode?: 'load-or-create' | 'load' | 'create';
+  /** Extra metadata recorded on the creation row (JSON-serialisable). */
+  metadata?: Record<string, unknown>;
+  /**
+   * The user the actor works for (the agent document's `user_id`), recorded at
+   * creation and indexed for "active agents of a user" queries.
+   */
+  userId?: string;
+  /**
+   * An inspector in XState's sense (`{ inspect }`, e.g. `createWebSocketInspector()`
+   * from `@statelyai/inspect`): every committed transition is reported to it as
+   * XState's own actor would, with the machine definition.
+   */
+  inspect?: InspectorLike;
+}
