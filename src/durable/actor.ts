@@ -87,13 +87,21 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     });
   }
 
-  /** @internal Sends on behalf of recovery (recorded with source `recover`). */
-  sendFromRecovery(event: EventObject, reason: string): Promise<SnapshotFrom<TLogic>> {
+  /**
+   * @internal Sends on behalf of recovery (recorded with source `recover`, the
+   * reason, and when that recovery started).
+   */
+  sendFromRecovery(
+    event: EventObject,
+    reason: string,
+    recoveryStartedAt?: number,
+  ): Promise<SnapshotFrom<TLogic>> {
+    const metadata = recoveryStartedAt === undefined ? { reason } : { reason, recoveryStartedAt };
     return this.enqueue(
       async () =>
         (await processEvent(this.core, event, 'recover', {
           fenced: true,
-          metadata: { reason },
+          metadata,
         })) as SnapshotFrom<TLogic>,
     );
   }

@@ -149,7 +149,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       };
       report.actors.push(entry);
       try {
-        await recoverOne(runtime, row, timers.get(row.id) ?? [], entry);
+        await recoverOne(runtime, row, timers.get(row.id) ?? [], entry, startedAt);
       } catch (error) {
         entry.action = 'failed';
         entry.error = errorInfo(error);
@@ -187,6 +187,7 @@ async function recoverOne(
   row: ActorRow,
   timers: readonly TimerRow[],
   entry: RecoveryEntry,
+  startedAt: number,
 ): Promise<void> {
   const now = runtime.clock.now();
   const overdue = timers.filter((t) => t.dueAt <= now);
@@ -223,7 +224,7 @@ async function recoverOne(
   entry.reason = decision.reason;
   if (decision.action === 'send') {
     const actor = await adoptActorRow(runtime, row, timers);
-    await actor.sendFromRecovery(decision.event, decision.reason);
+    await actor.sendFromRecovery(decision.event, decision.reason, startedAt);
     entry.action = 'sent';
     entry.event = decision.event;
     entry.stateAfter = actor.state;
