@@ -14,6 +14,16 @@ import {
   leaseViolation,
   stepMiss,
 } from './rules.ts';
+import {
+  actorsInStates,
+  countActors,
+  countRejections,
+  countStateEntries,
+  listRejections,
+  newTables,
+  transitionsSince,
+  type MemoryTables,
+} from './memory-queries.ts';
 import type {
   ActorCount,
   ActorCountQuery,
@@ -49,17 +59,7 @@ export class MemoryStore implements Store {
   readonly location = 'memory:';
   // TypeScript `private`, not `#`: wrappers built with Object.create or Proxy
   // (instrumentation, fault injection) must still reach these members.
-  private readonly actorTable = new Map<string, ActorRow>();
-  private readonly transitionTable = new Map<string, TransitionRow[]>();
-  private readonly timerTable = new Map<string, Map<string, TimerRow>>();
-  private readonly stepTable = new Map<string, StepRow>();
-  private readonly rejectionTable: RejectionRow[] = [];
-  /** The user an actor works for (set at creation) and when it entered its current state. */
-  private readonly actorMeta = new Map<string, { userId: string | null; stateSince: number }>();
-  /** Lease columns of actors (absent: unowned). */
-  private readonly leaseTable = new Map<string, { owner: string; leaseUntil: number }>();
-  /** Claims of timers, keyed by {@link timerKey}; dropped when the timer is set or deleted. */
-  private readonly claimTable = new Map<string, { claimedBy: string; claimUntil: number }>();
+  private readonly t: MemoryTables = newTables();
   private closed = false;
 
   private ensureOpen(operation: StoreOperation, actorId?: string): void {
@@ -73,12 +73,12 @@ export class MemoryStore implements Store {
     const invalid = invalidWrite(write);
     if (invalid) return invalid;
     const { actorId, expectedVersion } = write;
-    const current = this.actorTable.get(actorId);
+    const current = this.t.actors.get(actorId);
     const lost = leaseViolation(
       write,
       current && {
-        owner: this.leaseTable.get(actorId)?.owner ?? null,
-        leaseUntil: this.leaseTable.get(actorId)?.leaseUntil ?? null,
+        owner: this.t.leases.get(actorId)?.owner ?? null,
+        leaseUntil: this.t.leases.get(actorId)?.leaseUntil ?? null,
       },
     );
     if (lost) return lost;
@@ -86,14 +86,11 @@ export class MemoryStore implements Store {
       if (current === undefined) return actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
     }
-    if (
-      write.consumeTimer !== undefined &&
-      !this.timerTable.get(actorId)?.has(write.consumeTimer)
-    ) {
+    if (write.consumeTimer !== undefined && !this.t.timers.get(actorId)?.has(write.consumeTimer)) {
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
     }
     // Rows are appended in seq order: only the last one can collide (O(1), whatever the history).
-    const last = this.transitionTable.get(actorId)?.at(-1);
+    const last = this.t.transitions.get(actorId)?.at(-1);
     if (last !== undefined && last.seq >= write.transition.seq) {
       return new StoreError({
         operation: 'commit',
@@ -112,31 +109,31 @@ export class MemoryStore implements Store {
         const error = this.conflict(write);
         if (error) return error;
         const { actorId } = write;
-        const createdAt = this.actorTable.get(actorId)?.createdAt ?? write.actor.createdAt;
-        const meta = this.actorMeta.get(actorId);
-        const sameState = this.actorTable.get(actorId)?.state === write.actor.state;
-        this.actorMeta.set(actorId, {
+        const createdAt = this.t.actors.get(actorId)?.createdAt ?? write.actor.createdAt;
+        const meta = this.t.meta.get(actorId);
+        const sameState = this.t.actors.get(actorId)?.state === write.actor.state;
+        this.t.meta.set(actorId, {
           userId: meta ? meta.userId : (write.userId ?? null),
           stateSince: meta && sameState ? meta.stateSince : write.transition.at,
         });
-        this.actorTable.set(actorId, { ...write.actor, createdAt });
-        const history = this.transitionTable.get(actorId) ?? [];
+        this.t.actors.set(actorId, { ...write.actor, createdAt });
+        const history = this.t.transitions.get(actorId) ?? [];
         history.push({ ...write.transition });
-        this.transitionTable.set(actorId, history);
-        const timers = this.timerTable.get(actorId) ?? new Map<string, TimerRow>();
+        this.t.transitions.set(actorId, history);
+        const timers = this.t.timers.get(actorId) ?? new Map<string, TimerRow>();
         const drop = (timerId: string) => {
           timers.delete(timerId);
-          this.claimTable.delete(timerKey(actorId, timerId));
+          this.t.claims.delete(timerKey(actorId, timerId));
         };
         if (write.consumeTimer !== undefined) drop(write.consumeTimer);
         for (const id of write.timersCancel) drop(id);
         if (write.cancelAllTimers === true) for (const id of [...timers.keys()]) drop(id);
         for (const t of write.timersSet) {
           // A re-armed timer is a new firing: any claim on the old one lapses.
-          this.claimTable.delete(timerKey(actorId, t.timerId));
+          this.t.claims.delete(timerKey(actorId, t.timerId));
           timers.set(t.timerId, { ...t });
         }
-        this.timerTable.set(actorId, timers);
+        this.t.timers.set(actorId, timers);
         return null;
       });
     });
@@ -145,7 +142,7 @@ export class MemoryStore implements Store {
   loadActor(actorId: string): Promise<ActorRow | undefined> {
     return settle(() => {
       this.ensureOpen('load', actorId);
-      const row = this.actorTable.get(actorId);
+      const row = this.t.actors.get(actorId);
       return row && { ...row };
     });
   }
@@ -155,9 +152,9 @@ export class MemoryStore implements Store {
   ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
     return settle(() => {
       this.ensureOpen('load', actorId);
-      const row = this.actorTable.get(actorId);
+      const row = this.t.actors.get(actorId);
       if (row === undefined) return undefined;
-      const head = this.transitionTable.get(actorId)?.at(-1);
+      const head = this.t.transitions.get(actorId)?.at(-1);
       return { actor: { ...row }, head: head?.seq === row.version ? { ...head } : undefined };
     });
   }
@@ -167,7 +164,7 @@ export class MemoryStore implements Store {
       this.ensureOpen('query');
       const limit = checkLimit(query.limit ?? 100, 'query');
       const { machineId, state, status, afterId } = query;
-      return [...this.actorTable.values()]
+      return [...this.t.actors.values()]
         .filter(
           (a) =>
             (machineId === undefined || a.machineId === machineId) &&
@@ -185,7 +182,7 @@ export class MemoryStore implements Store {
     return settle(() => {
       this.ensureOpen('query', actorId);
       const { afterSeq, limit } = checkHistoryPage(page);
-      const rows = this.transitionTable.get(actorId) ?? [];
+      const rows = this.t.transitions.get(actorId) ?? [];
       // seq runs 1, 2, 3, … in order: row `seq` sits at index seq - 1.
       const from = rows.findIndex((t) => t.seq > afterSeq);
       if (from < 0) return [];
@@ -198,16 +195,14 @@ export class MemoryStore implements Store {
   actorIdsWithHistory(): Promise<string[]> {
     return settle(() => {
       this.ensureOpen('query');
-      return [...this.transitionTable.keys()].sort(compareText);
+      return [...this.t.transitions.keys()].sort(compareText);
     });
   }
 
   timers(actorId: string): Promise<TimerRow[]> {
     return settle(() => {
       this.ensureOpen('timer', actorId);
-      return [...(this.timerTable.get(actorId)?.values() ?? [])]
-        .map((t) => ({ ...t }))
-        .sort(byTimer);
+      return [...(this.t.timers.get(actorId)?.values() ?? [])].map((t) => ({ ...t })).sort(byTimer);
     });
   }
 
@@ -232,13 +227,13 @@ export class MemoryStore implements Store {
   }
 
   private allTimers(): TimerRow[] {
-    return [...this.timerTable.values()].flatMap((m) => [...m.values()]);
+    return [...this.t.timers.values()].flatMap((m) => [...m.values()]);
   }
 
   getStep(key: string): Promise<StepRow | undefined> {
     return settle(() => {
       this.ensureOpen('step');
-      const row = this.stepTable.get(key);
+      const row = this.t.steps.get(key);
       return row && { ...row };
     });
   }
@@ -251,7 +246,7 @@ export class MemoryStore implements Store {
   }): Promise<{ row: StepRow; created: boolean }> {
     return settle(() => {
       this.ensureOpen('step', step.actorId);
-      const existing = this.stepTable.get(step.key);
+      const existing = this.t.steps.get(step.key);
       if (existing) return { row: { ...existing }, created: false };
       const row: StepRow = {
         key: step.key,
@@ -263,7 +258,7 @@ export class MemoryStore implements Store {
         finishedAt: null,
         attempts: 1,
       };
-      this.stepTable.set(step.key, row);
+      this.t.steps.set(step.key, row);
       return { row: { ...row }, created: true };
     });
   }
@@ -276,19 +271,19 @@ export class MemoryStore implements Store {
   ): Promise<void> {
     return settle(() => {
       this.ensureOpen('step');
-      const row = this.stepTable.get(key);
+      const row = this.t.steps.get(key);
       if (row?.status !== 'executing') throw stepMiss(key, row, 'executing');
-      this.stepTable.set(key, { ...row, status, result, finishedAt });
+      this.t.steps.set(key, { ...row, status, result, finishedAt });
     });
   }
 
   restartStep(key: string, startedAt: number): Promise<void> {
     return settle(() => {
       this.ensureOpen('step');
-      const row = this.stepTable.get(key);
+      const row = this.t.steps.get(key);
       if (row === undefined || row.status === 'done')
         throw stepMiss(key, row, 'executing or failed');
-      this.stepTable.set(key, {
+      this.t.steps.set(key, {
         ...row,
         status: 'executing',
         result: null,
@@ -302,7 +297,7 @@ export class MemoryStore implements Store {
   listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
     return settle(() => {
       this.ensureOpen('step');
-      return [...this.stepTable.values()]
+      return [...this.t.steps.values()]
         .filter(
           (s) =>
             (query.actorId === undefined || s.actorId === query.actorId) &&
@@ -325,24 +320,24 @@ export class MemoryStore implements Store {
       checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, limit, actorIds } = request;
       const free = (id: string) => {
-        const held = this.leaseTable.get(id);
+        const held = this.t.leases.get(id);
         return held === undefined || held.leaseUntil < now;
       };
       const candidates =
         actorIds === undefined
-          ? [...this.actorTable.values()].filter((a) => a.status === 'active' && free(a.id))
+          ? [...this.t.actors.values()].filter((a) => a.status === 'active' && free(a.id))
           : [...new Set(actorIds)]
-              .map((id) => this.actorTable.get(id))
+              .map((id) => this.t.actors.get(id))
               .filter(
                 (a): a is ActorRow =>
-                  a !== undefined && (free(a.id) || this.leaseTable.get(a.id)?.owner === owner),
+                  a !== undefined && (free(a.id) || this.t.leases.get(a.id)?.owner === owner),
               );
       return candidates
         .map((a) => a.id)
         .sort(compareText)
         .slice(0, limit)
         .map((actorId) => {
-          this.leaseTable.set(actorId, { owner, leaseUntil });
+          this.t.leases.set(actorId, { owner, leaseUntil });
           return { actorId, owner, leaseUntil };
         });
     });
@@ -360,12 +355,12 @@ export class MemoryStore implements Store {
       const { owner, now, leaseUntil } = request;
       return [...new Set(request.actorIds)]
         .filter((id) => {
-          const held = this.leaseTable.get(id);
+          const held = this.t.leases.get(id);
           return held?.owner === owner && held.leaseUntil >= now;
         })
         .sort(compareText)
         .map((id) => {
-          this.leaseTable.set(id, { owner, leaseUntil });
+          this.t.leases.set(id, { owner, leaseUntil });
           return id;
         });
     });
@@ -376,7 +371,7 @@ export class MemoryStore implements Store {
       this.ensureOpen('commit');
       checkLeaseRequest('commit', { owner });
       for (const id of actorIds) {
-        if (this.leaseTable.get(id)?.owner === owner) this.leaseTable.delete(id);
+        if (this.t.leases.get(id)?.owner === owner) this.t.leases.delete(id);
       }
     });
   }
@@ -384,7 +379,7 @@ export class MemoryStore implements Store {
   lease(actorId: string): Promise<LeaseRow | undefined> {
     return settle(() => {
       this.ensureOpen('load', actorId);
-      const held = this.leaseTable.get(actorId);
+      const held = this.t.leases.get(actorId);
       return held && { actorId, ...held };
     });
   }
@@ -401,13 +396,13 @@ export class MemoryStore implements Store {
       const { owner, now, claimUntil, limit } = request;
       return this.allTimers()
         .filter((t) => {
-          const claim = this.claimTable.get(timerKey(t.actorId, t.timerId));
+          const claim = this.t.claims.get(timerKey(t.actorId, t.timerId));
           return t.dueAt <= now && (claim === undefined || claim.claimUntil < now);
         })
         .sort(byTimer)
         .slice(0, limit)
         .map((t) => {
-          this.claimTable.set(timerKey(t.actorId, t.timerId), { claimedBy: owner, claimUntil });
+          this.t.claims.set(timerKey(t.actorId, t.timerId), { claimedBy: owner, claimUntil });
           return { ...t, claimedBy: owner, claimUntil };
         });
     });
@@ -416,120 +411,42 @@ export class MemoryStore implements Store {
   recordRejection(row: RejectionRow): Promise<void> {
     return settle(() => {
       this.ensureOpen('commit', row.actorId);
-      this.rejectionTable.push({ ...row });
+      this.t.rejections.push({ ...row });
     });
   }
 
   listRejections(query: { since?: number; actorId?: string } = {}): Promise<RejectionRow[]> {
     return settle(() => {
       this.ensureOpen('query');
-      return this.rejectionTable
-        .map((r, i) => ({ r, i }))
-        .filter(
-          ({ r }) =>
-            (query.since === undefined || r.at >= query.since) &&
-            (query.actorId === undefined || r.actorId === query.actorId),
-        )
-        .sort((a, b) => a.r.at - b.r.at || a.i - b.i)
-        .map(({ r }) => ({ ...r }));
+      return listRejections(this.t, query);
     });
   }
 
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
     return settle(() => {
       this.ensureOpen('query');
-      return this.rejectionTable.filter(
-        (r) =>
-          r.at >= query.since &&
-          (query.until === undefined || r.at < query.until) &&
-          (query.reason === undefined || r.reason === query.reason),
-      ).length;
+      return countRejections(this.t, query);
     });
   }
 
   countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
     return settle(() => {
       this.ensureOpen('query');
-      const groups = new Map<string, ActorCount>();
-      for (const a of this.actorTable.values()) {
-        if (query.machineId !== undefined && a.machineId !== query.machineId) continue;
-        if (query.userId !== undefined && this.actorMeta.get(a.id)?.userId !== query.userId) {
-          continue;
-        }
-        if (query.updatedSince !== undefined && a.updatedAt < query.updatedSince) continue;
-        const key = JSON.stringify([a.machineId, a.state, a.status]);
-        const group = groups.get(key) ?? {
-          machineId: a.machineId,
-          state: a.state,
-          status: a.status,
-          count: 0,
-          totalAgeMs: 0,
-        };
-        group.count++;
-        group.totalAgeMs += a.updatedAt - a.createdAt;
-        groups.set(key, group);
-      }
-      return [...groups.values()].sort(
-        (x, y) =>
-          compareText(x.machineId, y.machineId) ||
-          compareText(x.state, y.state) ||
-          compareText(x.status, y.status),
-      );
+      return countActors(this.t, query);
     });
   }
 
   actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
     return settle(() => {
       this.ensureOpen('query');
-      const limit = checkLimit(query.limit ?? 100, 'query');
-      const states = new Set(query.states);
-      const found: ActorDwell[] = [];
-      for (const a of this.actorTable.values()) {
-        const meta = this.actorMeta.get(a.id);
-        if (meta === undefined || !states.has(a.state)) continue;
-        if (query.machineId !== undefined && a.machineId !== query.machineId) continue;
-        if (query.userId !== undefined && meta.userId !== query.userId) continue;
-        if (query.enteredBefore !== undefined && meta.stateSince > query.enteredBefore) continue;
-        found.push({
-          actorId: a.id,
-          machineId: a.machineId,
-          state: a.state,
-          status: a.status,
-          stateSince: meta.stateSince,
-          updatedAt: a.updatedAt,
-          userId: meta.userId,
-        });
-      }
-      return found
-        .sort((x, y) => x.stateSince - y.stateSince || compareText(x.actorId, y.actorId))
-        .slice(0, limit);
+      return actorsInStates(this.t, query);
     });
   }
 
   countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
     return settle(() => {
       this.ensureOpen('query');
-      const limit = checkLimit(query.limit ?? 100, 'query');
-      const minCount = query.minCount ?? 1;
-      const states = new Set(query.toStates);
-      const found: StateEntryCount[] = [];
-      for (const [actorId, rows] of this.transitionTable) {
-        const count = rows.filter(
-          (t) => t.at >= query.since && states.has(t.toState) && t.fromState !== t.toState,
-        ).length;
-        const actor = this.actorTable.get(actorId);
-        if (actor === undefined || count === 0 || count < minCount) continue;
-        found.push({
-          actorId,
-          machineId: actor.machineId,
-          state: actor.state,
-          status: actor.status,
-          count,
-        });
-      }
-      return found
-        .sort((x, y) => y.count - x.count || compareText(x.actorId, y.actorId))
-        .slice(0, limit);
+      return countStateEntries(this.t, query);
     });
   }
 
@@ -540,21 +457,10 @@ export class MemoryStore implements Store {
   }): Promise<TransitionFeedRow[]> {
     return settle(() => {
       this.ensureOpen('query');
-      const limit = checkLimit(query.limit ?? 1000, 'query');
-      const rows: TransitionFeedRow[] = [];
-      for (const [actorId, history] of this.transitionTable) {
-        const machineId = this.actorTable.get(actorId)?.machineId;
-        if (machineId === undefined) continue;
-        if (query.machineId !== undefined && machineId !== query.machineId) continue;
-        for (const t of history) if (t.at >= query.since) rows.push({ ...t, machineId });
-      }
-      return rows
-        .sort((x, y) => x.at - y.at || compareText(x.actorId, y.actorId) || x.seq - y.seq)
-        .slice(0, limit);
+      return transitionsSince(this.t, query);
     });
   }
 
-  /** The memory store answers every query from its tables: nothing is derived. */
   refreshReadModels(): Promise<void> {
     return settle(() => this.ensureOpen('query'));
   }
@@ -562,7 +468,7 @@ export class MemoryStore implements Store {
   rebuildReadModels(): Promise<{ actors: number; entries: number }> {
     return settle(() => {
       this.ensureOpen('query');
-      return { actors: this.actorTable.size, entries: 0 };
+      return { actors: this.t.actors.size, entries: 0 };
     });
   }
 
