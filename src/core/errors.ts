@@ -258,3 +258,36 @@ export class ChartMetadataError extends AgentchartsError {
     this.field = fields.field;
   }
 }
+
+/**
+ * A machine uses an actor the durable runtime cannot make durable (a callback, an
+ * observable, custom logic): it would run outside the log and be lost on a
+ * restart. Raised when the actor is created or loaded (or when a transition would
+ * spawn one), naming where it is used and what to use instead; nothing is written.
+ */
+export class UnsupportedActorError extends AgentchartsError {
+  override name = 'UnsupportedActorError';
+  readonly machineId: string;
+  /** State path of the `invoke`, or of the transition whose action spawns it. */
+  readonly state: string;
+  /** The invoke id or spawned child id. */
+  readonly actorId: string;
+  /** What kind of actor logic it is: `callback`, `observable`, `transition`, `custom`, … */
+  readonly kind: string;
+  constructor(fields: {
+    machineId: string;
+    state: string;
+    actorId: string;
+    kind: string;
+    hint: string;
+  }) {
+    super(
+      'UNSUPPORTED_ACTOR',
+      `Machine "${fields.machineId}" in state "${fields.state}" uses actor "${fields.actorId}" (${fields.kind} logic), which a durable actor cannot persist: ${fields.hint}`,
+    );
+    this.machineId = fields.machineId;
+    this.state = fields.state;
+    this.actorId = fields.actorId;
+    this.kind = fields.kind;
+  }
+}

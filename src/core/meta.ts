@@ -73,6 +73,10 @@ export const eventMetaSchema = z.strictObject({
 export const chartMetaSchema = z.looseObject({
   events: z.record(z.string().min(1), eventMetaSchema).optional(),
   delays: z.record(z.string().min(1), z.string().min(1)).optional(),
+  /** Per invoke id: whether a run interrupted by a crash may simply run again. */
+  invokes: z
+    .record(z.string().min(1), z.strictObject({ rerun: z.enum(['safe', 'reconcile']) }))
+    .optional(),
 });
 
 /** An `after` transition's `meta`. */
@@ -172,6 +176,11 @@ export interface ChartMeta {
     snapshot: AnyMachineSnapshot,
     event: EventObject,
   ): { name: string; delay: string } | undefined;
+  /**
+   * Whether an invoked promise interrupted mid-run may run again without asking
+   * (root meta `invokes: { [id]: { rerun: 'safe' } }`); by default it is reconciled.
+   */
+  invokeRerunSafe(invokeId: string): boolean;
 }
 
 const cache = new WeakMap<AnyStateMachine, ChartMeta>();
@@ -336,6 +345,9 @@ function compile(machine: AnyStateMachine): ChartMeta {
         // A guard that throws decides nothing here; the delay's name is used.
       }
       return { name: name ?? root.delays?.[delay] ?? event.type, delay };
+    },
+    invokeRerunSafe(invokeId) {
+      return root.invokes?.[invokeId]?.rerun === 'safe';
     },
   };
   return meta;

@@ -21,6 +21,10 @@ export interface ActorCore {
   stale: boolean;
   readonly listeners: Set<(notice: TransitionNotice) => void>;
   readonly emittedListeners: Map<string, Set<(event: EventObject) => void>>;
+  /** Invoked promises running in this process, by invoke id. */
+  readonly invokes: Map<string, { key: string; controller: AbortController }>;
+  /** Delivers an invoke's outcome through the actor's mailbox and send path. */
+  deliver: (event: EventObject, key: string) => Promise<void>;
 }
 
 export interface SendOptions {
@@ -58,5 +62,7 @@ export function newCore(
     stale: false,
     listeners: new Set(),
     emittedListeners: new Map(),
+    invokes: new Map(),
+    deliver: () => Promise.resolve(),
   };
 }

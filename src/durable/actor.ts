@@ -18,7 +18,14 @@ import type { ActorCore } from './actor-core.ts';
 import type { LiveActor, TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
 import { processEvent, reload } from './send.ts';
-import { runStep, settleStep, stepKey, type StepReconciliation } from './steps.ts';
+import { resumeInvokes, type InvokeRecovery } from './invoke.ts';
+import {
+  runStep,
+  settleStep,
+  stepKey,
+  type ReconcileHook,
+  type StepReconciliation,
+} from './steps.ts';
 
 export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   readonly id: string;
@@ -32,6 +39,10 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   /** @internal Use {@link createDurableActor}. */
   constructor(core: ActorCore) {
     this.core = core;
+    core.deliver = (event, key) =>
+      this.enqueue(async () => {
+        await processEvent(core, event, 'invoke', { internal: true, metadata: { invoke: key } });
+      });
     this.id = core.id;
     this.machine = core.machine as TLogic;
     this.runtime = core.runtime;
@@ -153,6 +164,11 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     };
     this.tail = run.then(done, done);
     return run;
+  }
+
+  /** @internal Settles the invoked promises of the current state after a restart (see recover). */
+  resumeInvokes(reconcile: ReconcileHook | undefined): Promise<InvokeRecovery[]> {
+    return resumeInvokes(this.core, reconcile);
   }
 
   /** Re-reads the actor from the store (after a ConcurrencyError, or to see other writers). */

@@ -11,11 +11,11 @@ import { DurableActor } from './actor.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
 import type { DurableActorOptions } from './options.ts';
-import { planActions } from './plan.ts';
+import { planActions, planChildren } from './plan.ts';
 import { pureInitial } from './pure.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { afterCommit } from './send.ts';
+import { afterCommit, checkSpawns, startInvokes, stepsBegun } from './send.ts';
 
 /** Commits a new actor: its initial snapshot, its creation row and its first timers. */
 export async function createActor<TLogic extends AnyStateMachine>(
@@ -29,6 +29,8 @@ export async function createActor<TLogic extends AnyStateMachine>(
   const now = runtime.clock.now();
   const [initial, actions] = pureInitial(machine, options.input);
   const plan = planActions(options.id, now, actions);
+  planChildren(plan, undefined, initial);
+  checkSpawns(machine, plan, initial);
   const state = stateLabel(initial.value);
   const initEvent: EventObject =
     options.input === undefined
@@ -68,6 +70,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
       transition,
       timersSet: plan.timersSet,
       timersCancel: [],
+      stepsBegin: stepsBegun(options.id, plan, 1, now),
       userId: options.userId,
     });
   } catch (error) {
@@ -85,6 +88,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
   for (const t of plan.timersSet) runtime.schedule(t);
+  startInvokes(core, plan, 1);
   afterCommit(core, { ...plan, emitted: [] }, () => ({
     actorId: options.id,
     machineId: machine.id,

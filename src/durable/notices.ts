@@ -7,7 +7,7 @@ import type { InvalidEventError, InvalidTransitionError } from '../core/errors.t
 import type { ActorStatus } from '../store/types.ts';
 
 /** Where an event came from, recorded in the transition row's metadata. */
-export type EventSource = 'send' | 'timer' | 'recover';
+export type EventSource = 'send' | 'timer' | 'recover' | 'invoke';
 
 /** Told to subscribers after a transition committed. */
 export interface TransitionNotice {

@@ -14,6 +14,7 @@ import { decodeActorRow, type ChartVersioning } from './codec.ts';
 import { DurableInspection } from './inspection.ts';
 import { checkHead } from './row.ts';
 import { DurableRuntime, type RuntimeOptions } from './runtime.ts';
+import { checkDurableActors } from './actor-kinds.ts';
 import { createActor } from './create.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
 import type { DurableActorOptions } from './options.ts';
@@ -105,6 +106,7 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
   if (options.logger) runtimeOptions.logger = options.logger;
   const runtime = getRuntime(options.store, runtimeOptions);
   chartMeta(machine); // ill-formed chart metadata fails here, not on a later timer
+  checkDurableActors(machine); // so does an actor the runtime cannot persist
   const versioning = {
     version: options.version ?? 1,
     migrations: options.migrations ?? {},
@@ -205,6 +207,7 @@ function adoptLoaded(
   timers?: readonly TimerRow[],
 ): Promise<DurableActor<AnyStateMachine>> {
   const chart = runtime.chartFor(found.actor.machineId);
+  if (chart) checkDurableActors(chart.machine);
   if (!chart) {
     throw new StoreError({
       operation: 'load',

@@ -3,7 +3,7 @@
  * pure `transition()` returned: durable timer changes (delayed raises and their
  * cancels), emitted events, and user effects that run after the commit.
  */
-import type { EventObject } from 'xstate';
+import type { AnyActorLogic, AnyActorRef, EventObject } from 'xstate';
 import type { TimerRow } from '../store/types.ts';
 
 /** A user action, run after its transition committed. */
@@ -14,11 +14,22 @@ export interface Effect {
   params: unknown;
 }
 
+/** A child actor the transition spawned (an invoke entered, or `spawnChild`). */
+export interface Spawn {
+  id: string;
+  /** The child's logic (XState's actor ref carries it) and its input. */
+  logic: AnyActorLogic;
+  input: unknown;
+}
+
 export interface Plan {
   timersSet: TimerRow[];
   timersCancel: string[];
   emitted: EventObject[];
   effects: Effect[];
+  spawned: Spawn[];
+  /** Ids of child actors the transition stopped (their state was left). */
+  stopped: string[];
 }
 
 interface RaiseParams {
@@ -33,7 +44,14 @@ interface RaiseParams {
  * a timer set and cancelled in the same transition ends as whichever came last.
  */
 export function planActions(actorId: string, now: number, actions: readonly unknown[]): Plan {
-  const plan: Plan = { timersSet: [], timersCancel: [], emitted: [], effects: [] };
+  const plan: Plan = {
+    timersSet: [],
+    timersCancel: [],
+    emitted: [],
+    effects: [],
+    spawned: [],
+    stopped: [],
+  };
   for (const raw of actions) {
     const action = raw as Effect & { params?: RaiseParams };
     const params: RaiseParams = action.params ?? {};
@@ -63,6 +81,7 @@ export function planActions(actorId: string, now: number, actions: readonly unkn
       case 'xstate.emit':
         if (params.event) plan.emitted.push(params.event);
         break;
+
       default:
         // Other built-ins (assign, log) are applied inside the pure transition; user
         // actions run after commit.
@@ -70,4 +89,30 @@ export function planActions(actorId: string, now: number, actions: readonly unkn
     }
   }
   return plan;
+}
+
+type Children = Record<string, AnyActorRef | undefined>;
+
+/**
+ * The child actors a transition started and stopped, from the snapshots' children
+ * (a spawn inside `assign` leaves no action to read): a child is new when its id
+ * is new or holds another actor ref (its state was re-entered).
+ */
+export function planChildren(
+  plan: Plan,
+  previous: { children: unknown } | undefined,
+  next: { children: unknown },
+): void {
+  const before = (previous?.children ?? {}) as Children;
+  const after = next.children as Children;
+  for (const id in before) {
+    if (after[id] !== before[id]) plan.stopped.push(id);
+  }
+  for (const id in after) {
+    const child = after[id];
+    if (child === undefined || child === before[id]) continue;
+    const logic = (child as unknown as { logic: AnyActorLogic }).logic;
+    const input = (child.getSnapshot() as { input?: unknown } | undefined)?.input;
+    plan.spawned.push({ id, logic, input });
+  }
 }

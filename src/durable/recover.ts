@@ -7,6 +7,7 @@ import type { RecoveryDecision, RecoverySnapshot } from '../core/recovery.ts';
 import type { ActorRow, StepRow, Store, TimerRow } from '../store/types.ts';
 import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
+import type { InvokeRecovery } from './invoke.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
 import { decodeActorRow } from './codec.ts';
 
@@ -48,7 +49,8 @@ export interface RecoveryReport {
   actors: RecoveryEntry[];
   steps: Array<{
     key: string;
-    outcome: 'done' | 'not_done' | 'uncertain' | 'failed';
+    /** Steps: done, not_done, uncertain, failed; invoked promises also delivered, started, rerun. */
+    outcome: 'done' | 'not_done' | 'uncertain' | 'failed' | 'delivered' | 'started' | 'rerun';
     detail: string;
   }>;
   counts: { actors: number; resumed: number; sent: number; failed: number; timersFired: number };
@@ -92,6 +94,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
   const uncertain = new Map<string, StepRow[]>();
   for (const step of await store.listSteps({ status: 'executing' })) {
     if (runtime.liveActor(step.actorId)) continue; // running in this process, not interrupted
+    if (step.name.startsWith('invoke:')) continue; // settled with its actor's invokes
     const list = uncertain.get(step.actorId) ?? [];
     list.push(step);
     uncertain.set(step.actorId, list);
@@ -149,7 +152,11 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       };
       report.actors.push(entry);
       try {
-        await recoverOne(runtime, row, timers.get(row.id) ?? [], entry, startedAt);
+        const invokes = await recoverOne(runtime, row, timers.get(row.id) ?? [], entry, {
+          startedAt,
+          reconcile: options.reconcile,
+        });
+        report.steps.push(...invokes);
       } catch (error) {
         entry.action = 'failed';
         entry.error = errorInfo(error);
@@ -187,13 +194,15 @@ async function recoverOne(
   row: ActorRow,
   timers: readonly TimerRow[],
   entry: RecoveryEntry,
-  startedAt: number,
-): Promise<void> {
+  options: { startedAt: number; reconcile: ReconcileHook | undefined },
+): Promise<InvokeRecovery[]> {
   const now = runtime.clock.now();
   const overdue = timers.filter((t) => t.dueAt <= now);
   let state = row.state;
   let snapshot: RecoverySnapshot;
-  if (overdue.length > 0) {
+  let invokes: InvokeRecovery[] = [];
+  const stored = parseStored(row);
+  if (overdue.length > 0 || Object.keys(stored.children ?? {}).length > 0) {
     const actor = await adoptActorRow(runtime, row, timers);
     let moved = false;
     for (const timer of overdue) {
@@ -203,19 +212,22 @@ async function recoverOne(
         if (actor.state !== before) moved = true;
       }
     }
+    const before = actor.state;
+    invokes = await actor.resumeInvokes(options.reconcile);
+    if (actor.state !== before) moved = true;
     state = entry.stateAfter = actor.state;
     snapshot = actor.getSnapshot();
     if (snapshot.status !== 'active') {
-      entry.reason = `finished by an overdue timer (${state})`;
-      return;
+      entry.reason = `finished by an overdue timer or invoke (${state})`;
+      return invokes;
     }
     if (moved) {
-      entry.reason = `an overdue timer moved it to ${state}, which is not stale`;
-      return;
+      entry.reason = `an overdue timer or a settled invoke moved it to ${state}, which is not stale`;
+      return invokes;
     }
   } else {
     for (const t of timers) runtime.schedule(t);
-    snapshot = storedSnapshot(runtime, row);
+    snapshot = storedSnapshot(runtime, row, stored);
   }
   const chart = runtime.chartFor(row.machineId);
   const decision: RecoveryDecision = chart?.recovery
@@ -224,27 +236,18 @@ async function recoverOne(
   entry.reason = decision.reason;
   if (decision.action === 'send') {
     const actor = await adoptActorRow(runtime, row, timers);
-    await actor.sendFromRecovery(decision.event, decision.reason, startedAt);
+    await actor.sendFromRecovery(decision.event, decision.reason, options.startedAt);
     entry.action = 'sent';
     entry.event = decision.event;
     entry.stateAfter = actor.state;
   }
+  return invokes;
 }
 
-/**
- * The stored snapshot as a policy reads it, without building a live actor. A row
- * of another chart version goes through the full load (migrations) instead.
- */
-function storedSnapshot(runtime: DurableRuntime, row: ActorRow): RecoverySnapshot {
-  const chart = runtime.chartFor(row.machineId);
-  if (!chart) {
-    throw new StoreError({
-      operation: 'load',
-      kind: 'unknown_machine',
-      actorId: row.id,
-      detail: `machine "${row.machineId}" is not registered`,
-    });
-  }
+type Stored = Partial<RecoverySnapshot> & { children?: Record<string, unknown> };
+
+/** The stored snapshot JSON of a row, parsed (StoreError `corrupt` when it is not JSON). */
+function parseStored(row: ActorRow): Stored {
   let parsed: unknown;
   try {
     parsed = JSON.parse(row.snapshot);
@@ -254,16 +257,27 @@ function storedSnapshot(runtime: DurableRuntime, row: ActorRow): RecoverySnapsho
       { cause },
     );
   }
-  const persisted = parsed as Partial<RecoverySnapshot> | null;
-  if (
-    row.chartVersion !== chart.version ||
-    persisted === null ||
-    typeof persisted !== 'object' ||
-    persisted.value === undefined
-  ) {
+  return parsed !== null && typeof parsed === 'object' ? (parsed) : {};
+}
+
+/**
+ * The stored snapshot as a policy reads it, without building a live actor. A row
+ * of another chart version goes through the full load (migrations) instead.
+ */
+function storedSnapshot(runtime: DurableRuntime, row: ActorRow, stored: Stored): RecoverySnapshot {
+  const chart = runtime.chartFor(row.machineId);
+  if (!chart) {
+    throw new StoreError({
+      operation: 'load',
+      kind: 'unknown_machine',
+      actorId: row.id,
+      detail: `machine "${row.machineId}" is not registered`,
+    });
+  }
+  if (row.chartVersion !== chart.version || stored.value === undefined) {
     return decodeActorRow(chart.machine, chart, row);
   }
-  return { value: persisted.value, context: persisted.context, status: row.status };
+  return { value: stored.value, context: stored.context, status: row.status };
 }
 
 async function reconcileOne(

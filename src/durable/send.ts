@@ -4,7 +4,7 @@
  * Nothing is written unless the event is valid and legal in the stored state;
  * nothing runs (effects, listeners, observers) unless the commit is durable.
  */
-import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import {
   ConcurrencyError,
   InvalidEventError,
@@ -17,9 +17,11 @@ import { stateLabel } from '../core/state.ts';
 import { validateEvent } from '../strict/events.ts';
 import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore, SendOptions } from './actor-core.ts';
+import { checkActor } from './actor-kinds.ts';
 import { decodeActorRow, encodeSnapshot } from './codec.ts';
+import { invokeKey, invokeStepName, runInvoke, stopInvoke } from './invoke.ts';
 import type { EventSource, TransitionNotice } from './notices.ts';
-import { planActions, type Plan } from './plan.ts';
+import { planActions, planChildren, type Plan } from './plan.ts';
 import { pureTransition } from './pure.ts';
 import { rejectEvent } from './reject.ts';
 import { buildTransitionRow, checkHead } from './row.ts';
@@ -74,8 +76,10 @@ export async function processEvent(
     throw error;
   }
 
-  // 3. Plan timers and effects; 4. commit.
+  // 3. Plan timers, child actors and effects; 4. commit.
   const plan = planActions(core.id, now, actions);
+  planChildren(plan, previous, next);
+  checkSpawns(core.machine, plan, next);
   const write = buildWrite(core, parsed, previous, next, plan, source, options, now);
   try {
     await runtime.commit(write);
@@ -87,6 +91,7 @@ export async function processEvent(
   core.row = write.actor;
   core.snapshot = next;
   armTimers(runtime, write);
+  startInvokes(core, plan, write.actor.version);
   afterCommit(core, plan, () => ({
     actorId: core.id,
     machineId: core.machine.id,
@@ -163,10 +168,45 @@ function buildWrite(
     timersSet: finished ? [] : plan.timersSet,
     timersCancel: finished ? [] : plan.timersCancel,
     cancelAllTimers: finished,
+    stepsBegin: stepsBegun(core.id, plan, row.version + 1, now),
     consumeTimer: options.consumeTimer,
     lease: options.fenced ? core.runtime.fence() : undefined,
     previous: row,
   };
+}
+
+/** Child actors must be kinds the runtime persists (spawns inside `assign` are seen only here). */
+export function checkSpawns(machine: AnyStateMachine, plan: Plan, next: AnyMachineSnapshot): void {
+  for (const spawn of plan.spawned)
+    checkActor(machine, stateLabel(next.value), spawn.id, spawn.logic);
+}
+
+/** The steps a transition begins: one per invoked promise it entered. */
+export function stepsBegun(
+  actorId: string,
+  plan: Plan,
+  version: number,
+  now: number,
+): ActorWrite['stepsBegin'] {
+  if (plan.spawned.length === 0) return undefined;
+  return plan.spawned.map((spawn) => ({
+    key: invokeKey(actorId, spawn.id, version),
+    name: invokeStepName(spawn.id),
+    startedAt: now,
+  }));
+}
+
+/** After the commit: invokes whose state was left are aborted, new ones start. */
+export function startInvokes(core: ActorCore, plan: Plan, version: number): void {
+  for (const id of plan.stopped) stopInvoke(core, id);
+  for (const spawn of plan.spawned) {
+    void runInvoke(core, {
+      id: spawn.id,
+      key: invokeKey(core.id, spawn.id, version),
+      logic: spawn.logic,
+      input: spawn.input,
+    });
+  }
 }
 
 function armTimers(runtime: DurableRuntime, write: ActorWrite): void {

@@ -128,6 +128,17 @@ export class MemoryStore implements Store {
         if (write.consumeTimer !== undefined) drop(write.consumeTimer);
         for (const id of write.timersCancel) drop(id);
         if (write.cancelAllTimers === true) for (const id of [...timers.keys()]) drop(id);
+        for (const step of write.stepsBegin ?? []) {
+          if (this.t.steps.has(step.key)) continue;
+          this.t.steps.set(step.key, {
+            ...step,
+            actorId,
+            status: 'executing',
+            result: null,
+            finishedAt: null,
+            attempts: 0,
+          });
+        }
         for (const t of write.timersSet) {
           // A re-armed timer is a new firing: any claim on the old one lapses.
           this.t.claims.delete(timerKey(actorId, t.timerId));
@@ -274,6 +285,16 @@ export class MemoryStore implements Store {
       const row = this.t.steps.get(key);
       if (row?.status !== 'executing') throw stepMiss(key, row, 'executing');
       this.t.steps.set(key, { ...row, status, result, finishedAt });
+    });
+  }
+
+  startStep(key: string, startedAt: number): Promise<boolean> {
+    return settle(() => {
+      this.ensureOpen('step');
+      const row = this.t.steps.get(key);
+      if (row?.status !== 'executing' || row.attempts !== 0) return false;
+      this.t.steps.set(key, { ...row, attempts: 1, startedAt });
+      return true;
     });
   }
 

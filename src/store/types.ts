@@ -79,6 +79,12 @@ export interface ActorWrite {
   timersSet: TimerRow[];
   /** Timer ids of this actor to delete. */
   timersCancel: string[];
+  /**
+   * Steps this transition begins (an invoked promise entered with its state): each
+   * is inserted `executing` with 0 attempts — not started yet — unless its key
+   * exists. The runtime then claims its first run with {@link Store.startStep}.
+   */
+  stepsBegin?: ReadonlyArray<{ key: string; name: string; startedAt: number }> | undefined;
   /** Delete every timer of this actor (it finished): no read of its timers first. */
   cancelAllTimers?: boolean | undefined;
   /**
@@ -276,6 +282,12 @@ export interface Store {
     result: string,
     finishedAt: number,
   ): Promise<void>;
+  /**
+   * Claims the first run of a step a commit began (`executing`, 0 attempts):
+   * attempts become 1 and `startedAt` is set. False when it was already started,
+   * settled, or does not exist: exactly one caller runs it.
+   */
+  startStep(key: string, startedAt: number): Promise<boolean>;
   /** Re-arms an uncertain step for another execution (reconcile said `rerun`), attempts + 1. */
   restartStep(key: string, startedAt: number): Promise<void>;
   listSteps(query?: { actorId?: string; status?: StepStatus }): Promise<StepRow[]>;

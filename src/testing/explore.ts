@@ -68,9 +68,15 @@ export function delayedEvents(snapshot: AnyMachineSnapshot): EventObject[] {
   const seen = new Set<string>();
   const out: EventObject[] = [];
   for (const t of getNextTransitions(snapshot)) {
-    if (t.eventType.startsWith('xstate.after.') && !seen.has(t.eventType)) {
-      seen.add(t.eventType);
-      out.push({ type: t.eventType });
+    if (seen.has(t.eventType)) continue;
+    seen.add(t.eventType);
+    if (t.eventType.startsWith('xstate.after.')) out.push({ type: t.eventType });
+    // An invoked actor settling: its done event (no output) and its error event.
+    else if (t.eventType.startsWith('xstate.done.actor.')) {
+      out.push({ type: t.eventType, output: undefined } as EventObject);
+    } else if (t.eventType.startsWith('xstate.error.actor.')) {
+      const error = { name: 'Error', message: 'sample failure' };
+      out.push({ type: t.eventType, error } as EventObject);
     }
   }
   return out;
@@ -124,7 +130,8 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
       filterEvents: (s, e) => {
         const snap = s as AnyMachineSnapshot;
         if (snap.status === 'active' && snap.can(e)) return true;
-        if (!e.type.startsWith('xstate.after.')) {
+        // Timers and invoked actors' outcomes are delivered by the runtime, never sent.
+        if (!e.type.startsWith('xstate.')) {
           rejected.push({ from: serialize(snap), fromLabel: stateLabel(snap.value), event: e });
         }
         return false;

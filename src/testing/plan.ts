@@ -113,8 +113,13 @@ export interface TransitionPlan {
 /** Value, context and history: the default identity (see explore.ts). */
 export const serializeWithHistory = serializeSnapshotIdentity;
 
+/** Events the runtime delivers (a timer, an invoked actor settling), never a caller. */
 function isDelayedType(type: string): boolean {
-  return type.startsWith('xstate.after.');
+  return (
+    type.startsWith('xstate.after.') ||
+    type.startsWith('xstate.done.actor.') ||
+    type.startsWith('xstate.error.actor.')
+  );
 }
 
 function toStep(event: EventObject): PlannedStep {

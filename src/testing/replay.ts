@@ -46,10 +46,19 @@ export function applyStep<TLogic extends AnyStateMachine>(
       eventType: step.event.type,
       detail,
     });
-  const scheduled = Object.values(actor.ref.system.getSnapshot()._scheduledEvents).some(
-    (s) => s.event.type === step.event.type && s.target === actor.ref,
-  );
-  if (!scheduled) throw fail('the delayed event is not scheduled');
+  const type = step.event.type;
+  if (type.startsWith('xstate.after.')) {
+    const scheduled = Object.values(actor.ref.system.getSnapshot()._scheduledEvents).some(
+      (s) => s.event.type === type && s.target === actor.ref,
+    );
+    if (!scheduled) throw fail('the delayed event is not scheduled');
+  } else {
+    // An invoked actor's outcome: the child must be running (its state was entered).
+    const child = /^xstate\.(?:done|error)\.actor\.(.*)$/.exec(type)?.[1];
+    if (child === undefined || !(child in before.children)) {
+      throw fail('the invoked actor is not running');
+    }
+  }
   if (before.status !== 'active' || !before.can(step.event))
     throw fail('the delayed event is not enabled');
   actor.ref.send(step.event as EventFromLogic<TLogic>);

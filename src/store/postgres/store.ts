@@ -467,7 +467,7 @@ export class PostgresStore implements Store {
     return this.run('commit', single, async () => {
       const [only] = order;
       if (only === undefined) return results;
-      if (order.length === 1) {
+      if (order.length === 1 && (only.write.stepsBegin?.length ?? 0) === 0) {
         // One statement is atomic on its own: no BEGIN/COMMIT round trips.
         try {
           if (!(await this.applyWrite(this.pool, only.write))) {
@@ -560,7 +560,26 @@ export class PostgresStore implements Store {
     const statement = writeStatement(write);
     if (statement === undefined) return false;
     const result = await client.query<{ written: number }>(statement);
-    return result.rows[0]?.written === 1;
+    const written = result.rows[0]?.written === 1;
+    const steps = write.stepsBegin ?? [];
+    if (written && steps.length > 0) {
+      // In the batch's transaction (a write that begins steps never goes alone).
+      await client.query({
+        name: 'ac_begin_steps',
+        text: `INSERT INTO steps (key, actor_id, name, status, result, started_at, finished_at,
+            attempts)
+          SELECT x.key, $1, x.name, 'executing', NULL, x.started_at, NULL, 0
+          FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x (key, name, started_at)
+          ON CONFLICT (key) DO NOTHING`,
+        values: [
+          write.actorId,
+          steps.map((st) => st.key),
+          steps.map((st) => st.name),
+          steps.map((st) => st.startedAt),
+        ],
+      });
+    }
+    return written;
   }
 
   /**
@@ -754,6 +773,17 @@ export class PostgresStore implements Store {
         [status, result, finishedAt, key],
       );
       if (updated.rowCount === 0) throw stepMiss(key, await this.stepRow(key), 'executing');
+    });
+  }
+
+  startStep(key: string, startedAt: number): Promise<boolean> {
+    return this.run('step', undefined, async () => {
+      const updated = await this.pool.query(
+        `UPDATE steps SET attempts = 1, started_at = $1
+         WHERE key = $2 AND status = 'executing' AND attempts = 0`,
+        [startedAt, key],
+      );
+      return updated.rowCount === 1;
     });
   }
 

@@ -26,6 +26,11 @@ const UPSERT_TIMER = `INSERT INTO timers (actor_id, timer_id, event, due_at)
   ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
     due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`;
 
+const BEGIN_STEP = `INSERT INTO steps (key, actor_id, name, status, result, started_at,
+    finished_at, attempts)
+  VALUES (@key, @actorId, @name, 'executing', NULL, @startedAt, NULL, 0)
+  ON CONFLICT (key) DO NOTHING`;
+
 /**
  * The UPDATE of the actor row, setting only the columns that change. SQLite
  * rewrites an index entry when the UPDATE names one of its columns, whether or not
@@ -164,6 +169,10 @@ export class SqliteCommitter {
       }
     }
     this.applyTimers(write);
+    if (write.stepsBegin !== undefined && write.stepsBegin.length > 0) {
+      const begin = this.sql.get(BEGIN_STEP);
+      for (const step of write.stepsBegin) begin.run({ ...step, actorId });
+    }
     this.sql.get(INSERT_TRANSITION).run(transition);
   }
 

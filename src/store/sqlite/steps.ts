@@ -42,6 +42,16 @@ export class SqliteSteps {
     if (changes === 0) throw stepMiss(key, this.get(key), 'executing');
   }
 
+  start(key: string, startedAt: number): boolean {
+    const { changes } = this.sql
+      .get(
+        `UPDATE steps SET attempts = 1, started_at = ?
+         WHERE key = ? AND status = 'executing' AND attempts = 0`,
+      )
+      .run(startedAt, key);
+    return changes === 1;
+  }
+
   restart(key: string, startedAt: number): void {
     const { changes } = this.sql
       .get(

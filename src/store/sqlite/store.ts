@@ -263,6 +263,10 @@ export class SqliteStore implements Store {
     return this.run('step', undefined, () => this.steps.finish(key, status, result, finishedAt));
   }
 
+  startStep(key: string, startedAt: number): Promise<boolean> {
+    return this.run('step', undefined, () => this.steps.start(key, startedAt));
+  }
+
   restartStep(key: string, startedAt: number): Promise<void> {
     return this.run('step', undefined, () => this.steps.restart(key, startedAt));
   }

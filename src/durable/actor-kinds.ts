@@ -1,0 +1,151 @@
+/**
+ * Which of XState's actors a durable actor can persist. An invoked promise
+ * (`fromPromise`) becomes a durable step whose outcome is delivered through the
+ * send path; a child machine becomes a durable actor of its own. Anything else —
+ * a callback, an observable, custom logic — would run outside the log and vanish
+ * on a restart, so a chart using it is refused with a typed error naming where,
+ * never run silently.
+ */
+import type { AnyActorLogic, AnyStateMachine, AnyStateNode } from 'xstate';
+import { UnsupportedActorError } from '../core/errors.ts';
+
+export type ActorKind = 'promise' | 'machine' | 'callback' | 'observable' | 'transition' | 'custom';
+
+const kinds = new WeakMap<object, ActorKind>();
+
+/** Classifies actor logic by what it is and how it behaves (XState's logic carries no tag). */
+export function actorKind(logic: AnyActorLogic): ActorKind {
+  const known = kinds.get(logic);
+  if (known) return known;
+  const kind = classify(logic);
+  kinds.set(logic, kind);
+  return kind;
+}
+
+function classify(logic: AnyActorLogic): ActorKind {
+  const l = logic as AnyActorLogic & {
+    root?: unknown;
+    getStateNodeById?: unknown;
+    config?: unknown;
+  };
+  if (l.root !== undefined && typeof l.getStateNodeById === 'function') return 'machine';
+  if (typeof l.config === 'function') {
+    // fromPromise settles on its resolve event; fromCallback/fromObservable have no such event.
+    try {
+      const settled = l.transition(
+        { status: 'active', output: undefined, error: undefined, input: undefined },
+        { type: 'xstate.promise.resolve', data: 1 },
+        { self: {} } as never,
+      ) as { status?: string; output?: unknown } | undefined;
+      if (settled?.status === 'done' && settled.output === 1) return 'promise';
+    } catch {
+      // Not promise logic.
+    }
+    try {
+      const next = l.transition(
+        { status: 'active', context: undefined },
+        { type: 'xstate.observable.next', data: 1 },
+        { self: {} } as never,
+      ) as { context?: unknown } | undefined;
+      if (next?.context === 1) return 'observable';
+    } catch {
+      // Not observable logic.
+    }
+    return 'callback';
+  }
+  if (typeof l.config === 'object' && l.config !== null) return 'observable';
+  return 'custom';
+}
+
+/** The kinds this runtime persists. */
+const DURABLE: ReadonlySet<ActorKind> = new Set<ActorKind>(['promise']);
+
+const HINTS: Record<Exclude<ActorKind, 'promise'>, string> = {
+  machine:
+    'child machines are not durable in this version: run the child as its own durable actor and exchange events through the store, or invoke fromPromise steps',
+  callback:
+    'use fromPromise for a call that settles (an LLM or API call: a durable step), or a child machine for a long-lived conversation',
+  observable:
+    'use fromPromise per request, or a child machine fed by sendTo, so every message goes through the log',
+  transition: 'model it as a child machine (createMachine), which the runtime persists',
+  custom: 'use fromPromise or a child machine',
+};
+
+/** The logic an invoke or spawn names: a key of `setup({ actors })`, an inline invoke, or logic. */
+export function resolveActorLogic(
+  machine: AnyStateMachine,
+  src: string | AnyActorLogic,
+): AnyActorLogic | undefined {
+  if (typeof src !== 'string') return src;
+  const match = /^xstate\.invoke\.(\d+)\.(.*)$/.exec(src);
+  if (!match) return machine.implementations.actors[src] as AnyActorLogic | undefined;
+  const node = machine.getStateNodeById(match[2] as string);
+  const config = node.config.invoke as unknown;
+  const entry = (Array.isArray(config) ? config[Number(match[1])] : config) as
+    { src?: string | AnyActorLogic } | undefined;
+  return entry?.src === undefined ? undefined : resolveActorLogic(machine, entry.src);
+}
+
+/** Throws UnsupportedActorError unless `logic` is an actor kind the runtime persists. */
+export function checkActor(
+  machine: AnyStateMachine,
+  state: string,
+  actorId: string,
+  logic: AnyActorLogic | undefined,
+): ActorKind {
+  const kind = logic === undefined ? 'custom' : actorKind(logic);
+  if (DURABLE.has(kind) || kind === 'promise') return kind;
+  throw new UnsupportedActorError({
+    machineId: machine.id,
+    state,
+    actorId,
+    kind,
+    hint: HINTS[kind],
+  });
+}
+
+interface SpawnAction {
+  type?: string;
+  id?: string;
+  src?: string | AnyActorLogic;
+}
+
+function spawnsOf(actions: readonly unknown[] | undefined): SpawnAction[] {
+  return (actions ?? []).filter(
+    (a): a is SpawnAction =>
+      (typeof a === 'function' || typeof a === 'object') &&
+      a !== null &&
+      (a as SpawnAction).type === 'xstate.spawnChild',
+  );
+}
+
+const checked = new WeakSet<AnyStateMachine>();
+
+/**
+ * Checks every `invoke` and every `spawnChild` action of a machine, once per
+ * machine. Spawns made inside `assign` cannot be seen here; the send path checks
+ * the children a transition creates.
+ */
+export function checkDurableActors(machine: AnyStateMachine): void {
+  if (checked.has(machine)) return;
+  const walk = (node: AnyStateNode, path: string): void => {
+    for (const invoke of node.invoke) {
+      checkActor(machine, path, invoke.id, resolveActorLogic(machine, invoke.src));
+    }
+    const actions = [
+      ...node.entry,
+      ...node.exit,
+      ...[...node.transitions.values()].flatMap((ts) => ts.flatMap((t) => t.actions)),
+    ];
+    for (const spawn of spawnsOf(actions)) {
+      if (spawn.src === undefined) continue;
+      const id = spawn.id ?? (typeof spawn.src === 'string' ? spawn.src : 'spawned');
+      checkActor(machine, path, id, resolveActorLogic(machine, spawn.src));
+    }
+    for (const [key, child] of Object.entries(node.states)) {
+      walk(child, path ? `${path}.${key}` : key);
+    }
+  };
+  walk(machine.root, '');
+  checked.add(machine);
+}

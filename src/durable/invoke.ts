@@ -1,0 +1,298 @@
+/**
+ * Invoked promises as durable steps. Entering a state that invokes
+ * `fromPromise(fn)` begins a step in the same commit (keyed by actor, invoke id and
+ * the version that entered the state); the process that committed it runs `fn`
+ * once with `{ input, signal, key }` and delivers the outcome as XState's own
+ * `xstate.done.actor.<id>` / `xstate.error.actor.<id>` event through the send
+ * path. Leaving the state aborts `signal`; a result that arrives after that is
+ * recorded on the step, never delivered. After a crash, `recover()` settles the
+ * invoke like any step.
+ */
+import {
+  fromPromise,
+  type AnyActorLogic,
+  type AnyActorRef,
+  type EventObject,
+  type PromiseActorLogic,
+} from 'xstate';
+import { chartMeta } from '../core/meta.ts';
+import type { StepRow } from '../store/types.ts';
+import type { ActorCore } from './actor-core.ts';
+import { actorKind } from './actor-kinds.ts';
+import { settleStep, type ReconcileHook } from './steps.ts';
+
+/** What a durable promise receives: XState's arguments plus the step's idempotency key. */
+export interface DurablePromiseArgs<TInput> {
+  input: TInput;
+  /** Aborted when the invoking state is left before the promise settles. */
+  signal: AbortSignal;
+  /** `<actorId>:invoke:<invokeId>:<entry>`: pass it to the API you call to make it idempotent. */
+  key: string;
+}
+
+/**
+ * `fromPromise` whose function also receives the idempotency key of its run; in a
+ * plain XState actor the key is the actor's session id and invoke id.
+ *
+ * @example
+ * const llm = durablePromise(async ({ input, signal, key }: DurablePromiseArgs<{ prompt: string }>) =>
+ *   client.complete({ prompt: input.prompt, idempotencyKey: key }, { signal }));
+ */
+export function durablePromise<TOutput, TInput = undefined>(
+  fn: (args: DurablePromiseArgs<TInput>) => Promise<TOutput>,
+): PromiseActorLogic<TOutput, TInput> {
+  return fromPromise<TOutput, TInput>((args) => {
+    const key = (args as { key?: unknown }).key;
+    return fn({
+      input: args.input,
+      signal: args.signal,
+      key: typeof key === 'string' ? key : `${args.self.sessionId}:${args.self.id}`,
+    });
+  });
+}
+
+/** The step key of invoke `id` entered at actor version `version`. */
+export function invokeKey(actorId: string, id: string, version: number): string {
+  return `${actorId}:invoke:${id}:${version}`;
+}
+
+/** The step name of invoke `id` (its rows are found by actor and this name). */
+export function invokeStepName(id: string): string {
+  return `invoke:${id}`;
+}
+
+/** The invoke id and entry version of an invoke step key of `actorId`, if it is one. */
+export function parseInvokeKey(
+  actorId: string,
+  key: string,
+): { id: string; version: number } | undefined {
+  const prefix = `${actorId}:invoke:`;
+  if (!key.startsWith(prefix)) return undefined;
+  const rest = key.slice(prefix.length);
+  const cut = rest.lastIndexOf(':');
+  const version = Number(rest.slice(cut + 1));
+  return cut > 0 && Number.isSafeInteger(version) ? { id: rest.slice(0, cut), version } : undefined;
+}
+
+/** A JSON-safe form of what a promise rejected with. */
+export function errorValue(error: unknown): unknown {
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  try {
+    const text = JSON.stringify(error);
+    return text === undefined ? String(error) : (JSON.parse(text) as unknown);
+  } catch {
+    return String(error);
+  }
+}
+
+/** XState's done and error events of invoke `id`. */
+export function invokeDone(id: string, output: unknown): EventObject {
+  return { type: `xstate.done.actor.${id}`, output, actorId: id } as EventObject;
+}
+
+export function invokeError(id: string, error: unknown): EventObject {
+  return { type: `xstate.error.actor.${id}`, error, actorId: id } as EventObject;
+}
+
+/** The outcome of one run, as recorded on the step and delivered to the actor. */
+type Outcome = { ok: true; output: unknown } | { ok: false; error: unknown };
+
+/** Runs `fn` of a promise logic once; an output that is not JSON is an error of its own. */
+async function settle(logic: AnyActorLogic, args: DurablePromiseArgs<unknown>): Promise<Outcome> {
+  let output: unknown;
+  try {
+    const create = (logic as { config: (a: unknown) => unknown }).config;
+    output = await create({
+      ...args,
+      self: { id: args.key, sessionId: args.key, send: () => {} },
+      system: undefined,
+      emit: () => {},
+    });
+  } catch (error) {
+    return { ok: false, error: errorValue(error) };
+  }
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(output ?? null);
+  } catch {
+    text = undefined; // a BigInt, a cycle
+  }
+  if (text === undefined) {
+    return {
+      ok: false,
+      error: {
+        name: 'InvalidOutputError',
+        message: 'the promise resolved with a value that is not JSON',
+      },
+    };
+  }
+  return { ok: true, output: JSON.parse(text) as unknown };
+}
+
+/**
+ * Runs an invoke whose step a commit began: claims its first run (exactly one
+ * caller wins), runs it with an AbortSignal the state's exit fires, records the
+ * outcome on the step, and delivers it if the invoke is still the current one.
+ * `claimed` skips the claim (a reconcile said run it again).
+ */
+export async function runInvoke(
+  core: ActorCore,
+  invoke: { id: string; key: string; logic: AnyActorLogic; input: unknown },
+  claimed = false,
+): Promise<void> {
+  const { store, clock, logger } = core.runtime;
+  if (!claimed && !(await store.startStep(invoke.key, clock.now()))) return;
+  const controller = new AbortController();
+  core.invokes.set(invoke.id, { key: invoke.key, controller });
+  const outcome = await settle(invoke.logic, {
+    input: invoke.input,
+    signal: controller.signal,
+    key: invoke.key,
+  });
+  try {
+    await store.finishStep(
+      invoke.key,
+      outcome.ok ? 'done' : 'failed',
+      JSON.stringify(outcome.ok ? (outcome.output ?? null) : { error: outcome.error }),
+      clock.now(),
+    );
+  } catch (error) {
+    // Left `executing`: recovery settles it through the reconcile hook.
+    logger.error({ actorId: core.id, key: invoke.key, err: error }, 'invoke outcome not recorded');
+    return;
+  }
+  if (core.invokes.get(invoke.id)?.key !== invoke.key) return; // its state was left
+  core.invokes.delete(invoke.id);
+  await deliverOutcome(core, invoke.id, invoke.key, outcome);
+}
+
+/** Delivers a settled invoke's outcome through the actor's mailbox and send path. */
+export async function deliverOutcome(
+  core: ActorCore,
+  id: string,
+  key: string,
+  outcome: Outcome,
+): Promise<void> {
+  const event = outcome.ok ? invokeDone(id, outcome.output) : invokeError(id, outcome.error);
+  try {
+    await core.deliver(event, key);
+  } catch (error) {
+    core.runtime.logger.warn(
+      { actorId: core.id, key, eventType: event.type, err: error },
+      'invoke outcome not delivered',
+    );
+  }
+}
+
+/** Aborts a running invoke whose state was left: its late outcome is recorded, never delivered. */
+export function stopInvoke(core: ActorCore, id: string): void {
+  const running = core.invokes.get(id);
+  if (!running) return;
+  core.invokes.delete(id);
+  running.controller.abort();
+}
+
+/** The recorded outcome of a settled invoke step, from its row's result. */
+export function outcomeOf(status: 'done' | 'failed', result: string | null): Outcome {
+  const parsed = JSON.parse(result ?? 'null') as unknown;
+  if (status === 'done') return { ok: true, output: parsed };
+  const error = (parsed as { error?: unknown } | null)?.error;
+  return { ok: false, error: error ?? parsed };
+}
+
+/** What recovery did with one invoke found on a recovered actor. */
+export interface InvokeRecovery {
+  key: string;
+  outcome: 'delivered' | 'started' | 'rerun' | 'uncertain' | 'failed';
+  detail: string;
+}
+
+/**
+ * After a restart: every invoked promise of the actor's current state is settled.
+ * A recorded outcome is delivered; a step that never started runs now; one that
+ * was running when the process died is uncertain — the reconcile hook decides
+ * (done → delivered; not done → run again only when the chart marks the invoke
+ * safe to re-run), never blindly re-run.
+ */
+export async function resumeInvokes(
+  core: ActorCore,
+  reconcile: ReconcileHook | undefined,
+): Promise<InvokeRecovery[]> {
+  const children = core.snapshot.children as Record<string, AnyActorRef | undefined>;
+  const ids = Object.keys(children).filter((id) => !core.invokes.has(id));
+  if (ids.length === 0) return [];
+  const { store, clock } = core.runtime;
+  const steps = await store.listSteps({ actorId: core.id });
+  const report: InvokeRecovery[] = [];
+  for (const id of ids) {
+    const child = children[id] as AnyActorRef & { logic: AnyActorLogic };
+    if (actorKind(child.logic) !== 'promise') continue;
+    const row = latestStep(core.id, id, steps);
+    if (!row) continue;
+    const input = (child.getSnapshot() as { input?: unknown }).input;
+    const invoke = { id, key: row.key, logic: child.logic, input };
+    if (row.status !== 'executing') {
+      await deliverOutcome(core, id, row.key, outcomeOf(row.status, row.result));
+      report.push({ key: row.key, outcome: 'delivered', detail: `recorded ${row.status}` });
+    } else if (row.attempts === 0) {
+      void runInvoke(core, invoke);
+      report.push({ key: row.key, outcome: 'started', detail: 'never started before the stop' });
+    } else {
+      report.push(await settleUncertain(core, invoke, row, reconcile, clock.now()));
+    }
+  }
+  return report;
+}
+
+/** The step of invoke `id` entered last (the highest entry version). */
+function latestStep(actorId: string, id: string, steps: readonly StepRow[]): StepRow | undefined {
+  let latest: { row: StepRow; version: number } | undefined;
+  for (const row of steps) {
+    const parsed = parseInvokeKey(actorId, row.key);
+    if (parsed?.id === id && (!latest || parsed.version > latest.version)) {
+      latest = { row, version: parsed.version };
+    }
+  }
+  return latest?.row;
+}
+
+async function settleUncertain(
+  core: ActorCore,
+  invoke: { id: string; key: string; logic: AnyActorLogic; input: unknown },
+  row: StepRow,
+  reconcile: ReconcileHook | undefined,
+  now: number,
+): Promise<InvokeRecovery> {
+  const store = core.runtime.store;
+  const safe = chartMeta(core.machine).invokeRerunSafe(invoke.id);
+  try {
+    const decision = reconcile
+      ? await reconcile({
+          key: row.key,
+          actorId: core.id,
+          name: row.name,
+          startedAt: row.startedAt,
+          attempts: row.attempts,
+        })
+      : undefined;
+    if (decision?.status === 'done') {
+      await settleStep(store, row.key, decision, now);
+      await deliverOutcome(core, invoke.id, row.key, { ok: true, output: decision.result });
+      return { key: row.key, outcome: 'delivered', detail: 'reconciled as done' };
+    }
+    if (!safe) {
+      return {
+        key: row.key,
+        outcome: 'uncertain',
+        detail: decision
+          ? `reconciled as not done (${decision.reason}); the chart does not mark it safe to re-run`
+          : 'interrupted mid-run; no reconcile hook and the chart does not mark it safe to re-run',
+      };
+    }
+    await store.restartStep(row.key, now);
+    void runInvoke(core, invoke, true);
+    return { key: row.key, outcome: 'rerun', detail: 'interrupted mid-run; safe to re-run' };
+  } catch (error) {
+    return { key: row.key, outcome: 'failed', detail: JSON.stringify(errorValue(error)) };
+  }
+}

@@ -1,0 +1,338 @@
+/**
+ * XState's invoke in a durable actor: an invoked promise is a durable step whose
+ * outcome arrives as XState's own done/error event through the send path; actor
+ * kinds the runtime cannot persist are refused with a typed error, never ignored.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import {
+  assign,
+  createActor,
+  fromCallback,
+  fromPromise,
+  setup,
+  spawnChild,
+  toPromise,
+  type AnyStateMachine,
+  type PromiseActorLogic,
+} from 'xstate';
+import {
+  ManualClock,
+  UnsupportedActorError,
+  createDurableActor,
+  getRuntime,
+  openStore,
+  planTransitionTests,
+  recover,
+  toMermaid,
+  verify,
+  type Store,
+} from '../src/index.ts';
+
+let dir: string;
+let file: string;
+const stores: Store[] = [];
+function open(): Store {
+  const store = openStore(`sqlite:${file}`);
+  stores.push(store);
+  return store;
+}
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agentcharts-invoke-'));
+  file = join(dir, 'db.sqlite');
+});
+afterEach(async () => {
+  for (const s of stores.splice(0)) {
+    await getRuntime(s).close();
+    await s.close().catch(() => undefined);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A deferred promise: the test decides when the invoked call settles. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  const start = Date.now();
+  while (!(await condition())) {
+    if (Date.now() - start > 5000) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+const calls: Array<{ input: unknown; key: string | undefined; signal: AbortSignal }> = [];
+let pending = deferred<unknown>();
+
+function agent(
+  llm: PromiseActorLogic<unknown, { question: string }> = fromPromise(
+    async ({ input, signal, ...rest }) => {
+      calls.push({ input, signal, key: (rest as { key?: string }).key });
+      return pending.promise;
+    },
+  ),
+) {
+  return setup({
+    types: { context: {} as { answer: unknown; failures: number; question: string } },
+    actors: { llm },
+  }).createMachine({
+    id: 'agent',
+    context: { answer: null, failures: 0, question: 'why?' },
+    initial: 'idle',
+    states: {
+      idle: { on: { ASK: 'thinking' } },
+      thinking: {
+        invoke: {
+          id: 'llm',
+          src: 'llm',
+          input: ({ context }) => ({ question: context.question }),
+          onDone: { target: 'answered', actions: assign({ answer: ({ event }) => event.output }) },
+          onError: [
+            {
+              guard: ({ context }) => context.failures < 1,
+              target: 'idle',
+              actions: assign({ failures: ({ context }) => context.failures + 1 }),
+            },
+            { target: 'failed' },
+          ],
+        },
+        on: { CANCEL: 'idle' },
+      },
+      answered: { type: 'final' },
+      failed: { type: 'final' },
+    },
+  });
+}
+
+beforeEach(() => {
+  calls.length = 0;
+  pending = deferred();
+});
+
+describe('actor kinds a durable actor cannot persist', () => {
+  test('an invoked callback is refused at creation, naming machine, state and invoke', async () => {
+    const machine = setup({ actors: { ticker: fromCallback(() => () => {}) } }).createMachine({
+      id: 'ticking',
+      initial: 'a',
+      states: { a: { on: { GO: 'b' } }, b: { invoke: { id: 'tick', src: 'ticker' } } },
+    });
+    const error = await createDurableActor(machine, { id: 'x', store: open() }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UnsupportedActorError);
+    expect(error).toMatchObject({
+      machineId: 'ticking',
+      state: 'b',
+      actorId: 'tick',
+      kind: 'callback',
+    });
+    expect((error as Error).message).toMatch(/fromPromise/);
+  });
+
+  test('a callback spawned inside assign is refused by the transition: nothing written', async () => {
+    const machine = setup({}).createMachine({
+      id: 'spawner',
+      context: { ref: null },
+      on: {
+        SPAWN: {
+          actions: assign({
+            ref: ({ spawn }) =>
+              (spawn as unknown as (logic: unknown, options: { id: string }) => unknown)(
+                fromCallback(() => () => {}),
+                { id: 'cb' },
+              ),
+          }),
+        },
+      },
+    });
+    const store = open();
+    const actor = await createDurableActor(machine, { id: 's', store });
+    await expect(actor.send({ type: 'SPAWN' })).rejects.toBeInstanceOf(UnsupportedActorError);
+    expect(await store.history('s')).toHaveLength(1);
+    expect(actor.version).toBe(1);
+  });
+
+  test('a spawnChild of a callback is refused at creation', async () => {
+    const machine = setup({ actors: { cb: fromCallback(() => () => {}) } }).createMachine({
+      id: 'spawn-child',
+      on: { GO: { actions: spawnChild('cb', { id: 'c1' }) } },
+    });
+    await expect(createDurableActor(machine, { id: 'y', store: open() })).rejects.toMatchObject({
+      name: 'UnsupportedActorError',
+      actorId: 'c1',
+    });
+  });
+});
+
+describe('an invoked promise is a durable step', () => {
+  test('runs once per entry with input, key and signal; its output arrives as xstate.done.actor', async () => {
+    const store = open();
+    const actor = await createDurableActor(agent(), { id: 'a1', store, clock: new ManualClock(5) });
+    await actor.send({ type: 'ASK' });
+    await until(() => calls.length === 1);
+    expect(calls[0]).toMatchObject({ input: { question: 'why?' }, key: 'a1:invoke:llm:2' });
+    pending.resolve({ text: '42' });
+    await until(() => actor.state === 'answered');
+    expect(actor.getSnapshot().context.answer).toEqual({ text: '42' });
+    const rows = await store.history('a1');
+    expect(rows.at(-1)).toMatchObject({ eventType: 'xstate.done.actor.llm', toState: 'answered' });
+    expect(JSON.parse(rows.at(-1)?.metadata ?? '{}')).toEqual({
+      source: 'invoke',
+      invoke: 'a1:invoke:llm:2',
+    });
+    expect(await store.getStep('a1:invoke:llm:2')).toMatchObject({ status: 'done', attempts: 1 });
+    expect(calls).toHaveLength(1);
+    expect((await verify(store, { charts: [chartOf(agent())] })).ok).toBe(true);
+  });
+
+  test('a rejection arrives as xstate.error.actor with a JSON error, guards and assign apply', async () => {
+    const store = open();
+    const actor = await createDurableActor(agent(), { id: 'a2', store });
+    await actor.send({ type: 'ASK' });
+    await until(() => calls.length === 1);
+    pending.reject('rate limited'); // not an Error
+    await until(() => actor.state === 'idle');
+    expect(actor.getSnapshot().context.failures).toBe(1);
+    pending = deferred();
+    await actor.send({ type: 'ASK' }); // a new entry: a new step
+    await until(() => calls.length === 2);
+    expect(calls[1]?.key).toBe('a2:invoke:llm:4');
+    pending.reject(new RangeError('boom'));
+    await until(() => actor.state === 'failed');
+    const last = JSON.parse((await store.history('a2')).at(-1)?.event ?? '{}') as unknown;
+    expect(last).toMatchObject({
+      type: 'xstate.error.actor.llm',
+      error: { name: 'RangeError', message: 'boom' },
+    });
+  });
+
+  test('leaving the state aborts the call; its late result is recorded, never delivered', async () => {
+    const store = open();
+    const actor = await createDurableActor(agent(), { id: 'a3', store });
+    await actor.send({ type: 'ASK' });
+    await until(() => calls.length === 1);
+    await actor.send({ type: 'CANCEL' });
+    expect(calls[0]?.signal.aborted).toBe(true);
+    pending.resolve('too late');
+    await until(async () => (await store.getStep('a3:invoke:llm:2'))?.status === 'done');
+    expect(actor.state).toBe('idle');
+    expect(await store.history('a3')).toHaveLength(3);
+  });
+
+  test('an output that is not JSON is delivered as a typed error', async () => {
+    const machine = agent(
+      fromPromise<unknown, { question: string }>(() => Promise.resolve({ big: 10n })),
+    );
+    const actor = await createDurableActor(machine, { id: 'a4', store: open() });
+    await actor.send({ type: 'ASK' });
+    await until(() => actor.state === 'idle');
+    expect(actor.getSnapshot().context.failures).toBe(1);
+  });
+
+  test('behaves as plain XState: same states and context on the same events and results', async () => {
+    const logic = fromPromise<unknown, { question: string }>(({ input }) =>
+      Promise.resolve({ echo: input.question }),
+    );
+    const plain = createActor(agent(logic)).start();
+    plain.send({ type: 'ASK' });
+    await toPromise(plain);
+    const durable = await createDurableActor(agent(logic), { id: 'a5', store: open() });
+    await durable.send({ type: 'ASK' });
+    await until(() => durable.getSnapshot().status === 'done');
+    expect(durable.getSnapshot().value).toEqual(plain.getSnapshot().value);
+    expect(durable.getSnapshot().context).toEqual(plain.getSnapshot().context);
+  });
+});
+
+describe('invoked promises after a crash', () => {
+  test('one that never started runs on recovery; one interrupted mid-run is reconciled, never re-run blindly', async () => {
+    const first = open();
+    const a = await createDurableActor(agent(), { id: 'never', store: first });
+    const b = await createDurableActor(agent(), { id: 'midway', store: first });
+    await b.send({ type: 'ASK' });
+    await until(() => calls.length === 1); // midway's call is running when the process dies
+    // `never`: the entry commits, then the process dies before the call starts.
+    first.startStep = () => Promise.resolve(false);
+    await a.send({ type: 'ASK' });
+    await getRuntime(first).close();
+
+    const store = open();
+    pending = deferred();
+    const machine = agent();
+    const report = await recover(store, {
+      charts: [chartOf(machine)],
+      reconcile: (step) => ({ status: 'done', result: { reconciled: step.key } }),
+    });
+    expect(report.steps).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ key: 'never:invoke:llm:2', outcome: 'started' }),
+        expect.objectContaining({ key: 'midway:invoke:llm:2', outcome: 'delivered' }),
+      ]),
+    );
+    expect((await store.loadActor('midway'))?.state).toBe('answered');
+    await until(() => calls.length === 2); // never's call, started by recovery
+    pending.resolve('late but once');
+    await until(async () => (await store.loadActor('never'))?.state === 'answered');
+    expect(calls.map((c) => c.key)).toEqual(['midway:invoke:llm:2', 'never:invoke:llm:2']);
+  });
+
+  test('without a reconcile hook an interrupted call stays uncertain unless the chart marks it safe to re-run', async () => {
+    const safe = setup({
+      actors: { llm: fromPromise(() => Promise.resolve('again')) },
+    }).createMachine({
+      id: 'safe-agent',
+      meta: { invokes: { llm: { rerun: 'safe' } } },
+      initial: 'thinking',
+      states: { thinking: { invoke: { id: 'llm', src: 'llm', onDone: 'done' } }, done: {} },
+    });
+    const first = open();
+    first.finishStep = () => new Promise(() => {}); // dies before recording the outcome
+    await createDurableActor(safe, { id: 'r1', store: first });
+    await until(async () => (await first.getStep('r1:invoke:llm:1'))?.attempts === 1);
+    await getRuntime(first).close();
+    const store = open();
+    const report = await recover(store, { charts: [chartOf(safe)] });
+    expect(report.steps).toEqual([
+      expect.objectContaining({ key: 'r1:invoke:llm:1', outcome: 'rerun' }),
+    ]);
+    await until(async () => (await store.loadActor('r1'))?.state === 'done');
+  });
+});
+
+function chartOf(machine: AnyStateMachine) {
+  return { machine, version: 1, migrations: {} } as never;
+}
+
+describe('the tools know invoke', () => {
+  test('the test planner takes done and error outcomes; the diagram labels them', () => {
+    const machine = agent();
+    const plan = planTransitionTests(machine, {
+      events: { ASK: [{ type: 'ASK' }], CANCEL: [{ type: 'CANCEL' }] },
+    });
+    const taken = plan.transitions.map(
+      (t) => `${t.fromLabel} -${t.step.event.type}-> ${t.toLabel}`,
+    );
+    expect(taken).toEqual(
+      expect.arrayContaining([
+        'thinking -xstate.done.actor.llm-> answered',
+        'thinking -xstate.error.actor.llm-> idle',
+      ]),
+    );
+    expect([...new Set(plan.states.map((s) => s.label))].sort()).toEqual([
+      'answered',
+      'failed',
+      'idle',
+      'thinking',
+    ]);
+    expect(toMermaid(machine)).toMatch(/done: llm/);
+  });
+});
