@@ -257,7 +257,7 @@ function parseStored(row: ActorRow): Stored {
       { cause },
     );
   }
-  return parsed !== null && typeof parsed === 'object' ? (parsed) : {};
+  return parsed !== null && typeof parsed === 'object' ? parsed : {};
 }
 
 /**
