@@ -19,6 +19,8 @@ export interface ActorCore {
   snapshot: AnyMachineSnapshot;
   /** A lost race: reload before deciding anything. */
   stale: boolean;
+  /** The actor that spawned this one (messages to `#_parent` and its completion go there). */
+  parentId: string | undefined;
   readonly listeners: Set<(notice: TransitionNotice) => void>;
   readonly emittedListeners: Map<string, Set<(event: EventObject) => void>>;
   /** Invoked promises running in this process, by invoke id. */
@@ -30,6 +32,8 @@ export interface ActorCore {
 export interface SendOptions {
   /** The timer this event fires: its row is consumed in the same commit. */
   consumeTimer?: string | undefined;
+  /** The message this event delivers: its row is consumed in the same commit. */
+  consumeMessage?: number | undefined;
   /** Built by the runtime (timers): not validated as a caller's event. */
   internal?: boolean | undefined;
   /** An owner duty (timer, recovery): fenced by the lease when leases are on. */
@@ -49,6 +53,7 @@ export function newCore(
   row: ActorRow,
   snapshot: AnyMachineSnapshot,
   options: ActorOptions,
+  parentId?: string,
 ): ActorCore {
   return {
     id: row.id,
@@ -60,6 +65,7 @@ export function newCore(
     row,
     snapshot,
     stale: false,
+    parentId,
     listeners: new Set(),
     emittedListeners: new Map(),
     invokes: new Map(),

@@ -58,11 +58,9 @@ function classify(logic: AnyActorLogic): ActorKind {
 }
 
 /** The kinds this runtime persists. */
-const DURABLE: ReadonlySet<ActorKind> = new Set<ActorKind>(['promise']);
+const DURABLE: ReadonlySet<ActorKind> = new Set<ActorKind>(['promise', 'machine']);
 
-const HINTS: Record<Exclude<ActorKind, 'promise'>, string> = {
-  machine:
-    'child machines are not durable in this version: run the child as its own durable actor and exchange events through the store, or invoke fromPromise steps',
+const HINTS: Record<Exclude<ActorKind, 'promise' | 'machine'>, string> = {
   callback:
     'use fromPromise for a call that settles (an LLM or API call: a durable step), or a child machine for a long-lived conversation',
   observable:
@@ -94,7 +92,7 @@ export function checkActor(
   logic: AnyActorLogic | undefined,
 ): ActorKind {
   const kind = logic === undefined ? 'custom' : actorKind(logic);
-  if (DURABLE.has(kind) || kind === 'promise') return kind;
+  if (DURABLE.has(kind) || kind === 'promise' || kind === 'machine') return kind;
   throw new UnsupportedActorError({
     machineId: machine.id,
     state,
@@ -148,4 +146,34 @@ export function checkDurableActors(machine: AnyStateMachine): void {
   };
   walk(machine.root, '');
   checked.add(machine);
+}
+
+/** The child machines a machine invokes or spawns (statically visible), recursively. */
+export function childMachines(machine: AnyStateMachine): AnyStateMachine[] {
+  const found = new Set<AnyStateMachine>();
+  const visit = (m: AnyStateMachine): void => {
+    const sources: Array<string | AnyActorLogic> = [];
+    const walk = (node: AnyStateNode): void => {
+      for (const invoke of node.invoke) sources.push(invoke.src);
+      const actions = [
+        ...node.entry,
+        ...node.exit,
+        ...[...node.transitions.values()].flatMap((ts) => ts.flatMap((t) => t.actions)),
+      ];
+      for (const spawn of spawnsOf(actions)) if (spawn.src !== undefined) sources.push(spawn.src);
+      for (const child of Object.values(node.states)) walk(child);
+    };
+    walk(m.root);
+    for (const actor of Object.values(m.implementations.actors))
+      sources.push(actor as AnyActorLogic);
+    for (const src of sources) {
+      const logic = resolveActorLogic(m, src);
+      if (logic && actorKind(logic) === 'machine' && !found.has(logic as AnyStateMachine)) {
+        found.add(logic as AnyStateMachine);
+        visit(logic as AnyStateMachine);
+      }
+    }
+  };
+  visit(machine);
+  return [...found];
 }

@@ -13,7 +13,7 @@ import type {
   Subscription,
 } from 'xstate';
 import { ConcurrencyError } from '../core/errors.ts';
-import type { TransitionRow } from '../store/types.ts';
+import type { MessageRow, TransitionRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
 import type { LiveActor, TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
@@ -147,6 +147,28 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
         }
       }
       return false;
+    });
+  }
+
+  /**
+   * @internal Delivers a message from another actor (an event, or a stop from its
+   * parent), consuming the message row in the same commit.
+   */
+  deliverMessage(message: MessageRow): Promise<void> {
+    return this.enqueue(async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await processEvent(this.core, JSON.parse(message.body) as EventObject, 'message', {
+            internal: true,
+            consumeMessage: message.id,
+            metadata: { from: message.from, fromSeq: message.fromSeq, idx: message.idx },
+          });
+          return;
+        } catch (error) {
+          // A lost race reloads; the message itself may have been delivered meanwhile.
+          if (!(error instanceof ConcurrencyError) || attempt >= 2) throw error;
+        }
+      }
     });
   }
 

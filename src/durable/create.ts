@@ -6,7 +6,8 @@ import type { AnyStateMachine, EventObject } from 'xstate';
 import { ConcurrencyError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import { validateInput } from '../strict/events.ts';
-import type { ActorRow } from '../store/types.ts';
+import type { ActorRow, ActorWrite } from '../store/types.ts';
+import { planMessages } from './messages.ts';
 import { DurableActor } from './actor.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
@@ -15,7 +16,7 @@ import { planActions, planChildren } from './plan.ts';
 import { pureInitial } from './pure.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { afterCommit, checkSpawns, startInvokes, stepsBegun } from './send.ts';
+import { afterCommit, checkSpawns, postMessages, startInvokes, stepsBegun } from './send.ts';
 
 /** Commits a new actor: its initial snapshot, its creation row and its first timers. */
 export async function createActor<TLogic extends AnyStateMachine>(
@@ -24,6 +25,8 @@ export async function createActor<TLogic extends AnyStateMachine>(
   versioning: ChartVersioning,
   options: DurableActorOptions<TLogic>,
   actorOptions: ActorOptions,
+  /** A child spawned by another actor: its parent and the spawn message it consumes. */
+  spawned?: { parentId: string; consumeMessage: number },
 ): Promise<DurableActor<TLogic>> {
   validateInput(machine, options.input, options.id);
   const now = runtime.clock.now();
@@ -31,6 +34,14 @@ export async function createActor<TLogic extends AnyStateMachine>(
   const plan = planActions(options.id, now, actions);
   planChildren(plan, undefined, initial);
   checkSpawns(machine, plan, initial);
+  const messages = planMessages({
+    actorId: options.id,
+    parentId: spawned?.parentId,
+    machineId: machine.id,
+    previous: undefined,
+    next: initial,
+    actions,
+  });
   const state = stateLabel(initial.value);
   const initEvent: EventObject =
     options.input === undefined
@@ -62,17 +73,20 @@ export async function createActor<TLogic extends AnyStateMachine>(
     updatedAt: now,
     headHash: transition.hash,
   };
+  const write: ActorWrite = {
+    actorId: options.id,
+    expectedVersion: 0,
+    actor: row,
+    transition,
+    timersSet: plan.timersSet,
+    timersCancel: [],
+    stepsBegin: stepsBegun(options.id, plan, 1, now),
+    userId: options.userId,
+    ...(messages.length > 0 ? { messagesOut: messages } : {}),
+    ...(spawned ?? {}),
+  };
   try {
-    await runtime.commit({
-      actorId: options.id,
-      expectedVersion: 0,
-      actor: row,
-      transition,
-      timersSet: plan.timersSet,
-      timersCancel: [],
-      stepsBegin: stepsBegun(options.id, plan, 1, now),
-      userId: options.userId,
-    });
+    await runtime.commit(write);
   } catch (error) {
     const err = error instanceof Error ? error : new Error(String(error));
     const race = error instanceof ConcurrencyError;
@@ -83,12 +97,13 @@ export async function createActor<TLogic extends AnyStateMachine>(
     runtime.notify('onWriteError', { actorId: options.id, error: err, at: now });
     throw error;
   }
-  const core = newCore(runtime, machine, versioning, row, initial, actorOptions);
+  const core = newCore(runtime, machine, versioning, row, initial, actorOptions, spawned?.parentId);
   const actor = new DurableActor<TLogic>(core);
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
   for (const t of plan.timersSet) runtime.schedule(t);
   startInvokes(core, plan, 1);
+  postMessages(runtime, write);
   afterCommit(core, { ...plan, emitted: [] }, () => ({
     actorId: options.id,
     machineId: machine.id,

@@ -4,10 +4,10 @@
  */
 import type { AnyEventObject, AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import type { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
-import type { ActorStatus } from '../store/types.ts';
+import type { ActorStatus, MessageRow } from '../store/types.ts';
 
 /** Where an event came from, recorded in the transition row's metadata. */
-export type EventSource = 'send' | 'timer' | 'recover' | 'invoke';
+export type EventSource = 'send' | 'timer' | 'recover' | 'invoke' | 'message';
 
 /** Told to subscribers after a transition committed. */
 export interface TransitionNotice {
@@ -83,6 +83,8 @@ export interface LiveActor {
   ): Promise<AnyMachineSnapshot>;
   /** Fires one of the actor's durable timers; false when it is gone or not due. */
   deliverTimer(timerId: string): Promise<boolean>;
+  /** Delivers a message from another actor, consuming it in the same commit. */
+  deliverMessage(message: MessageRow): Promise<void>;
   /** Forgets the in-memory actor (its durable state lives on). */
   detach(): void;
 }

@@ -8,7 +8,7 @@ import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
 import { chartMeta } from '../core/meta.ts';
-import type { ActorRow, Store, TimerRow, TransitionRow } from '../store/types.ts';
+import type { ActorHead, ActorRow, Store, TimerRow } from '../store/types.ts';
 import { DurableActor } from './actor.ts';
 import { decodeActorRow, type ChartVersioning } from './codec.ts';
 import { DurableInspection } from './inspection.ts';
@@ -16,6 +16,7 @@ import { checkHead } from './row.ts';
 import { DurableRuntime, type RuntimeOptions } from './runtime.ts';
 import { checkDurableActors } from './actor-kinds.ts';
 import { createActor } from './create.ts';
+import { spawnChild } from './spawn.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
 import type { DurableActorOptions } from './options.ts';
 
@@ -27,7 +28,10 @@ const runtimes = new WeakMap<Store, DurableRuntime>();
 export function getRuntime(store: Store, options?: RuntimeOptions): DurableRuntime {
   let runtime = runtimes.get(store);
   if (!runtime) {
-    const created = new DurableRuntime(store, options ?? {}, loadActorById);
+    const created = new DurableRuntime(store, options ?? {}, {
+      load: loadActorById,
+      spawn: spawnChild,
+    });
     created.onClose = () => {
       if (runtimes.get(store) === created) runtimes.delete(store);
     };
@@ -49,7 +53,7 @@ async function loadInto<TLogic extends AnyStateMachine>(
   runtime: DurableRuntime,
   machine: TLogic,
   versioning: ChartVersioning,
-  found: { actor: ActorRow; head: TransitionRow | undefined },
+  found: ActorHead,
   options: ActorOptions,
   timers?: readonly TimerRow[],
 ): Promise<DurableActor<TLogic>> {
@@ -58,7 +62,7 @@ async function loadInto<TLogic extends AnyStateMachine>(
   const snapshot = decodeActorRow(machine, versioning, found.actor);
   checkHead(found.actor, found.head);
   const actor = new DurableActor<TLogic>(
-    newCore(runtime, machine, versioning, found.actor, snapshot, options),
+    newCore(runtime, machine, versioning, found.actor, snapshot, options, found.parentId),
   );
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([found.actor.id]);
@@ -203,7 +207,7 @@ export async function adoptActorRow(
 
 function adoptLoaded(
   runtime: DurableRuntime,
-  found: { actor: ActorRow; head: TransitionRow | undefined },
+  found: ActorHead,
   timers?: readonly TimerRow[],
 ): Promise<DurableActor<AnyStateMachine>> {
   const chart = runtime.chartFor(found.actor.machineId);

@@ -20,10 +20,17 @@ type Scope = ActorScope<AnyMachineSnapshot, EventObject>;
 const scopes = new WeakMap<AnyStateMachine, Scope>();
 const ignore = (): void => {};
 
+/**
+ * The parent every pure transition sees (`sendParent` resolves to it): the send
+ * path turns events sent to it into messages to the actor's durable parent.
+ */
+export const PARENT_REF = Object.freeze({ id: '#_parent', sessionId: '#_parent' });
+
 function scopeOf(machine: AnyStateMachine): Scope {
   let scope = scopes.get(machine);
   if (!scope) {
     const self = createActor(machine);
+    (self as unknown as { _parent: unknown })._parent = PARENT_REF;
     scope = {
       self,
       defer: ignore,
@@ -48,9 +55,23 @@ function collecting<T>(machine: AnyStateMachine, step: (scope: Scope) => T): [T,
     actions.push(action);
   };
   try {
-    return [step(scope), actions];
+    const result = step(scope);
+    forget(scope, result);
+    return [result, actions];
   } finally {
     scope.actionExecutor = ignore;
+  }
+}
+
+/**
+ * Child actor refs a pure call created register in the shared scope's system (by
+ * session id, and by system id when they have one); they are taken out again so
+ * the system holds nothing across calls and a system id is never taken twice.
+ */
+function forget(scope: Scope, snapshot: unknown): void {
+  const children = (snapshot as { children?: Record<string, unknown> }).children;
+  for (const id in children) {
+    (scope.system as unknown as { _unregister(ref: unknown): void })._unregister(children[id]);
   }
 }
 
@@ -79,5 +100,8 @@ export function pureInitial(
 
 /** A live snapshot from its persisted (JSON) form, without starting anything. */
 export function pureRestore(machine: AnyStateMachine, persisted: unknown): AnyMachineSnapshot {
-  return machine.restoreSnapshot(persisted as never, scopeOf(machine)) as AnyMachineSnapshot;
+  const scope = scopeOf(machine);
+  const snapshot = machine.restoreSnapshot(persisted as never, scope) as AnyMachineSnapshot;
+  forget(scope, snapshot);
+  return snapshot;
 }

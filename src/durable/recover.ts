@@ -166,6 +166,9 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     }
   }
 
+  // Messages written before the stop and not delivered yet (spawns, events, completions).
+  await runtime.courier.deliverAll();
+
   // Steps of actors that are no longer active (finished or errored) are settled too;
   // with an owner, only after taking that actor's lease.
   for (const actorId of [...uncertain.keys()]) {

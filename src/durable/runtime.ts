@@ -8,8 +8,10 @@ import { pino, type Logger } from 'pino';
 import type { ChartDefinition } from '../core/chart.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import type { ActorWrite, Store, TimerRow } from '../store/types.ts';
+import type { ActorWrite, MessageRow, Store, TimerRow } from '../store/types.ts';
+import { childMachines } from './actor-kinds.ts';
 import { Committer } from './commit.ts';
+import { Courier } from './deliver.ts';
 import { Leases } from './leases.ts';
 import type { LiveActor, RuntimeObserver } from './notices.ts';
 import { ChartRegistry, type ChartRegistration } from './registry.ts';
@@ -45,6 +47,13 @@ export interface RuntimeOptions {
 /** Loads a stored actor into this runtime by id (provided by whoever builds the runtime). */
 export type ActorLoader = (runtime: DurableRuntime, actorId: string) => Promise<LiveActor>;
 
+/** What the runtime needs from the module that builds actors (it imports none of it). */
+export interface RuntimeHooks {
+  load: ActorLoader;
+  /** Creates the child actor a spawn message asks for, consuming the message. */
+  spawn: (runtime: DurableRuntime, message: MessageRow) => Promise<void>;
+}
+
 export class DurableRuntime {
   readonly store: Store;
   readonly clock: Clock;
@@ -55,17 +64,17 @@ export class DurableRuntime {
   readonly leaseMs: number;
   readonly leases: Leases;
   readonly timers: TimerScheduler;
+  readonly courier: Courier;
   private readonly committer: Committer;
   private readonly charts = new ChartRegistry();
   private readonly observers = new Set<RuntimeObserver>();
   private readonly live = new Map<string, LiveActor>();
   private closed = false;
 
-  constructor(
-    store: Store,
-    options: RuntimeOptions,
-    private readonly loader: ActorLoader,
-  ) {
+  private readonly loader: ActorLoader;
+
+  constructor(store: Store, options: RuntimeOptions, hooks: RuntimeHooks) {
+    this.loader = hooks.load;
     this.store = store;
     this.clock = options.clock ?? systemClock;
     this.logger =
@@ -87,6 +96,13 @@ export class DurableRuntime {
       this.owner,
       this.leaseMs,
     );
+    this.courier = new Courier({
+      store,
+      logger: this.logger,
+      owns: async (actorId) => this.holds(actorId) || (await this.acquire([actorId])).length > 0,
+      actor: (actorId) => this.actor(actorId),
+      spawn: (message) => hooks.spawn(this, message),
+    });
     for (const chart of options.charts ?? []) this.registerChart(chart);
   }
 
@@ -94,6 +110,11 @@ export class DurableRuntime {
 
   registerChart(chart: ChartRegistration): void {
     this.charts.register(chart);
+    // Child machines are loaded by id too (timers, recovery, messages).
+    for (const child of childMachines(chart.machine)) {
+      if (!this.charts.get(child.id))
+        this.charts.register({ machine: child, version: 1, migrations: {} });
+    }
   }
 
   chartFor(machineId: string): ChartRegistration | undefined {
@@ -161,9 +182,11 @@ export class DurableRuntime {
     return this.committer.commit(write);
   }
 
-  /** Waits for queued commits to finish. */
-  drain(): Promise<void> {
-    return this.committer.drain();
+  /** Waits for queued commits, and the message deliveries they started, to finish. */
+  async drain(): Promise<void> {
+    await this.committer.drain();
+    await this.courier.idle();
+    await this.committer.drain();
   }
 
   /** @internal Arms the in-process wake-up of a committed timer row. */
@@ -225,13 +248,14 @@ export class DurableRuntime {
     return this.timers.fireDue(limit);
   }
 
-  /** Polls the store for due timers every `intervalMs` (other processes' timers). */
+  /** Polls the store every `intervalMs` for due timers and pending messages (other processes'). */
   startTimerPolling(intervalMs = 1000): void {
-    this.timers.startPolling(intervalMs);
+    this.timers.startPolling(intervalMs, () => this.courier.deliverAll());
   }
 
   /** Stops timers and polling, waits for pending commits. Does not close the store. */
   async close(): Promise<void> {
+    this.courier.close();
     await this.committer.close();
     this.closed = true;
     this.timers.close();

@@ -17,7 +17,8 @@ import { stateLabel } from '../core/state.ts';
 import { validateEvent } from '../strict/events.ts';
 import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore, SendOptions } from './actor-core.ts';
-import { checkActor } from './actor-kinds.ts';
+import { actorKind, checkActor } from './actor-kinds.ts';
+import { planMessages } from './messages.ts';
 import { decodeActorRow, encodeSnapshot } from './codec.ts';
 import { invokeKey, invokeStepName, runInvoke, stopInvoke } from './invoke.ts';
 import type { EventSource, TransitionNotice } from './notices.ts';
@@ -80,18 +81,29 @@ export async function processEvent(
   const plan = planActions(core.id, now, actions);
   planChildren(plan, previous, next);
   checkSpawns(core.machine, plan, next);
+  const messages = planMessages({
+    actorId: core.id,
+    parentId: core.parentId,
+    machineId: core.machine.id,
+    previous,
+    next,
+    actions,
+  });
   const write = buildWrite(core, parsed, previous, next, plan, source, options, now);
+  if (messages.length > 0) write.messagesOut = messages;
   try {
     await runtime.commit(write);
   } catch (error) {
     throw commitFailed(core, error, parsed.type, now);
   }
 
-  // 5. Committed: move the actor, arm its timers, run effects, tell listeners.
+  // 5. Committed: move the actor, arm its timers, start its invokes, post its
+  // messages, run effects, tell listeners.
   core.row = write.actor;
   core.snapshot = next;
   armTimers(runtime, write);
   startInvokes(core, plan, write.actor.version);
+  postMessages(runtime, write);
   afterCommit(core, plan, () => ({
     actorId: core.id,
     machineId: core.machine.id,
@@ -170,6 +182,7 @@ function buildWrite(
     cancelAllTimers: finished,
     stepsBegin: stepsBegun(core.id, plan, row.version + 1, now),
     consumeTimer: options.consumeTimer,
+    consumeMessage: options.consumeMessage,
     lease: options.fenced ? core.runtime.fence() : undefined,
     previous: row,
   };
@@ -188,8 +201,9 @@ export function stepsBegun(
   version: number,
   now: number,
 ): ActorWrite['stepsBegin'] {
-  if (plan.spawned.length === 0) return undefined;
-  return plan.spawned.map((spawn) => ({
+  const promises = plan.spawned.filter((spawn) => actorKind(spawn.logic) === 'promise');
+  if (promises.length === 0) return undefined;
+  return promises.map((spawn) => ({
     key: invokeKey(actorId, spawn.id, version),
     name: invokeStepName(spawn.id),
     startedAt: now,
@@ -200,6 +214,7 @@ export function stepsBegun(
 export function startInvokes(core: ActorCore, plan: Plan, version: number): void {
   for (const id of plan.stopped) stopInvoke(core, id);
   for (const spawn of plan.spawned) {
+    if (actorKind(spawn.logic) !== 'promise') continue; // a child machine is a message
     void runInvoke(core, {
       id: spawn.id,
       key: invokeKey(core.id, spawn.id, version),
@@ -207,6 +222,12 @@ export function startInvokes(core: ActorCore, plan: Plan, version: number): void
       input: spawn.input,
     });
   }
+}
+
+/** After the commit: the receivers of the transition's messages get them delivered. */
+export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
+  const out = write.messagesOut;
+  if (out !== undefined && out.length > 0) runtime.courier.notify(new Set(out.map((m) => m.to)));
 }
 
 function armTimers(runtime: DurableRuntime, write: ActorWrite): void {

@@ -90,12 +90,19 @@ export class TimerScheduler {
     }
   }
 
-  /** Polls the store for due timers every `intervalMs`. Idempotent; `close()` stops it. */
-  startPolling(intervalMs = 1000): void {
+  /**
+   * Polls the store for due timers every `intervalMs` (and runs `alsoEach` after each
+   * look: the runtime delivers pending messages). Idempotent; `close()` stops it.
+   */
+  startPolling(
+    intervalMs = 1000,
+    alsoEach: () => Promise<unknown> = () => Promise.resolve(),
+  ): void {
     if (this.pollMs) return;
     this.pollMs = intervalMs;
     const tick = () => {
       this.fireDue()
+        .then(alsoEach)
         .catch((error: unknown) => this.logger.error({ err: error }, 'timer poll failed'))
         .finally(() => {
           if (!this.closed) this.pollHandle = this.clock.setTimeout(tick, this.pollMs);

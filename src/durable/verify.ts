@@ -1,27 +1,15 @@
-import { initialTransition, type AnyMachineSnapshot, type EventObject } from 'xstate';
-import { pureTransition } from './pure.ts';
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import { childMachines } from './actor-kinds.ts';
+import { pureInitial, pureTransition } from './pure.ts';
+import { MessageLedger } from './verify-messages.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChartDefinition } from '../core/chart.ts';
 import { stateLabel } from '../core/state.ts';
 import type { Store, TransitionRow } from '../store/types.ts';
 import { GENESIS_HASH, hashTransition, sha256 } from './row.ts';
 
-/** One integrity problem found by {@link verify}. */
-export interface VerifyProblem {
-  actorId: string;
-  kind:
-    'chain' | 'sequence' | 'replay' | 'snapshot' | 'unknown_machine' | 'missing_actor' | 'version';
-  /** The first bad row, when the problem is in a row. */
-  seq?: number;
-  detail: string;
-}
-
-export interface VerifyReport {
-  ok: boolean;
-  actorsChecked: number;
-  rowsChecked: number;
-  problems: VerifyProblem[];
-}
+export type { VerifyProblem, VerifyReport } from './verify-report.ts';
+import type { VerifyProblem, VerifyReport } from './verify-report.ts';
 
 function parseJson(text: string): unknown {
   try {
@@ -51,16 +39,25 @@ export async function verify(
   options: { charts: Iterable<ChartDefinition> },
 ): Promise<VerifyReport> {
   const charts = new Map<string, ChartDefinition>();
-  for (const c of options.charts) charts.set(c.machine.id, c);
+  for (const c of options.charts) {
+    charts.set(c.machine.id, c);
+    // Child machines a chart spawns are verified with it.
+    for (const child of childMachines(c.machine)) {
+      if (!charts.has(child.id))
+        charts.set(child.id, { ...c, machine: child, version: 1, migrations: {} });
+    }
+  }
   const report: VerifyReport = { ok: true, actorsChecked: 0, rowsChecked: 0, problems: [] };
+  const ledger = new MessageLedger();
   const ids = await store.actorIdsWithHistory();
   for (const actorId of ids) {
     report.actorsChecked++;
     const rows = await store.history(actorId);
     report.rowsChecked += rows.length;
-    const problem = await verifyActor(store, charts, actorId, rows);
+    const problem = await verifyActor(store, charts, actorId, rows, ledger);
     if (problem) report.problems.push(problem);
   }
+  report.problems.push(...ledger.problems());
   report.ok = report.problems.length === 0;
   return report;
 }
@@ -70,6 +67,7 @@ async function verifyActor(
   charts: Map<string, ChartDefinition>,
   actorId: string,
   rows: TransitionRow[],
+  ledger: MessageLedger,
 ): Promise<VerifyProblem | undefined> {
   // Chain and sequence first: they do not need the chart.
   let prevHash = GENESIS_HASH;
@@ -145,7 +143,10 @@ async function verifyActor(
   }
 
   let snapshot: AnyMachineSnapshot | undefined;
+  const parentId = MessageLedger.parentOf(rows);
   for (const row of rows) {
+    ledger.row(actorId, row);
+    const previous = snapshot;
     const event = parseJson(row.event) as (EventObject & { input?: unknown }) | undefined;
     if (!event || typeof event.type !== 'string')
       return { actorId, kind: 'replay', seq: row.seq, detail: 'event is not valid JSON' };
@@ -153,9 +154,13 @@ async function verifyActor(
       if (!snapshot) {
         if (event.type !== 'xstate.init')
           return { actorId, kind: 'replay', seq: row.seq, detail: 'first row is not the creation' };
-        snapshot = initialTransition(chart.machine, event.input as never)[0] as AnyMachineSnapshot;
+        const [initial, actions] = pureInitial(chart.machine, event.input);
+        snapshot = initial;
+        ledger.replayed(actorId, parentId, chart.machine.id, row, undefined, initial, actions);
       } else {
-        snapshot = pureTransition(chart.machine, snapshot, event)[0];
+        const [next, actions] = pureTransition(chart.machine, snapshot, event);
+        snapshot = next;
+        ledger.replayed(actorId, parentId, chart.machine.id, row, previous, next, actions);
       }
     } catch (error) {
       return {

@@ -10,6 +10,7 @@ import type {
   ActorDwell,
   ActorRow,
   LeaseRow,
+  MessageRow,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -34,6 +35,11 @@ export interface MemoryTables {
   leases: Map<string, Omit<LeaseRow, 'actorId'>>;
   /** Claims of timers by actor and timer id; dropped when the timer is set or deleted. */
   claims: Map<string, { claimedBy: string; claimUntil: number }>;
+  /** Pending messages by id (ids grow in commit order). */
+  messages: Map<number, MessageRow>;
+  nextMessageId: number;
+  /** The parent of each spawned actor. */
+  parents: Map<string, string>;
 }
 
 export function newTables(): MemoryTables {
@@ -46,6 +52,9 @@ export function newTables(): MemoryTables {
     meta: new Map(),
     leases: new Map(),
     claims: new Map(),
+    messages: new Map(),
+    nextMessageId: 1,
+    parents: new Map(),
   };
 }
 

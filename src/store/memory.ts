@@ -28,11 +28,13 @@ import type {
   ActorCount,
   ActorCountQuery,
   ActorDwell,
+  ActorHead,
   ActorQuery,
   ActorRow,
   ActorWrite,
   HistoryPage,
   LeaseRow,
+  MessageRow,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -128,6 +130,20 @@ export class MemoryStore implements Store {
         if (write.consumeTimer !== undefined) drop(write.consumeTimer);
         for (const id of write.timersCancel) drop(id);
         if (write.cancelAllTimers === true) for (const id of [...timers.keys()]) drop(id);
+        if (write.consumeMessage !== undefined) this.t.messages.delete(write.consumeMessage);
+        for (const m of write.messagesOut ?? []) {
+          const id = this.t.nextMessageId++;
+          this.t.messages.set(id, {
+            ...m,
+            id,
+            from: actorId,
+            fromSeq: write.transition.seq,
+            at: write.transition.at,
+          });
+        }
+        if (write.parentId !== undefined && write.expectedVersion === 0) {
+          this.t.parents.set(actorId, write.parentId);
+        }
         for (const step of write.stepsBegin ?? []) {
           if (this.t.steps.has(step.key)) continue;
           this.t.steps.set(step.key, {
@@ -158,15 +174,18 @@ export class MemoryStore implements Store {
     });
   }
 
-  loadActorHead(
-    actorId: string,
-  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
+  loadActorHead(actorId: string): Promise<ActorHead | undefined> {
     return settle(() => {
       this.ensureOpen('load', actorId);
       const row = this.t.actors.get(actorId);
       if (row === undefined) return undefined;
       const head = this.t.transitions.get(actorId)?.at(-1);
-      return { actor: { ...row }, head: head?.seq === row.version ? { ...head } : undefined };
+      const parentId = this.t.parents.get(actorId);
+      return {
+        actor: { ...row },
+        head: head?.seq === row.version ? { ...head } : undefined,
+        ...(parentId === undefined ? {} : { parentId }),
+      };
     });
   }
 
@@ -295,6 +314,44 @@ export class MemoryStore implements Store {
       if (row?.status !== 'executing' || row.attempts !== 0) return false;
       this.t.steps.set(key, { ...row, attempts: 1, startedAt });
       return true;
+    });
+  }
+
+  pendingMessages(query: {
+    to?: string | undefined;
+    afterId?: number | undefined;
+    limit: number;
+  }): Promise<MessageRow[]> {
+    return settle(() => {
+      this.ensureOpen('query', query.to);
+      const limit = checkLimit(query.limit, 'query');
+      const rows: MessageRow[] = [];
+      for (const m of this.t.messages.values()) {
+        if (rows.length >= limit) break;
+        if (query.to !== undefined && m.to !== query.to) continue;
+        if (query.afterId !== undefined && m.id <= query.afterId) continue;
+        rows.push({ ...m });
+      }
+      return rows;
+    });
+  }
+
+  dropMessage(id: number): Promise<boolean> {
+    return settle(() => {
+      this.ensureOpen('commit');
+      return this.t.messages.delete(id);
+    });
+  }
+
+  childrenOf(parentId: string): Promise<ActorRow[]> {
+    return settle(() => {
+      this.ensureOpen('query');
+      return [...this.t.parents]
+        .filter(([, parent]) => parent === parentId)
+        .map(([child]) => this.t.actors.get(child))
+        .filter((a): a is ActorRow => a !== undefined)
+        .sort((a, b) => compareText(a.id, b.id))
+        .map((a) => ({ ...a }));
     });
   }
 

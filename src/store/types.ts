@@ -85,6 +85,19 @@ export interface ActorWrite {
    * exists. The runtime then claims its first run with {@link Store.startStep}.
    */
   stepsBegin?: ReadonlyArray<{ key: string; name: string; startedAt: number }> | undefined;
+  /**
+   * Messages this transition sends to other actors (a child spawned or stopped, a
+   * `sendTo`/`sendParent`, a child's completion), written with it and delivered
+   * exactly once by the receiver's owner, in order per sender.
+   */
+  messagesOut?: ReadonlyArray<OutgoingMessage> | undefined;
+  /**
+   * The message this transition delivers: it must still be pending and is deleted
+   * in the same commit; if it is gone the write fails with ConcurrencyError.
+   */
+  consumeMessage?: number | undefined;
+  /** Creation only: the actor that spawned this one (its parent). */
+  parentId?: string | undefined;
   /** Delete every timer of this actor (it finished): no read of its timers first. */
   cancelAllTimers?: boolean | undefined;
   /**
@@ -111,6 +124,29 @@ export interface ActorWrite {
    * through {@link Store.countActors} and {@link Store.actorsInStates}, not on ActorRow.
    */
   userId?: string | undefined;
+}
+
+/** What a message carries: a spawn (create the child), an event, or a stop. */
+export type MessageKind = 'spawn' | 'event' | 'stop';
+
+/** A message as the sending transition writes it. */
+export interface OutgoingMessage {
+  /** The receiving actor's id. */
+  to: string;
+  kind: MessageKind;
+  /** JSON text: the event, or for a spawn `{ src, input, childId, systemId }`. */
+  body: string;
+  /** Position among the messages of the sending transition (0, 1, …). */
+  idx: number;
+}
+
+/** A pending message. `id` orders the messages of one sender. */
+export interface MessageRow extends OutgoingMessage {
+  id: number;
+  /** The sending actor and the version (transition seq) that sent it. */
+  from: string;
+  fromSeq: number;
+  at: number;
 }
 
 /** Who is responsible for an actor's timers and recovery, until when. */
@@ -251,9 +287,7 @@ export interface Store {
    * The actor row and the transition row at its version (the head of its chain), in
    * one read: loading checks that they agree before writing on top of them.
    */
-  loadActorHead(
-    actorId: string,
-  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined>;
+  loadActorHead(actorId: string): Promise<ActorHead | undefined>;
   listActors(query?: ActorQuery): Promise<ActorRow[]>;
   /** Transition rows of one actor in `seq` order; a page with `afterSeq`/`limit`. */
   history(actorId: string, page?: HistoryPage): Promise<TransitionRow[]>;
@@ -288,6 +322,19 @@ export interface Store {
    * settled, or does not exist: exactly one caller runs it.
    */
   startStep(key: string, startedAt: number): Promise<boolean>;
+  /**
+   * Pending messages, oldest first: to one receiver, or (without `to`) to anyone,
+   * after message id `afterId`.
+   */
+  pendingMessages(query: {
+    to?: string | undefined;
+    afterId?: number | undefined;
+    limit: number;
+  }): Promise<MessageRow[]>;
+  /** Deletes a pending message delivered without a transition (refused by its receiver). */
+  dropMessage(id: number): Promise<boolean>;
+  /** The actors `parentId` spawned, by id. */
+  childrenOf(parentId: string): Promise<ActorRow[]>;
   /** Re-arms an uncertain step for another execution (reconcile said `rerun`), attempts + 1. */
   restartStep(key: string, startedAt: number): Promise<void>;
   listSteps(query?: { actorId?: string; status?: StepStatus }): Promise<StepRow[]>;
@@ -367,6 +414,13 @@ export interface Store {
   rebuildReadModels(): Promise<{ actors: number; entries: number }>;
 
   close(): Promise<void>;
+}
+
+/** An actor row, the head of its chain, and the actor that spawned it (if any). */
+export interface ActorHead {
+  actor: ActorRow;
+  head: TransitionRow | undefined;
+  parentId?: string | undefined;
 }
 
 /** A page of an actor's history. */

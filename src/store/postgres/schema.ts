@@ -134,6 +134,25 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE transitions ADD COLUMN snapshot_hash TEXT;
     `,
   },
+  {
+    version: 4,
+    description: 'actors spawned by actors, and messages between actors',
+    sql: `
+      ALTER TABLE actors ADD COLUMN parent_id TEXT COLLATE "C";
+      CREATE INDEX actors_parent ON actors (parent_id) WHERE parent_id IS NOT NULL;
+      CREATE TABLE messages (
+        id BIGSERIAL PRIMARY KEY,
+        to_actor TEXT COLLATE "C" NOT NULL,
+        from_actor TEXT COLLATE "C" NOT NULL,
+        from_seq INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('spawn', 'event', 'stop')),
+        body TEXT NOT NULL,
+        at BIGINT NOT NULL
+      );
+      CREATE INDEX messages_to ON messages (to_actor, id);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -36,11 +36,13 @@ import type {
   ActorCount,
   ActorCountQuery,
   ActorDwell,
+  ActorHead,
   ActorQuery,
   ActorRow,
   ActorWrite,
   HistoryPage,
   LeaseRow,
+  MessageRow,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -465,9 +467,25 @@ export class PostgresStore implements Store {
       .sort((a, b) => compareText(a.write.actorId, b.write.actorId));
     const state = { inFlight: single };
     return this.run('commit', single, async () => {
+      // Writes that deliver or send messages, begin steps or link a parent go alone,
+      // each in its own transaction with its extra statements.
+      const plain = order.filter(({ write }) => !hasExtras(write));
+      for (const { write, index } of order) {
+        if (hasExtras(write)) results[index] = await this.commitWithExtras(write);
+      }
+      return this.commitPlain(plain, results, state);
+    });
+  }
+
+  private async commitPlain(
+    order: ReadonlyArray<{ write: ActorWrite; index: number }>,
+    results: Array<Error | null>,
+    state: { inFlight: string | undefined },
+  ): Promise<Array<Error | null>> {
+    {
       const [only] = order;
       if (only === undefined) return results;
-      if (order.length === 1 && (only.write.stepsBegin?.length ?? 0) === 0) {
+      if (order.length === 1) {
         // One statement is atomic on its own: no BEGIN/COMMIT round trips.
         try {
           if (!(await this.applyWrite(this.pool, only.write))) {
@@ -509,7 +527,83 @@ export class PostgresStore implements Store {
         client.release(broken ? asError(error) : undefined);
         throw toStoreError(error, 'commit', state.inFlight);
       }
-    });
+    }
+  }
+
+  /**
+   * A write with extra statements (messages, steps, parent) in a transaction of its
+   * own: the write's statement, then the message it consumes (gone → the whole
+   * write rolls back with ConcurrencyError), the messages it sends, the steps it
+   * begins.
+   */
+  private async commitWithExtras(write: ActorWrite): Promise<Error | null> {
+    const client = await this.pool.connect();
+    client.on('error', ignore);
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const outcome = await this.applyExtras(client, write);
+      await client.query(outcome === null ? 'COMMIT' : 'ROLLBACK');
+      if (outcome === 'miss') {
+        const results: Array<Error | null> = [null];
+        await this.explainMisses(client, [{ write, index: 0 }], results);
+        return results[0] ?? null;
+      }
+      return outcome;
+    } catch (error) {
+      broken = breaksConnection(error);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      const own = ownFailure(error, write.actorId);
+      if (own === undefined) throw toStoreError(error, 'commit', write.actorId);
+      return own;
+    } finally {
+      client.removeListener('error', ignore);
+      client.release(broken ? new Error('connection broken') : undefined);
+    }
+  }
+
+  private async applyExtras(client: PoolClient, write: ActorWrite): Promise<Error | null | 'miss'> {
+    if (!(await this.applyWrite(client, write))) return 'miss';
+    const { actorId } = write;
+    if (write.consumeMessage !== undefined) {
+      const deleted = await client.query('DELETE FROM messages WHERE id = $1 AND to_actor = $2', [
+        write.consumeMessage,
+        actorId,
+      ]);
+      if (deleted.rowCount !== 1) {
+        return new ConcurrencyError({
+          actorId,
+          expectedVersion: write.expectedVersion,
+          actualVersion: write.expectedVersion,
+        });
+      }
+    }
+    const out = write.messagesOut ?? [];
+    if (out.length > 0) {
+      await client.query(
+        `INSERT INTO messages (to_actor, from_actor, from_seq, idx, kind, body, at)
+         SELECT x.to_actor, $1, $2, x.idx, x.kind, x.body, $3
+         FROM unnest($4::text[], $5::int[], $6::text[], $7::text[])
+           AS x (to_actor, idx, kind, body)
+         ORDER BY x.idx`,
+        [
+          actorId,
+          write.transition.seq,
+          write.transition.at,
+          out.map((m) => m.to),
+          out.map((m) => m.idx),
+          out.map((m) => m.kind),
+          out.map((m) => m.body),
+        ],
+      );
+    }
+    if (write.parentId !== undefined && write.expectedVersion === 0) {
+      await client.query('UPDATE actors SET parent_id = $1 WHERE id = $2', [
+        write.parentId,
+        actorId,
+      ]);
+    }
+    return null;
   }
 
   /**
@@ -660,20 +754,25 @@ export class PostgresStore implements Store {
     });
   }
 
-  loadActorHead(
-    actorId: string,
-  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
+  loadActorHead(actorId: string): Promise<ActorHead | undefined> {
     return this.run('load', actorId, async () => {
-      const rows = await this.query<{ actor: ActorRow; head: TransitionRow | null }>({
+      const rows = await this.query<{
+        actor: ActorRow;
+        head: TransitionRow | null;
+        parent: string | null;
+      }>({
         name: 'ac_load_head',
-        text: `SELECT row_to_json(a) AS actor, row_to_json(t) AS head
+        text: `SELECT row_to_json(a) AS actor, row_to_json(t) AS head,
+            (SELECT parent_id FROM actors WHERE id = $1) AS parent
           FROM (SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = $1) a
           LEFT JOIN LATERAL (SELECT ${TRANSITION_COLUMNS} FROM transitions
             WHERE actor_id = $1 AND seq = a.version) t ON true`,
         values: [actorId],
       });
       const row = rows[0];
-      return row === undefined ? undefined : { actor: row.actor, head: row.head ?? undefined };
+      if (row === undefined) return undefined;
+      const found = { actor: row.actor, head: row.head ?? undefined };
+      return row.parent === null ? found : { ...found, parentId: row.parent };
     });
   }
 
@@ -774,6 +873,38 @@ export class PostgresStore implements Store {
       );
       if (updated.rowCount === 0) throw stepMiss(key, await this.stepRow(key), 'executing');
     });
+  }
+
+  pendingMessages(query: {
+    to?: string | undefined;
+    afterId?: number | undefined;
+    limit: number;
+  }): Promise<MessageRow[]> {
+    return this.run('query', query.to, async () => {
+      const rows = await this.query<MessageRow>(
+        `SELECT id::int AS id, to_actor AS "to", from_actor AS "from", from_seq AS "fromSeq", idx,
+           kind, body, at
+         FROM messages WHERE id > $1 AND ($2::text IS NULL OR to_actor = $2)
+         ORDER BY id LIMIT $3`,
+        [query.afterId ?? 0, query.to ?? null, checkLimit(query.limit, 'query')],
+      );
+      return rows;
+    });
+  }
+
+  dropMessage(id: number): Promise<boolean> {
+    return this.run('commit', undefined, async () => {
+      const deleted = await this.pool.query('DELETE FROM messages WHERE id = $1', [id]);
+      return deleted.rowCount === 1;
+    });
+  }
+
+  childrenOf(parentId: string): Promise<ActorRow[]> {
+    return this.run('query', parentId, () =>
+      this.query<ActorRow>(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE parent_id = $1 ORDER BY id`, [
+        parentId,
+      ]),
+    );
   }
 
   startStep(key: string, startedAt: number): Promise<boolean> {
@@ -1096,4 +1227,14 @@ function redact(url: string, schema: string | undefined): string {
   } catch {
     return 'postgres://(unparsable URL)';
   }
+}
+
+/** Whether a write needs statements beyond its one write statement. */
+function hasExtras(write: ActorWrite): boolean {
+  return (
+    write.consumeMessage !== undefined ||
+    (write.messagesOut?.length ?? 0) > 0 ||
+    (write.stepsBegin?.length ?? 0) > 0 ||
+    write.parentId !== undefined
+  );
 }

@@ -11,10 +11,13 @@ import type { ActorWrite } from '../types.ts';
 import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
 
 const INSERT_ACTOR = `INSERT INTO actors (id, machine_id, chart_version, version, state, status,
-    snapshot, created_at, updated_at, head_hash, user_id, state_since)
+    snapshot, created_at, updated_at, head_hash, user_id, state_since, parent_id)
   VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-    @createdAt, @updatedAt, @headHash, @userId, @enteredAt)
+    @createdAt, @updatedAt, @headHash, @userId, @enteredAt, @parentId)
   ON CONFLICT (id) DO NOTHING`;
+
+const INSERT_MESSAGE = `INSERT INTO messages (to_actor, from_actor, from_seq, idx, kind, body, at)
+  VALUES (@to, @from, @fromSeq, @idx, @kind, @body, @at)`;
 
 const INSERT_TRANSITION = `INSERT INTO transitions (actor_id, seq, from_state, to_state,
     event_type, event, at, metadata, prev_hash, hash, chart_version, snapshot_hash)
@@ -139,9 +142,12 @@ export class SqliteCommitter {
       if (lost) throw lost;
     }
     if (expectedVersion === 0) {
-      const { changes } = this.sql
-        .get(INSERT_ACTOR)
-        .run({ ...actor, userId: write.userId ?? null, enteredAt: transition.at });
+      const { changes } = this.sql.get(INSERT_ACTOR).run({
+        ...actor,
+        userId: write.userId ?? null,
+        enteredAt: transition.at,
+        parentId: write.parentId ?? null,
+      });
       if (changes === 0) {
         throw new ConcurrencyError({
           actorId,
@@ -169,11 +175,30 @@ export class SqliteCommitter {
       }
     }
     this.applyTimers(write);
+    this.applyMessages(write);
     if (write.stepsBegin !== undefined && write.stepsBegin.length > 0) {
       const begin = this.sql.get(BEGIN_STEP);
       for (const step of write.stepsBegin) begin.run({ ...step, actorId });
     }
     this.sql.get(INSERT_TRANSITION).run(transition);
+  }
+
+  private applyMessages(write: ActorWrite): void {
+    const { actorId, expectedVersion, transition } = write;
+    if (
+      write.consumeMessage !== undefined &&
+      this.sql
+        .get('DELETE FROM messages WHERE id = ? AND to_actor = ?')
+        .run(write.consumeMessage, actorId).changes !== 1
+    ) {
+      // Delivered by another writer at this version.
+      throw new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
+    }
+    if (write.messagesOut === undefined || write.messagesOut.length === 0) return;
+    const insert = this.sql.get(INSERT_MESSAGE);
+    for (const m of write.messagesOut) {
+      insert.run({ ...m, from: actorId, fromSeq: transition.seq, at: transition.at });
+    }
   }
 
   private applyTimers(write: ActorWrite): void {

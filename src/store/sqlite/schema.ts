@@ -163,6 +163,22 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
 
       CREATE INDEX steps_executing ON steps (started_at, key) WHERE status = 'executing';
 
+      -- Actors spawned by other actors, and the messages between actors: written in
+      -- the sender's commit, deleted in the receiver's (delivered exactly once).
+      ALTER TABLE actors ADD COLUMN parent_id TEXT;
+      CREATE INDEX actors_parent ON actors (parent_id) WHERE parent_id IS NOT NULL;
+      CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        to_actor TEXT NOT NULL,
+        from_actor TEXT NOT NULL,
+        from_seq INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('spawn', 'event', 'stop')),
+        body TEXT NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX messages_to ON messages (to_actor, id);
+
       -- Derived read models: rebuilt from the authoritative tables at any time
       -- (agentcharts reindex), refreshed off the commit path from the transition log.
       -- read_model.applied is the rowid of the last transition they include; queries

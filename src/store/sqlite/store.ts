@@ -11,12 +11,14 @@ import type {
   ActorCount,
   ActorCountQuery,
   ActorDwell,
+  ActorHead,
   ActorQuery,
   ActorRow,
   ActorStatus,
   ActorWrite,
   HistoryPage,
   LeaseRow,
+  MessageRow,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -156,9 +158,7 @@ export class SqliteStore implements Store {
     );
   }
 
-  loadActorHead(
-    actorId: string,
-  ): Promise<{ actor: ActorRow; head: TransitionRow | undefined } | undefined> {
+  loadActorHead(actorId: string): Promise<ActorHead | undefined> {
     return this.run('load', actorId, () => {
       const actor = this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = ?`).get(actorId) as
         ActorRow | undefined;
@@ -261,6 +261,45 @@ export class SqliteStore implements Store {
     finishedAt: number,
   ): Promise<void> {
     return this.run('step', undefined, () => this.steps.finish(key, status, result, finishedAt));
+  }
+
+  pendingMessages(query: {
+    to?: string | undefined;
+    afterId?: number | undefined;
+    limit: number;
+  }): Promise<MessageRow[]> {
+    return this.run('query', query.to, () => {
+      const filters = ['id > @afterId'];
+      if (query.to !== undefined) filters.push('to_actor = @to');
+      return this.sql(
+        `SELECT id, to_actor AS "to", from_actor AS "from", from_seq AS fromSeq, idx, kind, body, at
+         FROM messages WHERE ${filters.join(' AND ')} ORDER BY id LIMIT @limit`,
+      ).all({
+        to: query.to,
+        afterId: query.afterId ?? 0,
+        limit: checkLimit(query.limit, 'query'),
+      }) as MessageRow[];
+    });
+  }
+
+  dropMessage(id: number): Promise<boolean> {
+    return this.run(
+      'commit',
+      undefined,
+      () => this.sql('DELETE FROM messages WHERE id = ?').run(id).changes === 1,
+    );
+  }
+
+  childrenOf(parentId: string): Promise<ActorRow[]> {
+    return this.run(
+      'query',
+      parentId,
+      () =>
+        this.sql(
+          `SELECT ${ACTOR_COLUMNS} FROM actors WHERE parent_id = ? AND parent_id IS NOT NULL
+           ORDER BY id`,
+        ).all(parentId) as ActorRow[],
+    );
   }
 
   startStep(key: string, startedAt: number): Promise<boolean> {

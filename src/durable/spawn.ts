@@ -1,0 +1,70 @@
+/**
+ * Delivering a spawn message: the child machine a parent's transition spawned
+ * becomes a durable actor of its own, created in a commit that consumes the
+ * message (so it is created exactly once) and linked to its parent.
+ */
+import type { AnyStateMachine } from 'xstate';
+import { ConcurrencyError, StoreError } from '../core/errors.ts';
+import type { MessageRow } from '../store/types.ts';
+import { actorKind, resolveActorLogic } from './actor-kinds.ts';
+import { createActor } from './create.ts';
+import type { SpawnBody } from './messages.ts';
+import type { DurableRuntime } from './runtime.ts';
+
+export async function spawnChild(runtime: DurableRuntime, message: MessageRow): Promise<void> {
+  const body = JSON.parse(message.body) as SpawnBody;
+  const parent = runtime.chartFor(body.parentMachine);
+  if (!parent) {
+    throw new StoreError({
+      operation: 'load',
+      kind: 'unknown_machine',
+      actorId: message.from,
+      detail: `machine "${body.parentMachine}" is not registered`,
+    });
+  }
+  const logic = resolveActorLogic(parent.machine, body.src);
+  if (logic === undefined || actorKind(logic) !== 'machine') {
+    await runtime.store.dropMessage(message.id);
+    runtime.logger.error(
+      { actorId: message.to, parent: message.from, src: body.src },
+      'spawn refused: its logic is not a machine of the parent chart',
+    );
+    return;
+  }
+  const machine = logic as AnyStateMachine;
+  if (!runtime.chartFor(machine.id)) runtime.registerChart({ machine, version: 1, migrations: {} });
+  if (await runtime.store.loadActor(message.to)) {
+    // Spawning an id again (after its first child finished) would need a new actor id.
+    await runtime.store.dropMessage(message.id);
+    runtime.logger.error(
+      { actorId: message.to, parent: message.from },
+      'spawn refused: an actor with this id exists',
+    );
+    return;
+  }
+  const chart = runtime.chartFor(machine.id);
+  try {
+    await createActor(
+      runtime,
+      machine,
+      { version: chart?.version ?? 1, migrations: chart?.migrations ?? {} },
+      {
+        id: message.to,
+        store: runtime.store,
+        input: body.input as never,
+        metadata: {
+          source: 'spawn',
+          parent: message.from,
+          fromSeq: message.fromSeq,
+          idx: message.idx,
+          childId: body.childId,
+          ...(body.systemId === undefined ? {} : { systemId: body.systemId }),
+        },
+      },
+      { schemas: chart?.events },
+      { parentId: message.from, consumeMessage: message.id },
+    );
+  } catch (error) {
+    if (!(error instanceof ConcurrencyError)) throw error; // created by another worker
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Verifying messages between actors: every delivery in a receiver's log (a row
+ * from `message`, a creation from `spawn`) must match a message its sender's log
+ * produces when replayed — same receiver, same event — at the sender's version
+ * and position it names. A forged, altered or misdirected delivery is a problem.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { AnyMachineSnapshot } from 'xstate';
+import type { OutgoingMessage, TransitionRow } from '../store/types.ts';
+import { planMessages } from './messages.ts';
+import type { VerifyProblem } from './verify-report.ts';
+
+interface Claim {
+  actorId: string;
+  seq: number;
+  from: string;
+  fromSeq: number;
+  idx: number;
+  kind: 'spawn' | 'event';
+  body: unknown;
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+export class MessageLedger {
+  private readonly sent = new Map<string, OutgoingMessage>();
+  private readonly claims: Claim[] = [];
+
+  /** The parent an actor's creation row names (a spawned child), if any. */
+  static parentOf(rows: readonly TransitionRow[]): string | undefined {
+    const meta = parse(rows[0]?.metadata ?? '') as
+      { source?: unknown; parent?: unknown } | undefined;
+    return meta?.source === 'spawn' && typeof meta.parent === 'string' ? meta.parent : undefined;
+  }
+
+  /** Records what one replayed transition sends. */
+  replayed(
+    actorId: string,
+    parentId: string | undefined,
+    machineId: string,
+    row: TransitionRow,
+    previous: AnyMachineSnapshot | undefined,
+    next: AnyMachineSnapshot,
+    actions: readonly unknown[],
+  ): void {
+    for (const m of planMessages({ actorId, parentId, machineId, previous, next, actions })) {
+      this.sent.set(`${actorId}:${row.seq}:${m.idx}`, m);
+    }
+  }
+
+  /** Records what one row says it received. */
+  row(actorId: string, row: TransitionRow): void {
+    const meta = parse(row.metadata) as
+      | { source?: unknown; from?: unknown; parent?: unknown; fromSeq?: unknown; idx?: unknown }
+      | undefined;
+    const from =
+      meta?.source === 'message' ? meta.from : meta?.source === 'spawn' ? meta.parent : undefined;
+    if (
+      typeof from !== 'string' ||
+      typeof meta?.fromSeq !== 'number' ||
+      typeof meta.idx !== 'number'
+    ) {
+      return;
+    }
+    this.claims.push({
+      actorId,
+      seq: row.seq,
+      from,
+      fromSeq: meta.fromSeq,
+      idx: meta.idx,
+      kind: meta.source === 'spawn' ? 'spawn' : 'event',
+      body: parse(row.event),
+    });
+  }
+
+  /** Deliveries no sender's log accounts for. */
+  problems(): VerifyProblem[] {
+    const problems: VerifyProblem[] = [];
+    for (const c of this.claims) {
+      const sent = this.sent.get(`${c.from}:${c.fromSeq}:${c.idx}`);
+      const where = `message ${c.idx} of ${c.from} seq ${c.fromSeq}`;
+      if (!sent || sent.to !== c.actorId || sent.kind !== c.kind) {
+        problems.push({
+          actorId: c.actorId,
+          kind: 'message',
+          seq: c.seq,
+          detail: `${where} is not in its sender's log`,
+        });
+      } else if (c.kind === 'event' && !isDeepStrictEqual(parse(sent.body), c.body)) {
+        problems.push({
+          actorId: c.actorId,
+          kind: 'message',
+          seq: c.seq,
+          detail: `${where} carried another event`,
+        });
+      }
+    }
+    return problems;
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * XState child machines in a durable actor: each child is a durable actor of its
+ * own, linked to its parent; spawns, events between them, stops and completions
+ * are messages written in the sender's commit and delivered exactly once.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import {
+  assign,
+  createActor,
+  sendParent,
+  sendTo,
+  setup,
+  toPromise,
+  type AnyStateMachine,
+} from 'xstate';
+import {
+  buildTransitionRow,
+  createDurableActor,
+  getRuntime,
+  openStore,
+  recover,
+  verify,
+  type ActorRow,
+  type Store,
+} from '../src/index.ts';
+
+let dir: string;
+let file: string;
+const stores: Store[] = [];
+function open(): Store {
+  const store = openStore(`sqlite:${file}`);
+  stores.push(store);
+  return store;
+}
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agentcharts-children-'));
+  file = join(dir, 'db.sqlite');
+});
+afterEach(async () => {
+  for (const s of stores.splice(0)) {
+    await getRuntime(s).close();
+    await s.close().catch(() => undefined);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A worker: waits for WORK, reports progress to its parent, finishes with output. */
+const worker = setup({
+  types: {
+    input: {} as { task: string },
+    context: {} as { task: string; steps: number },
+    events: {} as { type: 'WORK' } | { type: 'FINISH' },
+  },
+}).createMachine({
+  id: 'worker',
+  context: ({ input }) => ({ task: input.task, steps: 0 }),
+  initial: 'waiting',
+  states: {
+    waiting: { on: { WORK: { target: 'working' } } },
+    working: {
+      entry: [
+        assign({ steps: ({ context }) => context.steps + 1 }),
+        sendParent(({ context }) => ({ type: 'PROGRESS', task: context.task })),
+      ],
+      on: { FINISH: 'done' },
+    },
+    done: { type: 'final' },
+  },
+  output: ({ context }) => ({ task: context.task, steps: context.steps }),
+});
+
+const lead = setup({
+  types: {
+    context: {} as { progress: string[]; result: unknown },
+    events: {} as
+      | { type: 'GO' }
+      | { type: 'PROGRESS'; task: string }
+      | { type: 'NUDGE' }
+      | { type: 'FINISH_WORK' }
+      | { type: 'ABANDON' },
+  },
+  actors: { worker },
+}).createMachine({
+  id: 'lead',
+  context: { progress: [], result: null },
+  initial: 'idle',
+  states: {
+    idle: { on: { GO: 'delegating' } },
+    delegating: {
+      invoke: {
+        id: 'w1',
+        src: 'worker',
+        input: { task: 'refund' },
+        onDone: { target: 'done', actions: assign({ result: ({ event }) => event.output }) },
+      },
+      on: {
+        NUDGE: { actions: sendTo('w1', { type: 'WORK' }) },
+        FINISH_WORK: { actions: sendTo('w1', { type: 'FINISH' }) },
+        PROGRESS: {
+          actions: assign({ progress: ({ context, event }) => [...context.progress, event.task] }),
+        },
+        ABANDON: 'idle',
+      },
+    },
+    done: { type: 'final' },
+  },
+});
+
+async function settle(store: Store): Promise<void> {
+  const runtime = getRuntime(store);
+  for (let i = 0; i < 5; i++) {
+    await runtime.drain();
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+describe('a child machine is a durable actor of its own', () => {
+  test('spawned with its parent, messages both ways, its completion arrives with its output', async () => {
+    const store = open();
+    const parent = await createDurableActor(lead, { id: 'p1', store });
+    await parent.send({ type: 'GO' });
+    await settle(store);
+    const children = await store.childrenOf('p1');
+    expect(children.map((c) => [c.id, c.machineId, c.state])).toEqual([
+      ['p1/w1', 'worker', 'waiting'],
+    ]);
+
+    await parent.send({ type: 'NUDGE' });
+    await settle(store);
+    expect((await store.loadActor('p1/w1'))?.state).toBe('working');
+    expect(parent.getSnapshot().context.progress).toEqual(['refund']);
+
+    await parent.send({ type: 'FINISH_WORK' });
+    await settle(store);
+    expect(parent.state).toBe('done');
+    expect(parent.getSnapshot().context.result).toEqual({ task: 'refund', steps: 1 });
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+
+    const childRows = await store.history('p1/w1');
+    expect(childRows.map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['WORK', 'working'],
+      ['FINISH', 'done'],
+    ]);
+    expect(JSON.parse(childRows[0]?.metadata ?? '{}')).toMatchObject({
+      source: 'spawn',
+      parent: 'p1',
+      childId: 'w1',
+    });
+    expect((await verify(store, { charts: [chart(lead), chart(worker)] })).ok).toBe(true);
+  });
+
+  test('leaving the invoking state stops the child durably', async () => {
+    const store = open();
+    const parent = await createDurableActor(lead, { id: 'p2', store });
+    await parent.send({ type: 'GO' });
+    await settle(store);
+    await parent.send({ type: 'ABANDON' });
+    await settle(store);
+    expect(await store.loadActor('p2/w1')).toMatchObject({ status: 'stopped' });
+    await parent.send({ type: 'GO' }); // the same child id again: refused, logged, nothing half-made
+    await settle(store);
+    expect((await store.history('p2/w1')).at(-1)?.eventType).toBe('xstate.stop');
+  });
+
+  test('behaves as plain XState: the parent ends in the same state with the same context', async () => {
+    const plain = createActor(lead).start();
+    plain.send({ type: 'GO' });
+    plain.send({ type: 'NUDGE' });
+    plain.send({ type: 'FINISH_WORK' });
+    await toPromise(plain);
+    const store = open();
+    const durable = await createDurableActor(lead, { id: 'p3', store });
+    for (const type of ['GO', 'NUDGE', 'FINISH_WORK'] as const) {
+      await durable.send({ type });
+      await settle(store);
+    }
+    expect(durable.getSnapshot().value).toEqual(plain.getSnapshot().value);
+    expect(durable.getSnapshot().context).toEqual(plain.getSnapshot().context);
+  });
+});
+
+describe('messages across a crash', () => {
+  test("a child's completion written before the crash reaches its parent once after recovery", async () => {
+    const first = open();
+    const parent = await createDurableActor(lead, { id: 'p4', store: first });
+    await parent.send({ type: 'GO' });
+    await settle(first);
+    await parent.send({ type: 'NUDGE' });
+    await settle(first);
+    // The process dies right after the child's final commit: its completion is pending.
+    getRuntime(first).courier.close();
+    await parent.send({ type: 'FINISH_WORK' });
+    const child = await getRuntime(first).actor('p4/w1');
+    await child.deliverMessage(
+      (await first.pendingMessages({ to: 'p4/w1', limit: 1 }))[0] as never,
+    );
+    expect(await first.pendingMessages({ to: 'p4', limit: 5 })).toHaveLength(1);
+    await getRuntime(first).close();
+
+    const store = open();
+    await recover(store, { charts: [chart(lead)] });
+    await settle(store);
+    expect((await store.loadActor('p4'))?.state).toBe('done');
+    expect(await store.pendingMessages({ limit: 5 })).toEqual([]);
+    const rows = await store.history('p4');
+    expect(rows.filter((r) => r.eventType === 'xstate.done.actor.w1')).toHaveLength(1);
+  });
+});
+
+function chart(machine: AnyStateMachine) {
+  return { machine, version: 1, migrations: {} } as never;
+}
+
+describe('verify checks every delivered message against its sender', () => {
+  test('a delivery that no sender sent is named, though its row chains and replays', async () => {
+    const store = open();
+    const parent = await createDurableActor(lead, { id: 'p5', store });
+    await parent.send({ type: 'GO' });
+    await settle(store);
+    expect((await verify(store, { charts: [chart(lead)] })).ok).toBe(true);
+    // A well-formed row claiming a message the parent never sent.
+    const child = (await store.loadActor('p5/w1')) as ActorRow;
+    const event = JSON.stringify({ type: 'WORK' });
+    const snapshot = child.snapshot
+      .replace('"waiting"', '"working"')
+      .replace('"steps":0', '"steps":1');
+    const transition = buildTransitionRow({
+      actorId: child.id,
+      seq: child.version + 1,
+      fromState: 'waiting',
+      toState: 'working',
+      eventType: 'WORK',
+      event,
+      at: child.updatedAt + 1,
+      metadata: JSON.stringify({ source: 'message', from: 'p5', fromSeq: 2, idx: 3 }),
+      prevHash: child.headHash,
+      chartVersion: 1,
+      snapshot,
+    });
+    const [error] = await store.commit([
+      {
+        actorId: child.id,
+        expectedVersion: child.version,
+        actor: {
+          ...child,
+          version: child.version + 1,
+          state: 'working',
+          snapshot,
+          headHash: transition.hash,
+        },
+        transition,
+        timersSet: [],
+        timersCancel: [],
+      },
+    ]);
+    expect(error).toBeNull();
+    const report = await verify(store, { charts: [chart(lead)] });
+    expect(report.problems).toEqual([
+      expect.objectContaining({ actorId: 'p5/w1', kind: 'message', seq: 2 }),
+    ]);
+  });
+});
