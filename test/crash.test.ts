@@ -21,7 +21,8 @@ import { ManualClock } from '../src/core/clock.ts';
 import { recover } from '../src/durable/recover.ts';
 import { getRuntime } from '../src/durable/open.ts';
 import { openStore } from '../src/store/open.ts';
-import { charts } from '../machines/index.ts';
+import { charts as catalogCharts } from '../machines/index.ts';
+import { delegation } from './fixtures/delegation-chart.ts';
 import {
   anomalyLogger,
   checkCrashInvariants,
@@ -38,6 +39,8 @@ const HOUR = 3_600_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-crash-'));
 const files = crashFiles(dir);
+const charts = [...catalogCharts, delegation];
+process.env['AGENTCHARTS_CRASH_EFFECTS'] = files.effects;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Ready {
@@ -124,6 +127,7 @@ async function recoverAndCheck(
       if (entry.action === 'failed') errors.push(`recovery failed for ${entry.actorId}`);
     }
     const runtime = getRuntime(store);
+    await runtime.drain(); // invokes recovery started, and what they deliver
     for (let i = 0; i < 1000; i++) {
       // Firing can set timers due at once (an exhausted retry has no backoff).
       while ((await runtime.fireDueTimers()) > 0) await runtime.drain();
@@ -195,11 +199,14 @@ describe('a durable worker SIGKILLed at random moments', () => {
       expect(stats.timersFired).toBeGreaterThan(0);
       expect(stats.effects).toBeGreaterThan(0);
       expect(stats.recoverySends).toBeGreaterThan(0);
+      expect(stats.messages).toBeGreaterThan(0);
+      expect(stats.invokes).toBeGreaterThan(0);
       console.log(
         `crash test: ${KILLS} kills (seed ${SEED}), ${stats.actors} actors, ${stats.transitions} transitions ` +
           `(${stats.acks} acknowledged, ${stats.tornAcks} torn acks), ${stats.stepsDone} steps done ` +
           `(${stats.effects} effects, ${reconciled} reconciled after a kill), ${stats.timersFired} timers fired, ` +
-          `${stats.recoverySends} recovery sends (${workerRecoverySends} by workers) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+          `${stats.recoverySends} recovery sends (${workerRecoverySends} by workers), ${stats.messages} messages ` +
+          `and ${stats.invokes} invoke outcomes delivered in ${((Date.now() - started) / 1000).toFixed(1)} s`,
       );
     },
     KILLS * 8_000 + 60_000,

@@ -153,7 +153,7 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await verify(store, { charts: [chart(lead), chart(worker)] })).ok).toBe(true);
   });
 
-  test('leaving the invoking state stops the child durably', async () => {
+  test('leaving the invoking state stops the child durably; entering it again starts it over', async () => {
     const store = open();
     const parent = await createDurableActor(lead, { id: 'p2', store });
     await parent.send({ type: 'GO' });
@@ -161,9 +161,16 @@ describe('a child machine is a durable actor of its own', () => {
     await parent.send({ type: 'ABANDON' });
     await settle(store);
     expect(await store.loadActor('p2/w1')).toMatchObject({ status: 'stopped' });
-    await parent.send({ type: 'GO' }); // the same child id again: refused, logged, nothing half-made
+    await parent.send({ type: 'GO' }); // the same child id again: the child starts over
     await settle(store);
-    expect((await store.history('p2/w1')).at(-1)?.eventType).toBe('xstate.stop');
+    const rows = await store.history('p2/w1');
+    expect(rows.map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['xstate.stop', 'waiting'],
+      ['xstate.init', 'waiting'],
+    ]);
+    expect(await store.loadActor('p2/w1')).toMatchObject({ status: 'active', version: 3 });
+    expect((await verify(store, { charts: [chart(lead)] })).problems).toEqual([]);
   });
 
   test('behaves as plain XState: the parent ends in the same state with the same context', async () => {

@@ -173,6 +173,20 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   }
 
   /**
+   * @internal Starts a finished child over when its parent spawns it again: a fresh
+   * initial snapshot from the new input, consuming the spawn message.
+   */
+  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<void> {
+    return this.enqueue(async () => {
+      await processEvent(this.core, { type: 'xstate.init', input }, 'spawn', {
+        internal: true,
+        consumeMessage: message.id,
+        metadata: { parent: message.from, fromSeq: message.fromSeq, idx: message.idx, childId },
+      });
+    });
+  }
+
+  /**
    * Serialises work on this actor. An idle mailbox runs the work at once (no
    * extra turn): sends issued together to different actors reach the group commit
    * in the same batch.

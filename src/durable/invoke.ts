@@ -235,7 +235,7 @@ export async function resumeInvokes(
       await deliverOutcome(core, id, row.key, outcomeOf(row.status, row.result));
       report.push({ key: row.key, outcome: 'delivered', detail: `recorded ${row.status}` });
     } else if (row.attempts === 0) {
-      void runInvoke(core, invoke);
+      trackRun(core, runInvoke(core, invoke));
       report.push({ key: row.key, outcome: 'started', detail: 'never started before the stop' });
     } else {
       report.push(await settleUncertain(core, invoke, row, reconcile, clock.now()));
@@ -290,9 +290,16 @@ async function settleUncertain(
       };
     }
     await store.restartStep(row.key, now);
-    void runInvoke(core, invoke, true);
+    trackRun(core, runInvoke(core, invoke, true));
     return { key: row.key, outcome: 'rerun', detail: 'interrupted mid-run; safe to re-run' };
   } catch (error) {
     return { key: row.key, outcome: 'failed', detail: JSON.stringify(errorValue(error)) };
   }
+}
+
+/** Keeps a running invoke where `runtime.drain()` can wait for it. */
+export function trackRun(core: ActorCore, run: Promise<void>): void {
+  const running = core.runtime.invokesRunning;
+  running.add(run);
+  void run.finally(() => running.delete(run));
 }

@@ -7,7 +7,7 @@ import type { InvalidEventError, InvalidTransitionError } from '../core/errors.t
 import type { ActorStatus, MessageRow } from '../store/types.ts';
 
 /** Where an event came from, recorded in the transition row's metadata. */
-export type EventSource = 'send' | 'timer' | 'recover' | 'invoke' | 'message';
+export type EventSource = 'send' | 'timer' | 'recover' | 'invoke' | 'message' | 'spawn';
 
 /** Told to subscribers after a transition committed. */
 export interface TransitionNotice {
@@ -85,6 +85,8 @@ export interface LiveActor {
   deliverTimer(timerId: string): Promise<boolean>;
   /** Delivers a message from another actor, consuming it in the same commit. */
   deliverMessage(message: MessageRow): Promise<void>;
+  /** Starts a finished child over when its parent spawns it again. */
+  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<void>;
   /** Forgets the in-memory actor (its durable state lives on). */
   detach(): void;
 }

@@ -1,60 +1,14 @@
-import type { EventObject } from 'xstate';
-import type { Logger } from 'pino';
-import type { ChartDefinition } from '../core/chart.ts';
-import type { Clock } from '../core/clock.ts';
-import { AgentchartsError, StoreError } from '../core/errors.ts';
+import { AgentchartsError } from '../core/errors.ts';
 import type { RecoveryDecision, RecoverySnapshot } from '../core/recovery.ts';
 import type { ActorRow, StepRow, Store, TimerRow } from '../store/types.ts';
 import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
 import type { InvokeRecovery } from './invoke.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
-import { decodeActorRow } from './codec.ts';
+import { isCurrentInvoke, parseStored, storedSnapshot } from './stored.ts';
 
-export interface RecoverOptions {
-  /** Charts by which stored actors are loaded (default: none besides those already registered). */
-  charts?: Iterable<ChartDefinition>;
-  clock?: Clock;
-  logger?: Logger;
-  /** Settles steps found `executing` (interrupted by a crash). Without it they stay uncertain. */
-  reconcile?: ReconcileHook;
-  /** Keep polling the store for due timers afterwards (ms; 0 = no polling). Default 0. */
-  pollTimersMs?: number;
-  /**
-   * Worker identity (multi-process): recover only actors that are unowned or whose
-   * lease expired, taking their leases. Without it every active actor is recovered.
-   */
-  owner?: string;
-  leaseMs?: number;
-}
-
-/** What recovery did with one actor. */
-export interface RecoveryEntry {
-  actorId: string;
-  machineId: string;
-  /** State before recovery touched the actor. */
-  stateBefore: string;
-  stateAfter: string;
-  action: 'resumed' | 'sent' | 'failed';
-  event?: EventObject;
-  reason: string;
-  /** Timers that were overdue and fired during recovery. */
-  timersFired: number;
-  error?: { name: string; message: string };
-}
-
-export interface RecoveryReport {
-  startedAt: number;
-  finishedAt: number;
-  actors: RecoveryEntry[];
-  steps: Array<{
-    key: string;
-    /** Steps: done, not_done, uncertain, failed; invoked promises also delivered, started, rerun. */
-    outcome: 'done' | 'not_done' | 'uncertain' | 'failed' | 'delivered' | 'started' | 'rerun';
-    detail: string;
-  }>;
-  counts: { actors: number; resumed: number; sent: number; failed: number; timersFired: number };
-}
+export type { RecoverOptions, RecoveryEntry, RecoveryReport } from './recover-report.ts';
+import type { RecoverOptions, RecoveryEntry, RecoveryReport } from './recover-report.ts';
 
 function errorInfo(error: unknown): { name: string; message: string } {
   return error instanceof Error
@@ -92,9 +46,13 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
 
   // Uncertain steps, by actor; settled only by whoever recovers that actor.
   const uncertain = new Map<string, StepRow[]>();
+  const invokeSteps: StepRow[] = [];
   for (const step of await store.listSteps({ status: 'executing' })) {
     if (runtime.liveActor(step.actorId)) continue; // running in this process, not interrupted
-    if (step.name.startsWith('invoke:')) continue; // settled with its actor's invokes
+    if (step.name.startsWith('invoke:')) {
+      invokeSteps.push(step); // settled with its actor's invokes
+      continue;
+    }
     const list = uncertain.get(step.actorId) ?? [];
     list.push(step);
     uncertain.set(step.actorId, list);
@@ -168,6 +126,31 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
 
   // Messages written before the stop and not delivered yet (spawns, events, completions).
   await runtime.courier.deliverAll();
+
+  // Invokes interrupted after their state was left (or their actor finished) can
+  // never deliver: they are closed as abandoned, so nothing stays `executing`.
+  const handled = new Set(report.steps.map((r) => r.key));
+  for (const step of invokeSteps) {
+    if (handled.has(step.key)) continue;
+    if ((await runtime.acquire([step.actorId])).length === 0) continue;
+    if (
+      runtime.liveActor(step.actorId) &&
+      (await store.getStep(step.key))?.status !== 'executing'
+    ) {
+      continue; // settled meanwhile by the run recovery started
+    }
+    const current = await store.loadActor(step.actorId);
+    if (current?.status === 'active' && isCurrentInvoke(current.snapshot, step)) continue;
+    await store.finishStep(
+      step.key,
+      'failed',
+      JSON.stringify({
+        error: { name: 'Abandoned', message: 'its state was left before it settled' },
+      }),
+      runtime.clock.now(),
+    );
+    report.steps.push({ key: step.key, outcome: 'abandoned', detail: 'its state was left' });
+  }
 
   // Steps of actors that are no longer active (finished or errored) are settled too;
   // with an owner, only after taking that actor's lease.
@@ -245,42 +228,6 @@ async function recoverOne(
     entry.stateAfter = actor.state;
   }
   return invokes;
-}
-
-type Stored = Partial<RecoverySnapshot> & { children?: Record<string, unknown> };
-
-/** The stored snapshot JSON of a row, parsed (StoreError `corrupt` when it is not JSON). */
-function parseStored(row: ActorRow): Stored {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(row.snapshot);
-  } catch (cause) {
-    throw new StoreError(
-      { operation: 'load', kind: 'corrupt', actorId: row.id, detail: 'snapshot is not valid JSON' },
-      { cause },
-    );
-  }
-  return parsed !== null && typeof parsed === 'object' ? parsed : {};
-}
-
-/**
- * The stored snapshot as a policy reads it, without building a live actor. A row
- * of another chart version goes through the full load (migrations) instead.
- */
-function storedSnapshot(runtime: DurableRuntime, row: ActorRow, stored: Stored): RecoverySnapshot {
-  const chart = runtime.chartFor(row.machineId);
-  if (!chart) {
-    throw new StoreError({
-      operation: 'load',
-      kind: 'unknown_machine',
-      actorId: row.id,
-      detail: `machine "${row.machineId}" is not registered`,
-    });
-  }
-  if (row.chartVersion !== chart.version || stored.value === undefined) {
-    return decodeActorRow(chart.machine, chart, row);
-  }
-  return { value: stored.value, context: stored.context, status: row.status };
 }
 
 async function reconcileOne(

@@ -182,10 +182,19 @@ export class DurableRuntime {
     return this.committer.commit(write);
   }
 
-  /** Waits for queued commits, and the message deliveries they started, to finish. */
+  /** Invoked promises running in this process (see {@link drain}). */
+  readonly invokesRunning = new Set<Promise<void>>();
+
+  /**
+   * Waits for queued commits, the message deliveries they started and the invoked
+   * promises running here (and what their outcomes commit) to finish.
+   */
   async drain(): Promise<void> {
-    await this.committer.drain();
-    await this.courier.idle();
+    do {
+      await this.committer.drain();
+      await this.courier.idle();
+      await Promise.all([...this.invokesRunning]);
+    } while (this.invokesRunning.size > 0);
     await this.committer.drain();
   }
 

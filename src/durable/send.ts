@@ -20,10 +20,10 @@ import type { ActorCore, SendOptions } from './actor-core.ts';
 import { actorKind, checkActor } from './actor-kinds.ts';
 import { planMessages } from './messages.ts';
 import { decodeActorRow, encodeSnapshot } from './codec.ts';
-import { invokeKey, invokeStepName, runInvoke, stopInvoke } from './invoke.ts';
+import { invokeKey, invokeStepName, runInvoke, stopInvoke, trackRun } from './invoke.ts';
 import type { EventSource, TransitionNotice } from './notices.ts';
 import { planActions, planChildren, type Plan } from './plan.ts';
-import { pureTransition } from './pure.ts';
+import { pureInitial, pureTransition } from './pure.ts';
 import { rejectEvent } from './reject.ts';
 import { buildTransitionRow, checkHead } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
@@ -60,8 +60,11 @@ export async function processEvent(
   // unhandled event, and also for a targetless transition whose actions leave
   // context alone (an `emit`): only then is `can()` asked.
   const previous = core.snapshot;
-  const [next, actions] =
-    previous.status === 'active' ? pureTransition(core.machine, previous, parsed) : [previous, []];
+  const [next, actions] = restarts(parsed, previous, options)
+    ? pureInitial(core.machine, (parsed as { input?: unknown }).input)
+    : previous.status === 'active'
+      ? pureTransition(core.machine, previous, parsed)
+      : [previous, []];
   if (next === previous && !(previous.status === 'active' && previous.can(parsed))) {
     // Decided on a state another process may have moved: look at the stored one.
     if (!options.internal && (await movedElsewhere(core))) {
@@ -119,6 +122,15 @@ export async function processEvent(
     previous,
   }));
   return next;
+}
+
+/**
+ * A finished child spawned again by its parent starts over: the runtime delivers
+ * `xstate.init` with the new input, and the actor's log goes on from a fresh
+ * initial snapshot.
+ */
+function restarts(event: EventObject, previous: AnyMachineSnapshot, options: SendOptions): boolean {
+  return options.internal === true && event.type === 'xstate.init' && previous.status !== 'active';
 }
 
 function metadataJson(
@@ -215,12 +227,15 @@ export function startInvokes(core: ActorCore, plan: Plan, version: number): void
   for (const id of plan.stopped) stopInvoke(core, id);
   for (const spawn of plan.spawned) {
     if (actorKind(spawn.logic) !== 'promise') continue; // a child machine is a message
-    void runInvoke(core, {
-      id: spawn.id,
-      key: invokeKey(core.id, spawn.id, version),
-      logic: spawn.logic,
-      input: spawn.input,
-    });
+    trackRun(
+      core,
+      runInvoke(core, {
+        id: spawn.id,
+        key: invokeKey(core.id, spawn.id, version),
+        logic: spawn.logic,
+        input: spawn.input,
+      }),
+    );
   }
 }
 

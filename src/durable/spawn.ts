@@ -33,12 +33,18 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
   }
   const machine = logic as AnyStateMachine;
   if (!runtime.chartFor(machine.id)) runtime.registerChart({ machine, version: 1, migrations: {} });
-  if (await runtime.store.loadActor(message.to)) {
-    // Spawning an id again (after its first child finished) would need a new actor id.
+  const existing = await runtime.store.loadActor(message.to);
+  if (existing) {
+    if (existing.status !== 'active') {
+      // The parent spawned this child id again after it finished: it starts over.
+      const child = await runtime.actor(message.to);
+      await child.restartFromSpawn(message, body.input, body.childId);
+      return;
+    }
     await runtime.store.dropMessage(message.id);
     runtime.logger.error(
       { actorId: message.to, parent: message.from },
-      'spawn refused: an actor with this id exists',
+      'spawn refused: the child is still running',
     );
     return;
   }

@@ -16,7 +16,7 @@ interface Claim {
   from: string;
   fromSeq: number;
   idx: number;
-  kind: 'spawn' | 'event';
+  kind: 'spawn' | 'event' | 'stop';
   body: unknown;
 }
 
@@ -68,31 +68,41 @@ export class MessageLedger {
     ) {
       return;
     }
+    const body = parse(row.event) as { type?: unknown } | undefined;
     this.claims.push({
       actorId,
       seq: row.seq,
       from,
       fromSeq: meta.fromSeq,
       idx: meta.idx,
-      kind: meta.source === 'spawn' ? 'spawn' : 'event',
-      body: parse(row.event),
+      kind: meta.source === 'spawn' ? 'spawn' : body?.type === 'xstate.stop' ? 'stop' : 'event',
+      body,
     });
   }
 
   /** Deliveries no sender's log accounts for. */
   problems(): VerifyProblem[] {
     const problems: VerifyProblem[] = [];
+    const delivered = new Set<string>();
     for (const c of this.claims) {
-      const sent = this.sent.get(`${c.from}:${c.fromSeq}:${c.idx}`);
+      const key = `${c.from}:${c.fromSeq}:${c.idx}`;
+      const sent = this.sent.get(key);
       const where = `message ${c.idx} of ${c.from} seq ${c.fromSeq}`;
-      if (!sent || sent.to !== c.actorId || sent.kind !== c.kind) {
+      if (delivered.has(key)) {
+        problems.push({
+          actorId: c.actorId,
+          kind: 'message',
+          seq: c.seq,
+          detail: `${where} was delivered twice`,
+        });
+      } else if (!sent || sent.to !== c.actorId || sent.kind !== c.kind) {
         problems.push({
           actorId: c.actorId,
           kind: 'message',
           seq: c.seq,
           detail: `${where} is not in its sender's log`,
         });
-      } else if (c.kind === 'event' && !isDeepStrictEqual(parse(sent.body), c.body)) {
+      } else if (c.kind !== 'spawn' && !isDeepStrictEqual(parse(sent.body), c.body)) {
         problems.push({
           actorId: c.actorId,
           kind: 'message',
@@ -100,6 +110,7 @@ export class MessageLedger {
           detail: `${where} carried another event`,
         });
       }
+      delivered.add(key);
     }
     return problems;
   }

@@ -151,7 +151,7 @@ async function verifyActor(
     if (!event || typeof event.type !== 'string')
       return { actorId, kind: 'replay', seq: row.seq, detail: 'event is not valid JSON' };
     try {
-      if (!snapshot) {
+      if (!snapshot || (event.type === 'xstate.init' && snapshot.status !== 'active')) {
         if (event.type !== 'xstate.init')
           return { actorId, kind: 'replay', seq: row.seq, detail: 'first row is not the creation' };
         const [initial, actions] = pureInitial(chart.machine, event.input);

@@ -160,13 +160,15 @@ export class SqliteStore implements Store {
 
   loadActorHead(actorId: string): Promise<ActorHead | undefined> {
     return this.run('load', actorId, () => {
-      const actor = this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = ?`).get(actorId) as
-        ActorRow | undefined;
-      if (actor === undefined) return undefined;
+      const found = this.sql(
+        `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId FROM actors WHERE id = ?`,
+      ).get(actorId) as (ActorRow & { parentId: string | null }) | undefined;
+      if (found === undefined) return undefined;
+      const { parentId, ...actor } = found;
       const head = this.sql(
         `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq = ?`,
       ).get(actorId, actor.version) as TransitionRow | undefined;
-      return { actor, head };
+      return parentId === null ? { actor, head } : { actor, head, parentId };
     });
   }
 

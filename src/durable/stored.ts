@@ -1,0 +1,57 @@
+/** Reading a stored actor row without building a live actor (recovery's lazy path). */
+import { StoreError } from '../core/errors.ts';
+import type { RecoverySnapshot } from '../core/recovery.ts';
+import type { ActorRow, StepRow } from '../store/types.ts';
+import { decodeActorRow } from './codec.ts';
+import type { DurableRuntime } from './runtime.ts';
+
+export type Stored = Partial<RecoverySnapshot> & { children?: Record<string, unknown> };
+
+/** The stored snapshot JSON of a row, parsed (StoreError `corrupt` when it is not JSON). */
+export function parseStored(row: ActorRow): Stored {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(row.snapshot);
+  } catch (cause) {
+    throw new StoreError(
+      { operation: 'load', kind: 'corrupt', actorId: row.id, detail: 'snapshot is not valid JSON' },
+      { cause },
+    );
+  }
+  return parsed !== null && typeof parsed === 'object' ? parsed : {};
+}
+
+/** Whether an invoke step belongs to a child still running in the stored snapshot. */
+export function isCurrentInvoke(snapshot: string, step: StepRow): boolean {
+  const id = step.name.slice('invoke:'.length);
+  try {
+    const children = (JSON.parse(snapshot) as { children?: Record<string, unknown> }).children;
+    return children !== undefined && Object.hasOwn(children, id);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The stored snapshot as a policy reads it, without building a live actor. A row
+ * of another chart version goes through the full load (migrations) instead.
+ */
+export function storedSnapshot(
+  runtime: DurableRuntime,
+  row: ActorRow,
+  stored: Stored,
+): RecoverySnapshot {
+  const chart = runtime.chartFor(row.machineId);
+  if (!chart) {
+    throw new StoreError({
+      operation: 'load',
+      kind: 'unknown_machine',
+      actorId: row.id,
+      detail: `machine "${row.machineId}" is not registered`,
+    });
+  }
+  if (row.chartVersion !== chart.version || stored.value === undefined) {
+    return decodeActorRow(chart.machine, chart, row);
+  }
+  return { value: stored.value, context: stored.context, status: row.status };
+}
