@@ -1,28 +1,33 @@
 /**
- * Seeds a SQLite store with many valid, idle actors quickly: one real actor per
- * chart is created through the runtime (on a memory store) as a template, then
- * cloned under new ids with raw inserts — a correct creation row (hash chain
- * included) per actor, the same snapshot, the same timers.
+ * Seeds a SQLite store with many valid actors quickly. Real actors are made once
+ * through the runtime (on a memory store) as templates — one per chart in its
+ * creation state, and one task taken to `done` — then cloned under new ids with
+ * raw inserts: the same snapshots and timers, every transition row rebuilt with a
+ * correct hash chain for its new id.
  */
+import Database from 'better-sqlite3';
 import { charts } from '../../machines/index.ts';
-import { buildTransitionRow } from '../../src/durable/row.ts';
-import { createDurableActor } from '../../src/durable/open.ts';
-import { GENESIS_HASH } from '../../src/durable/row.ts';
-import { getRuntime } from '../../src/durable/open.ts';
+import { createDurableActor, getRuntime } from '../../src/durable/open.ts';
+import { GENESIS_HASH, hashTransition } from '../../src/durable/row.ts';
 import { openStore } from '../../src/store/open.ts';
 import type { ActorRow, TimerRow, TransitionRow } from '../../src/store/types.ts';
-import { openRawDatabase } from './common.ts';
+import { runTask } from './workload.ts';
 
 interface Template {
   chart: string;
   actor: ActorRow;
-  creation: TransitionRow;
+  rows: TransitionRow[];
   timers: TimerRow[];
 }
 
-async function templates(): Promise<Template[]> {
+async function templates(): Promise<{ idle: Template[]; done: Template }> {
   const store = openStore('memory:');
-  const result: Template[] = [];
+  const take = async (chart: string, id: string): Promise<Template> => {
+    const actor = await store.loadActor(id);
+    if (!actor) throw new Error(`seed: template ${id} was not stored`);
+    return { chart, actor, rows: await store.history(id), timers: await store.timers(id) };
+  };
+  const idle: Template[] = [];
   for (const chart of charts) {
     const id = `template-${chart.name}`;
     await createDurableActor(chart.machine, {
@@ -31,35 +36,41 @@ async function templates(): Promise<Template[]> {
       input: chart.defaultInput as never,
       schemas: chart.events,
     });
-    const actor = await store.loadActor(id);
-    const creation = (await store.history(id))[0];
-    if (!actor || !creation) throw new Error(`seed: template of ${chart.name} was not stored`);
-    result.push({ chart: chart.name, actor, creation, timers: await store.timers(id) });
+    idle.push(await take(chart.name, id));
   }
+  await runTask(store, 'template-done');
+  const done = await take('task-lifecycle', 'template-done');
   await getRuntime(store).close();
   await store.close();
-  return result;
+  return { idle, done };
 }
 
-/** Id of the `i`-th seeded actor: `<chart>/<zero-padded i>`, charts in turn. */
+/** Id of the `i`-th seeded actor: `<chart>/<zero-padded i>`. */
 export function seededId(chart: string, i: number): string {
   return `${chart}/${String(i).padStart(7, '0')}`;
 }
 
 /**
- * Writes `count` actors spread evenly over the six charts into the store at `file`
- * (created with the store's schema). Returns the ids per chart.
+ * Writes `total` actors into the store at `file` (created with the store's schema
+ * and pragmas): `unfinished` of them in their creation state, spread over the six
+ * charts, the rest finished tasks with their whole history. Returns the ids per chart.
  */
-export async function seedActors(file: string, count: number): Promise<Map<string, string[]>> {
-  const tpls = await templates();
-  const db = await openRawDatabase(file);
-  // Seeding is setup, not measured: trade durability for speed here only.
+export async function seedActors(
+  file: string,
+  total: number,
+  unfinished = total,
+): Promise<Map<string, string[]>> {
+  const { idle, done } = await templates();
+  await openStore(`sqlite:${file}`).close(); // the store's schema
+  const db = new Database(file);
+  // Seeding is setup, not measured: durability traded for speed here only.
+  db.pragma('journal_mode = WAL');
   db.pragma('synchronous = OFF');
   const insertActor = db.prepare(
     `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-       created_at, updated_at, head_hash)
+       created_at, updated_at, head_hash, state_since)
      VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-       @createdAt, @updatedAt, @headHash)`,
+       @createdAt, @updatedAt, @headHash, @updatedAt)`,
   );
   const insertTransition = db.prepare(
     `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
@@ -70,32 +81,31 @@ export async function seedActors(file: string, count: number): Promise<Map<strin
   const insertTimer = db.prepare(
     `INSERT INTO timers (actor_id, timer_id, event, due_at) VALUES (@actorId, @timerId, @event, @dueAt)`,
   );
-  const ids = new Map<string, string[]>(tpls.map((t) => [t.chart, []]));
+  const ids = new Map<string, string[]>([...idle, done].map((t) => [t.chart, []]));
+  const clone = (tpl: Template, id: string) => {
+    let prevHash = GENESIS_HASH;
+    const rows = tpl.rows.map(({ hash: _template, ...row }) => {
+      // The clone's snapshots are the template's, so each row keeps its snapshot hash.
+      const content = { ...row, actorId: id, prevHash };
+      prevHash = hashTransition(content);
+      return { ...content, hash: prevHash };
+    });
+    insertActor.run({ ...tpl.actor, id, headHash: prevHash });
+    for (const row of rows) insertTransition.run(row);
+    for (const timer of tpl.timers) insertTimer.run({ ...timer, actorId: id });
+    ids.get(tpl.chart)?.push(id);
+  };
   const insertMany = db.transaction((from: number, to: number) => {
     for (let i = from; i < to; i++) {
-      const tpl = tpls[i % tpls.length] as Template;
-      const id = seededId(tpl.chart, i);
-      const creation = buildTransitionRow({
-        actorId: id,
-        seq: 1,
-        fromState: null,
-        toState: tpl.creation.toState,
-        eventType: tpl.creation.eventType,
-        event: tpl.creation.event,
-        at: tpl.creation.at,
-        metadata: tpl.creation.metadata,
-        prevHash: GENESIS_HASH,
-        chartVersion: tpl.actor.chartVersion,
-        snapshot: tpl.actor.snapshot,
-      });
-      insertActor.run({ ...tpl.actor, id, headHash: creation.hash });
-      insertTransition.run(creation);
-      for (const timer of tpl.timers) insertTimer.run({ ...timer, actorId: id });
-      ids.get(tpl.chart)?.push(id);
+      const tpl = i < unfinished ? (idle[i % idle.length] as Template) : done;
+      clone(tpl, seededId(tpl.chart, i));
     }
   });
-  for (let from = 0; from < count; from += 5_000) insertMany(from, Math.min(count, from + 5_000));
+  for (let from = 0; from < total; from += 5_000) insertMany(from, Math.min(total, from + 5_000));
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
+  const store = openStore(`sqlite:${file}`);
+  await store.rebuildReadModels();
+  await store.close();
   return ids;
 }

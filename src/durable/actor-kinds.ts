@@ -148,8 +148,19 @@ export function checkDurableActors(machine: AnyStateMachine): void {
   checked.add(machine);
 }
 
-/** The child machines a machine invokes or spawns (statically visible), recursively. */
-export function childMachines(machine: AnyStateMachine): AnyStateMachine[] {
+const childrenOf = new WeakMap<AnyStateMachine, readonly AnyStateMachine[]>();
+
+/** The child machines a machine invokes or spawns (statically visible), recursively; cached. */
+export function childMachines(machine: AnyStateMachine): readonly AnyStateMachine[] {
+  let known = childrenOf.get(machine);
+  if (!known) {
+    known = findChildMachines(machine);
+    childrenOf.set(machine, known);
+  }
+  return known;
+}
+
+function findChildMachines(machine: AnyStateMachine): AnyStateMachine[] {
   const found = new Set<AnyStateMachine>();
   const visit = (m: AnyStateMachine): void => {
     const sources: Array<string | AnyActorLogic> = [];

@@ -27,6 +27,9 @@ import {
   type StepReconciliation,
 } from './steps.ts';
 
+/** The options of a plain send (no metadata): one object for every such send. */
+const NO_OPTIONS = Object.freeze({});
+
 export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   readonly id: string;
   readonly machine: TLogic;
@@ -79,7 +82,13 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     options: { conflictRetries?: number } = {},
   ): Promise<SnapshotFrom<TLogic>> {
     const retries = options.conflictRetries ?? this.runtime.conflictRetries;
-    const sendOptions = metadata === undefined ? {} : { metadata };
+    const sendOptions = metadata === undefined ? NO_OPTIONS : { metadata };
+    if (retries === 0) {
+      // The common case: one attempt, no retry loop around it.
+      return this.enqueue(
+        () => processEvent(this.core, event, 'send', sendOptions) as Promise<SnapshotFrom<TLogic>>,
+      );
+    }
     return this.enqueue(async () => {
       for (let attempt = 0; ; attempt++) {
         try {

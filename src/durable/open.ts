@@ -24,6 +24,9 @@ export type { DurableActorOptions } from './options.ts';
 
 const runtimes = new WeakMap<Store, DurableRuntime>();
 
+/** The migrations of a chart that declares none (one object: registering it again is a no-op). */
+const NO_MIGRATIONS = Object.freeze({});
+
 /** The runtime of a store, created on first use with `options`. */
 export function getRuntime(store: Store, options?: RuntimeOptions): DurableRuntime {
   let runtime = runtimes.get(store);
@@ -113,7 +116,7 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
   checkDurableActors(machine); // so does an actor the runtime cannot persist
   const versioning = {
     version: options.version ?? 1,
-    migrations: options.migrations ?? {},
+    migrations: options.migrations ?? NO_MIGRATIONS,
   };
   runtime.registerChart({ machine, ...versioning });
   const actorOptions = { schemas: options.schemas, maxEventBytes: options.maxEventBytes };

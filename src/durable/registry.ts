@@ -13,12 +13,22 @@ export class ChartRegistry {
    * registration (createDurableActor's machine + versioning) is merged into what is
    * known, so it never drops a recovery policy or event schemas registered earlier.
    */
-  register(chart: ChartRegistration): void {
+  register(chart: ChartRegistration): boolean {
     const existing = this.charts.get(chart.machine.id);
+    if (existing && isPartOf(chart, existing)) return false; // nothing new (every creation)
     this.charts.set(chart.machine.id, existing ? { ...existing, ...chart } : chart);
+    return true;
   }
 
   get(machineId: string): ChartRegistration | undefined {
     return this.charts.get(machineId);
   }
+}
+
+/** Whether every field of `chart` is already what `existing` holds. */
+function isPartOf(chart: ChartRegistration, existing: ChartRegistration): boolean {
+  for (const key of Object.keys(chart) as Array<keyof ChartRegistration>) {
+    if (chart[key] !== existing[key]) return false;
+  }
+  return true;
 }

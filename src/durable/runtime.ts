@@ -109,7 +109,7 @@ export class DurableRuntime {
   // ---- charts and observers ----------------------------------------------------
 
   registerChart(chart: ChartRegistration): void {
-    this.charts.register(chart);
+    if (!this.charts.register(chart)) return;
     // Child machines are loaded by id too (timers, recovery, messages).
     for (const child of childMachines(chart.machine)) {
       if (!this.charts.get(child.id))

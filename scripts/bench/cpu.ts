@@ -1,0 +1,96 @@
+/**
+ * CPU of the send path. On the memory store (no I/O) the task workload's
+ * transitions per second, against bare XState running the same events through its
+ * pure `initialTransition()`/`transition()` in the same run; and main-thread CPU per
+ * commit (process.cpuUsage, user + system) on memory and on SQLite (FULL).
+ */
+import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
+import { getRuntime, openStore } from '../../src/index.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/types.ts';
+import { judge, now, type BenchOptions, type BenchRow } from './common.ts';
+import { COMMITS_PER_TASK, TASK_EVENTS, chart, runTask } from './workload.ts';
+
+interface Timed {
+  commitsPerSecond: number;
+  cpuMicrosPerCommit: number;
+}
+
+async function timedTasks(store: Store, prefix: string, tasks: number): Promise<Timed> {
+  const start = now();
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < tasks; i++) await runTask(store, `${prefix}-${i}`);
+  const used = process.cpuUsage(cpu);
+  const commits = tasks * COMMITS_PER_TASK;
+  return {
+    commitsPerSecond: (commits / (now() - start)) * 1000,
+    cpuMicrosPerCommit: (used.user + used.system) / commits,
+  };
+}
+
+function bareTasks(tasks: number): number {
+  const start = now();
+  for (let i = 0; i < tasks; i++) {
+    let [snapshot] = initialTransition(chart.machine, { taskId: `bare-${i}` });
+    for (const event of TASK_EVENTS) {
+      [snapshot] = transition(chart.machine, snapshot as AnyMachineSnapshot, event as never);
+    }
+  }
+  return ((tasks * COMMITS_PER_TASK) / (now() - start)) * 1000;
+}
+
+export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
+  const tasks = options.quick ? 2_000 : 10_000;
+  const memory = openStore('memory:');
+  await timedTasks(memory, 'warm', Math.ceil(3_000 / TASK_EVENTS.length)); // JIT
+  bareTasks(1_000);
+  // Alternate blocks so drift in CPU share hits both alike; medians of the blocks.
+  const ours: Timed[] = [];
+  const bare: number[] = [];
+  const blocks = 5;
+  for (let b = 0; b < blocks; b++) {
+    ours.push(await timedTasks(memory, `mem-${b}`, tasks / blocks));
+    bare.push(bareTasks(tasks / blocks));
+  }
+  await getRuntime(memory).close();
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const memoryRate = median(ours.map((t) => t.commitsPerSecond));
+  const bareRate = median(bare);
+  const memoryCpu = median(ours.map((t) => t.cpuMicrosPerCommit));
+
+  const sqlite = openSqliteStore(`${options.dir}/cpu.db`, { readModelRefreshMs: 0 });
+  await timedTasks(sqlite, 'warm', 200);
+  const onDisk = await timedTasks(sqlite, 'disk', options.quick ? 150 : 600);
+  await getRuntime(sqlite).close();
+  await sqlite.close();
+  options.log(
+    `  memory store: ${memoryRate.toFixed(0)} commits/s (${memoryCpu.toFixed(1)} µs CPU each), bare XState ${bareRate.toFixed(0)}/s; SQLite ${onDisk.cpuMicrosPerCommit.toFixed(0)} µs CPU per commit`,
+  );
+  return [
+    judge({
+      id: 'memory-store',
+      name: 'memory store, task workload',
+      unit: 'transitions/s',
+      value: memoryRate,
+      baseline: bareRate,
+      baselineName: 'bare XState initialTransition()/transition(), same events',
+      ratio: memoryRate / bareRate,
+      target: { on: 'value', op: '>=', value: 40_000, unit: 'transitions/s' },
+      details: { tasks, cpuMicrosPerCommit: memoryCpu },
+    }),
+    judge({
+      id: 'cpu-per-commit-memory',
+      name: 'main-thread CPU per commit, memory store',
+      unit: 'µs',
+      value: memoryCpu,
+      target: { on: 'value', op: '<=', value: 25, unit: 'µs' },
+    }),
+    judge({
+      id: 'cpu-per-commit-sqlite',
+      name: 'main-thread CPU per commit, SQLite FULL (fsync included)',
+      unit: 'µs',
+      value: onDisk.cpuMicrosPerCommit,
+      details: { commitsPerSecond: onDisk.commitsPerSecond },
+    }),
+  ];
+}
