@@ -9,7 +9,12 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
-const env: NodeJS.ProcessEnv = { ...process.env, AGENTCHARTS_CRASH_KILLS: '1000' };
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  AGENTCHARTS_CRASH_KILLS: '1000',
+  // A check reads the whole database: a soak checks every 50 rounds and at the end.
+  AGENTCHARTS_CRASH_CHECK_EVERY: process.env['AGENTCHARTS_CRASH_CHECK_EVERY'] ?? '50',
+};
 for (let i = 0; i < args.length; i++) {
   const [flag, value] = [args[i], args[i + 1]];
   if ((flag === '--kills' || flag === '--seed') && value !== undefined && /^\d+$/.test(value)) {
