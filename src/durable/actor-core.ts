@@ -21,12 +21,13 @@ export interface ActorCore {
   stale: boolean;
   /** The actor that spawned this one (messages to `#_parent` and its completion go there). */
   parentId: string | undefined;
-  readonly listeners: Set<(notice: TransitionNotice) => void>;
-  readonly emittedListeners: Map<string, Set<(event: EventObject) => void>>;
+  // Made on first use: most actors have no listener and no invoke (heap per idle actor).
+  listeners: Set<(notice: TransitionNotice) => void> | undefined;
+  emittedListeners: Map<string, Set<(event: EventObject) => void>> | undefined;
   /** Invoked promises running in this process, by invoke id. */
-  readonly invokes: Map<string, { key: string; controller: AbortController }>;
-  /** Delivers an invoke's outcome through the actor's mailbox and send path. */
-  deliver: (event: EventObject, key: string) => Promise<void>;
+  invokes: Map<string, { key: string; controller: AbortController }> | undefined;
+  /** The actor's handle: delivers an invoke's outcome through its mailbox and send path. */
+  handle: { deliverOutcome(event: EventObject, key: string): Promise<void> } | undefined;
 }
 
 export interface SendOptions {
@@ -66,9 +67,9 @@ export function newCore(
     snapshot,
     stale: false,
     parentId,
-    listeners: new Set(),
-    emittedListeners: new Map(),
-    invokes: new Map(),
-    deliver: () => Promise.resolve(),
+    listeners: undefined,
+    emittedListeners: undefined,
+    invokes: undefined,
+    handle: undefined,
   };
 }

@@ -42,10 +42,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   /** @internal Use {@link createDurableActor}. */
   constructor(core: ActorCore) {
     this.core = core;
-    core.deliver = (event, key) =>
-      this.enqueue(async () => {
-        await processEvent(core, event, 'invoke', { internal: true, metadata: { invoke: key } });
-      });
+    core.handle = this;
     this.id = core.id;
     this.machine = core.machine as TLogic;
     this.runtime = core.runtime;
@@ -159,6 +156,13 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     });
   }
 
+  /** @internal Delivers an invoked promise's outcome through the mailbox and send path. */
+  deliverOutcome(event: EventObject, key: string): Promise<void> {
+    return this.enqueue(async () => {
+      await processEvent(this.core, event, 'invoke', { internal: true, metadata: { invoke: key } });
+    });
+  }
+
   /**
    * @internal Delivers a message from another actor (an event, or a stop from its
    * parent), consuming the message row in the same commit.
@@ -223,14 +227,16 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
 
   /** Called after every committed transition of this actor (in this process). */
   subscribe(listener: (notice: TransitionNotice) => void): Subscription {
-    this.core.listeners.add(listener);
-    return { unsubscribe: () => this.core.listeners.delete(listener) };
+    const listeners = (this.core.listeners ??= new Set());
+    listeners.add(listener);
+    return { unsubscribe: () => listeners.delete(listener) };
   }
 
   /** Listens to events the chart emits (`emit(...)`), after their transition committed; `'*'` for all. */
   on(type: string, listener: (event: EventObject) => void): Subscription {
-    let set = this.core.emittedListeners.get(type);
-    if (!set) this.core.emittedListeners.set(type, (set = new Set()));
+    const byType = (this.core.emittedListeners ??= new Map());
+    let set = byType.get(type);
+    if (!set) byType.set(type, (set = new Set()));
     set.add(listener);
     return { unsubscribe: () => set.delete(listener) };
   }

@@ -143,7 +143,7 @@ export async function runInvoke(
   const { store, clock, logger } = core.runtime;
   if (!claimed && !(await store.startStep(invoke.key, clock.now()))) return;
   const controller = new AbortController();
-  core.invokes.set(invoke.id, { key: invoke.key, controller });
+  (core.invokes ??= new Map()).set(invoke.id, { key: invoke.key, controller });
   const outcome = await settle(invoke.logic, {
     input: invoke.input,
     signal: controller.signal,
@@ -161,7 +161,7 @@ export async function runInvoke(
     logger.error({ actorId: core.id, key: invoke.key, err: error }, 'invoke outcome not recorded');
     return;
   }
-  if (core.invokes.get(invoke.id)?.key !== invoke.key) return; // its state was left
+  if (core.invokes?.get(invoke.id)?.key !== invoke.key) return; // its state was left
   core.invokes.delete(invoke.id);
   await deliverOutcome(core, invoke.id, invoke.key, outcome);
 }
@@ -175,7 +175,7 @@ export async function deliverOutcome(
 ): Promise<void> {
   const event = outcome.ok ? invokeDone(id, outcome.output) : invokeError(id, outcome.error);
   try {
-    await core.deliver(event, key);
+    await core.handle?.deliverOutcome(event, key);
   } catch (error) {
     core.runtime.logger.warn(
       { actorId: core.id, key, eventType: event.type, err: error },
@@ -186,9 +186,9 @@ export async function deliverOutcome(
 
 /** Aborts a running invoke whose state was left: its late outcome is recorded, never delivered. */
 export function stopInvoke(core: ActorCore, id: string): void {
-  const running = core.invokes.get(id);
+  const running = core.invokes?.get(id);
   if (!running) return;
-  core.invokes.delete(id);
+  core.invokes?.delete(id);
   running.controller.abort();
 }
 
@@ -219,7 +219,7 @@ export async function resumeInvokes(
   reconcile: ReconcileHook | undefined,
 ): Promise<InvokeRecovery[]> {
   const children = core.snapshot.children as Record<string, AnyActorRef | undefined>;
-  const ids = Object.keys(children).filter((id) => !core.invokes.has(id));
+  const ids = Object.keys(children).filter((id) => !core.invokes?.has(id));
   if (ids.length === 0) return [];
   const { store, clock } = core.runtime;
   const steps = await store.listSteps({ actorId: core.id });

@@ -291,7 +291,7 @@ export function afterCommit(core: ActorCore, plan: Plan, notice: () => Transitio
   const at = runtime.clock.now();
   for (const event of plan.emitted) {
     for (const type of [event.type, '*']) {
-      for (const listener of core.emittedListeners.get(type) ?? []) {
+      for (const listener of core.emittedListeners?.get(type) ?? []) {
         try {
           listener(event);
         } catch (error) {
@@ -302,7 +302,8 @@ export function afterCommit(core: ActorCore, plan: Plan, notice: () => Transitio
     runtime.notify('onEmitted', { actorId: core.id, machineId: core.machine.id, event, at });
   }
   const logged = runtime.logger.isLevelEnabled('info');
-  if (core.listeners.size === 0 && !logged && !runtime.observed('onTransition')) return;
+  const listeners = core.listeners;
+  if (!listeners?.size && !logged && !runtime.observed('onTransition')) return;
   const n = notice();
   if (logged) {
     runtime.logger.info(
@@ -318,7 +319,7 @@ export function afterCommit(core: ActorCore, plan: Plan, notice: () => Transitio
       'transition',
     );
   }
-  for (const listener of core.listeners) {
+  for (const listener of listeners ?? []) {
     try {
       listener(n);
     } catch (error) {
