@@ -153,6 +153,60 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX messages_to ON messages (to_actor, id);
     `,
   },
+  {
+    version: 5,
+    description:
+      'the commit writes only what must survive a crash: read models move to a projection refreshed off the commit path, watermarked by transaction id',
+    sql: `
+      -- Every index below held a column some sends change.
+      DROP INDEX IF EXISTS actors_stats;
+      DROP INDEX IF EXISTS actors_state_since;
+      DROP INDEX IF EXISTS actors_user_state;
+      DROP INDEX IF EXISTS actors_status;
+      DROP INDEX IF EXISTS actors_status_lease;
+      DROP INDEX IF EXISTS transitions_to_state_at;
+      CREATE INDEX actors_active ON actors (id) WHERE status = 'active';
+      CREATE INDEX steps_executing ON steps (started_at, key) WHERE status = 'executing';
+      -- Room on each page, so an update of the actor row stays a heap-only tuple.
+      ALTER TABLE actors SET (fillfactor = 80);
+
+      -- The transaction that wrote each row: a refresh folds in every row of the
+      -- transactions below the oldest one still running (all of them finished).
+      ALTER TABLE transitions ADD COLUMN tx xid8;
+      ALTER TABLE transitions ALTER COLUMN tx SET DEFAULT pg_current_xact_id();
+      CREATE INDEX transitions_tx ON transitions (tx);
+
+      CREATE TABLE actor_index (
+        actor_id TEXT COLLATE "C" PRIMARY KEY,
+        machine_id TEXT COLLATE "C" NOT NULL,
+        state TEXT COLLATE "C" NOT NULL,
+        status TEXT NOT NULL,
+        user_id TEXT COLLATE "C",
+        state_since BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX actor_index_stats ON actor_index (machine_id, state, status)
+        INCLUDE (created_at, updated_at);
+      CREATE INDEX actor_index_state_since ON actor_index (state, state_since);
+      CREATE INDEX actor_index_user ON actor_index (user_id, state) WHERE user_id IS NOT NULL;
+      CREATE TABLE state_entries (
+        to_state TEXT COLLATE "C" NOT NULL,
+        at BIGINT NOT NULL,
+        actor_id TEXT COLLATE "C" NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (to_state, at, actor_id, seq)
+      );
+      CREATE TABLE read_model (name TEXT PRIMARY KEY, applied xid8 NOT NULL);
+      INSERT INTO actor_index
+        SELECT id, machine_id, state, status, user_id, COALESCE(state_since, updated_at),
+          created_at, updated_at FROM actors;
+      INSERT INTO state_entries
+        SELECT to_state, at, actor_id, seq FROM transitions
+        WHERE from_state IS DISTINCT FROM to_state;
+      INSERT INTO read_model VALUES ('transitions', pg_snapshot_xmin(pg_current_snapshot()));
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

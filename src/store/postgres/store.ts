@@ -31,6 +31,7 @@ import {
   leaseViolation,
   stepMiss,
 } from '../rules.ts';
+import { PostgresReadModels } from './read-models.ts';
 import { migratePostgres } from './schema.ts';
 import type {
   ActorCount,
@@ -73,6 +74,11 @@ export interface PostgresStoreOptions {
    * `search_path` (normally `public`).
    */
   schema?: string | undefined;
+  /**
+   * How long after a commit the derived read models are refreshed, in ms (default
+   * 250; 0 turns the background refresh off — queries stay exact).
+   */
+  readModelRefreshMs?: number | undefined;
 }
 
 /** SQLSTATE classes and codes → StoreError kinds. Exact codes win over classes. */
@@ -247,7 +253,8 @@ const CREATE_ACTOR = `WITH a AS (
     VALUES ($1, $2, $3, $4, $5, $6, $7, $25, $8, $9, $26, $15)
     ON CONFLICT (id) DO NOTHING RETURNING id),
   ${TRANSITION_AND_TIMERS}
-  SELECT (SELECT count(*) FROM a)::int AS written, $23::boolean AS cancel_all`;
+  SELECT (SELECT count(*) FROM a)::int AS written, $23::boolean AS cancel_all,
+    pg_notify('agentcharts_commits', '') AS notified`;
 /**
  * Update: compare-and-set on version $25; the timer it consumes ($26) must exist;
  * $27 timers to delete (cancelled and consumed, minus those set again), or every
@@ -269,7 +276,7 @@ const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
       AND EXISTS (SELECT 1 FROM a)
     RETURNING 1),
   ${TRANSITION_AND_TIMERS}
-  SELECT (SELECT count(*) FROM a)::int AS written`;
+  SELECT (SELECT count(*) FROM a)::int AS written, pg_notify('agentcharts_commits', '') AS notified`;
 
 /**
  * The one statement that applies `write` (a prepared statement: `name`, `text`,
@@ -362,6 +369,9 @@ export class PostgresStore implements Store {
   // (instrumentation, fault injection) must still reach these members.
   private closed = false;
   private ready: Promise<void> | undefined;
+  private readonly readModels: PostgresReadModels;
+  private readonly refreshMs: number;
+  private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(url: string, options: PostgresStoreOptions = {}) {
     this.location = redact(url, options.schema);
@@ -383,6 +393,49 @@ export class PostgresStore implements Store {
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is dropped by the pool; without a listener its error would crash the process.
     this.pool.on('error', ignore);
+    this.refreshMs = options.readModelRefreshMs ?? 250;
+    this.readModels = new PostgresReadModels(
+      async <R>(text: string, values?: unknown[]) =>
+        (await this.pool.query(text, values)).rows as R[],
+      (work) => this.inTransaction(work),
+    );
+  }
+
+  /** Runs `work` in a transaction on one pooled connection. */
+  private async inTransaction<T>(
+    work: (query: <R>(text: string, values?: unknown[]) => Promise<R[]>) => Promise<T>,
+  ): Promise<T> {
+    const client = await this.pool.connect();
+    client.on('error', ignore);
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(
+        async <R>(text: string, values?: unknown[]) =>
+          (await client.query(text, values)).rows as R[],
+      );
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      broken = breaksConnection(error);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
+    } finally {
+      client.removeListener('error', ignore);
+      client.release(broken ? new Error('connection broken') : undefined);
+    }
+  }
+
+  /** Folds the log into the read models a little after commits, off the commit path. */
+  private scheduleRefresh(): void {
+    if (this.refreshMs <= 0 || this.refreshTimer !== undefined || this.closed) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = undefined;
+      if (this.closed) return;
+      // Queries stay exact through their overlay whatever happens here.
+      this.readModels.refresh().catch(ignore);
+    }, this.refreshMs);
+    this.refreshTimer.unref();
   }
 
   /**
@@ -473,7 +526,9 @@ export class PostgresStore implements Store {
       for (const { write, index } of order) {
         if (hasExtras(write)) results[index] = await this.commitWithExtras(write);
       }
-      return this.commitPlain(plain, results, state);
+      const outcome = await this.commitPlain(plain, results, state);
+      this.scheduleRefresh();
+      return outcome;
     });
   }
 
@@ -777,14 +832,11 @@ export class PostgresStore implements Store {
   }
 
   refreshReadModels(): Promise<void> {
-    return this.run('query', undefined, () => Promise.resolve());
+    return this.run('query', undefined, () => this.readModels.refresh());
   }
 
   rebuildReadModels(): Promise<{ actors: number; entries: number }> {
-    return this.run('query', undefined, async () => {
-      const rows = await this.query<{ n: number }>('SELECT count(*)::int AS n FROM actors');
-      return { actors: rows[0]?.n ?? 0, entries: 0 };
-    });
+    return this.run('query', undefined, () => this.readModels.rebuild());
   }
 
   actorIdsWithHistory(): Promise<string[]> {
@@ -1110,67 +1162,15 @@ export class PostgresStore implements Store {
   }
 
   countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
-    return this.run('query', undefined, () => {
-      const values: unknown[] = [];
-      const filters: string[] = [];
-      const filter = (sql: string, value: unknown) => {
-        values.push(value);
-        filters.push(`${sql} $${values.length}`);
-      };
-      if (query.machineId !== undefined) filter('machine_id =', query.machineId);
-      if (query.userId !== undefined) filter('user_id =', query.userId);
-      if (query.updatedSince !== undefined) filter('updated_at >=', query.updatedSince);
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
-      return this.query<ActorCount>(
-        `SELECT machine_id AS "machineId", state, status, COUNT(*) AS count,
-           COALESCE(SUM(updated_at - created_at), 0)::float8 AS "totalAgeMs"
-         FROM actors ${where}
-         GROUP BY machine_id, state, status ORDER BY machine_id, state, status COLLATE "C"`,
-        values,
-      );
-    });
+    return this.run('query', undefined, () => this.readModels.countActors(query));
   }
 
   actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
-    return this.run('query', undefined, () => {
-      const values: unknown[] = [[...query.states], checkLimit(query.limit ?? 100, 'query')];
-      const filters = ['state = ANY($1::text[])'];
-      const filter = (sql: string, value: unknown) => {
-        values.push(value);
-        filters.push(`${sql} $${values.length}`);
-      };
-      if (query.machineId !== undefined) filter('machine_id =', query.machineId);
-      if (query.userId !== undefined) filter('user_id =', query.userId);
-      if (query.enteredBefore !== undefined) filter('state_since <=', query.enteredBefore);
-      return this.query<ActorDwell>(
-        `SELECT id AS "actorId", machine_id AS "machineId", state, status,
-           state_since AS "stateSince", updated_at AS "updatedAt", user_id AS "userId"
-         FROM actors WHERE ${filters.join(' AND ')}
-         ORDER BY state_since, id LIMIT $2`,
-        values,
-      );
-    });
+    return this.run('query', undefined, () => this.readModels.actorsInStates(query));
   }
 
   countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
-    return this.run('query', undefined, () =>
-      this.query<StateEntryCount>(
-        `SELECT e.actor_id AS "actorId", a.machine_id AS "machineId", a.state, a.status,
-           e.count
-         FROM (SELECT actor_id, COUNT(*) AS count FROM transitions
-               WHERE to_state = ANY($1::text[]) AND at >= $2
-                 AND from_state IS DISTINCT FROM to_state
-               GROUP BY actor_id HAVING COUNT(*) >= $3) e
-         JOIN actors a ON a.id = e.actor_id
-         ORDER BY e.count DESC, e.actor_id LIMIT $4`,
-        [
-          [...query.toStates],
-          query.since,
-          Math.max(1, query.minCount ?? 1),
-          checkLimit(query.limit ?? 100, 'query'),
-        ],
-      ),
-    );
+    return this.run('query', undefined, () => this.readModels.countStateEntries(query));
   }
 
   transitionsSince(query: {
@@ -1201,6 +1201,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer);
     try {
       await this.pool.end();
     } catch (error) {
