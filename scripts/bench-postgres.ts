@@ -39,6 +39,7 @@ import {
   type BenchRow,
   type PairedBlock,
 } from './bench/common.ts';
+import { benchPostgresMinimal } from './bench/postgres-minimal.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const chart = catalog['task-lifecycle'];
@@ -365,6 +366,7 @@ async function benchContention(options: PostgresBenchOptions): Promise<BenchRow>
 /** Every PostgreSQL figure, in order. */
 export async function benchPostgres(options: PostgresBenchOptions): Promise<BenchRow[]> {
   return [
+    ...(await benchPostgresMinimal(options.url, options.quick, options.log)),
     await benchPaired(options, 1),
     await benchPaired(options, 4),
     await benchContention(options),

@@ -29,7 +29,8 @@ export function createTask(store: Store, id: string): Promise<TaskActor> {
   return createDurableActor(chart.machine, {
     id,
     store,
-    input: { taskId: id },
+    // An hour of backoff: RETRY is sent by the workload, never by the timer.
+    input: { taskId: id, backoff: { baseMs: 3_600_000, capMs: 3_600_000 } },
     schemas: chart.events,
   });
 }

@@ -1,0 +1,192 @@
+/**
+ * PostgreSQL against the raw minimal durable write: the task workload through the
+ * durable runtime on the PostgreSQL store (one commit per transition; and 256
+ * concurrent sends group-committed), each timed block followed by plain `pg`
+ * writing the very rows the block committed to a minimal schema in the same
+ * database — per write one statement (a compare-and-set UPDATE of the actor row
+ * whose RETURNING feeds the transition INSERT, in autocommit), a batch in one
+ * BEGIN … COMMIT.
+ */
+import pg from 'pg';
+import { getRuntime, openStore } from '../../src/index.ts';
+import type { ActorWrite, Store } from '../../src/store/types.ts';
+import {
+  judge,
+  now,
+  pairedFigures,
+  recordingStore,
+  type BenchRow,
+  type PairedBlock,
+} from './common.ts';
+import { COMMITS_PER_TASK, TASK_EVENTS, createTask, runTask, type TaskActor } from './workload.ts';
+
+const MINIMAL_SCHEMA = `
+  CREATE TABLE actors (id TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL,
+    snapshot TEXT NOT NULL, updated_at BIGINT NOT NULL);
+  CREATE TABLE transitions (actor_id TEXT NOT NULL, seq INTEGER NOT NULL, from_state TEXT,
+    to_state TEXT NOT NULL, event TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (actor_id, seq));`;
+
+const CREATE = `WITH a AS (INSERT INTO actors VALUES ($1, $2, $3, $4, $5) RETURNING id)
+  INSERT INTO transitions SELECT id, $6, $7, $8, $9, $10 FROM a`;
+const UPDATE = `WITH a AS (UPDATE actors SET version = $2, state = $3, snapshot = $4, updated_at = $5
+    WHERE id = $1 AND version = $11 RETURNING id)
+  INSERT INTO transitions SELECT id, $6, $7, $8, $9, $10 FROM a`;
+
+async function minimalWrite(client: pg.Client, w: ActorWrite): Promise<void> {
+  const { actor: a, transition: t } = w;
+  const values = [
+    a.id,
+    a.version,
+    a.state,
+    a.snapshot,
+    a.updatedAt,
+    t.seq,
+    t.fromState,
+    t.toState,
+    t.event,
+    t.at,
+  ];
+  const result =
+    w.expectedVersion === 0
+      ? await client.query({ name: 'min_create', text: CREATE, values })
+      : await client.query({
+          name: 'min_update',
+          text: UPDATE,
+          values: [...values, w.expectedVersion],
+        });
+  if (result.rowCount !== 1) throw new Error(`minimal baseline: version conflict on ${w.actorId}`);
+}
+
+async function replay(client: pg.Client, batches: readonly ActorWrite[][]): Promise<number> {
+  const start = now();
+  for (const batch of batches) {
+    if (batch.length === 1) {
+      await minimalWrite(client, batch[0] as ActorWrite);
+      continue;
+    }
+    await client.query('BEGIN');
+    for (const w of batch) await minimalWrite(client, w);
+    await client.query('COMMIT');
+  }
+  return now() - start;
+}
+
+function withSchema(url: string, schema: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('schema', schema);
+  return parsed.toString();
+}
+
+async function paired(
+  url: string,
+  name: string,
+  block: (store: Store, round: number) => Promise<unknown>,
+  warm: number,
+  rounds: number,
+): Promise<{ blocks: PairedBlock[]; commits: number }> {
+  const schema = `bench_${name}_${process.pid}`;
+  const minimalSchema = `${schema}_minimal`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${minimalSchema}`);
+  await admin.query(`SET search_path = ${minimalSchema}`);
+  await admin.query(MINIMAL_SCHEMA);
+  await admin.end();
+  const client = new pg.Client({
+    connectionString: url,
+    options: `-c search_path=${minimalSchema}`,
+  });
+  await client.connect();
+  const batches: ActorWrite[][] = [];
+  const store = recordingStore(openStore(withSchema(url, schema)), batches);
+  try {
+    for (let r = 0; r < warm; r++) await block(store, r);
+    await replay(client, batches);
+    const blocks: PairedBlock[] = [];
+    const first = batches.length;
+    for (let r = warm; r < warm + rounds; r++) {
+      const from = batches.length;
+      const start = now();
+      await block(store, r);
+      const oursMs = now() - start;
+      const fresh = batches.slice(from);
+      blocks.push({
+        count: fresh.reduce((n, b) => n + b.length, 0),
+        oursMs,
+        baseMs: await replay(client, fresh),
+      });
+    }
+    return { blocks, commits: batches.length - first };
+  } finally {
+    await getRuntime(store).close();
+    await store.close();
+    await client.end();
+  }
+}
+
+export async function benchPostgresMinimal(
+  url: string,
+  quick: boolean,
+  log: (line: string) => void,
+): Promise<BenchRow[]> {
+  const sequential = await paired(
+    url,
+    'seq',
+    async (store, round) => runTask(store, `seq-${round}`),
+    Math.ceil(3_000 / TASK_EVENTS.length / 4),
+    quick ? 30 : 120,
+  );
+  const seq = pairedFigures(sequential.blocks);
+  log(
+    `  postgres per commit: ours ${seq.value.toFixed(0)}/s, minimal ${seq.baseline.toFixed(0)}/s, ratio ${seq.ratio.toFixed(2)}`,
+  );
+
+  const tasks = quick ? 64 : 256;
+  let actors: TaskActor[] = [];
+  let step = 0;
+  const group = await paired(
+    url,
+    'group',
+    async (store, round) => {
+      if (step === 0) {
+        actors = await Promise.all(
+          Array.from({ length: tasks }, (_, i) => createTask(store, `g-${round}-${i}`)),
+        );
+      } else {
+        await Promise.all(actors.map((a) => a.send(TASK_EVENTS[step - 1] as never)));
+      }
+      step = (step + 1) % COMMITS_PER_TASK;
+      if (step === 0) for (const a of actors) a.detach();
+    },
+    COMMITS_PER_TASK,
+    quick ? 7 : 21,
+  );
+  const grp = pairedFigures(group.blocks);
+  log(
+    `  postgres group commit: ours ${grp.value.toFixed(0)}/s, minimal batched ${grp.baseline.toFixed(0)}/s, ratio ${grp.ratio.toFixed(2)}`,
+  );
+  return [
+    judge({
+      id: 'postgres-per-commit',
+      name: 'PostgreSQL task workload, 1 commit per transition',
+      unit: 'commits/s',
+      value: seq.value,
+      baseline: seq.baseline,
+      baselineName: 'raw pg minimal durable write (CAS update feeding the insert, one statement)',
+      ratio: seq.ratio,
+      target: { on: 'ratio', op: '>=', value: 0.8 },
+      details: { commits: sequential.commits, blocks: seq.blocks },
+    }),
+    judge({
+      id: 'postgres-group',
+      name: `PostgreSQL group commit, ${tasks} concurrent sends`,
+      unit: 'commits/s',
+      value: grp.value,
+      baseline: grp.baseline,
+      baselineName: 'raw pg minimal writes of the same batch in one transaction',
+      ratio: grp.ratio,
+      target: { on: 'ratio', op: '>=', value: 0.5 },
+      details: { commitsPerRound: group.commits / (quick ? 7 : 21), blocks: grp.blocks },
+    }),
+  ];
+}
