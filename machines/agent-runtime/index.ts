@@ -2,7 +2,7 @@ import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { stateLabel } from '../../src/core/state.ts';
-import type { EventCatalog } from '../../src/testing/explore.ts';
+import type { EventCatalog } from '../../src/core/chart.ts';
 import { machine } from './agent-runtime.machine.ts';
 import { events, type AgentRuntimeEvent } from './agent-runtime.types.ts';
 

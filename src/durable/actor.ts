@@ -17,7 +17,8 @@ import type { MessageRow, TransitionRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
 import type { LiveActor, TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { processEvent, reload } from './send.ts';
+import { reload } from './reload.ts';
+import { processEvent } from './send.ts';
 import { resumeInvokes, type InvokeRecovery } from './invoke.ts';
 import {
   runStep,

@@ -16,7 +16,13 @@ import { planActions, planChildren } from './plan.ts';
 import { pureInitial } from './pure.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { afterCommit, checkSpawns, postMessages, startInvokes, stepsBegun } from './send.ts';
+import {
+  afterCommit,
+  checkSpawns,
+  postMessages,
+  startInvokes,
+  stepsBegun,
+} from './after-commit.ts';
 
 /** Commits a new actor: its initial snapshot, its creation row and its first timers. */
 export async function createActor<TLogic extends AnyStateMachine>(

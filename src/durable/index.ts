@@ -33,6 +33,7 @@ export {
 } from './steps.ts';
 export { DurableInspection, inspectionSessionId, type InspectorLike } from './inspection.ts';
 export { boundedType } from './reject.ts';
+export { durablePromise, type DurablePromiseArgs } from './invoke.ts';
 export * from '../core/clock.ts';
 export * from '../core/recovery.ts';
 export * from './recover.ts';

@@ -12,7 +12,7 @@ import type { ChartDefinition } from '../core/chart.ts';
 import type { DurableActor } from '../durable/actor.ts';
 import { getRuntime } from '../durable/open.ts';
 import { type DurableRuntime } from '../durable/runtime.ts';
-import { feedTransitions, noticesFromTrail } from '../server/watch.ts';
+import { feedTransitions, noticesFromTrail } from '../observe/feed.ts';
 import type { Store } from '../store/types.ts';
 
 export {

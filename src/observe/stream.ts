@@ -6,7 +6,7 @@
  */
 import type { EventObject } from 'xstate';
 import { z } from 'zod';
-import { events as agentStatusEvents } from '../../machines/agent-status/agent-status.types.ts';
+import { events as agentStatusEvents } from '../strict/status-vocabulary.ts';
 import type { Clock } from '../core/clock.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { ActorStatus, TransitionFeedRow } from '../store/types.ts';

@@ -51,7 +51,7 @@ import {
 import { highlightedDiagram } from './diagram.ts';
 import { SseHub, type SseHubOptions } from './sse.ts';
 import { CATEGORIES, stateStyle, type StateCategory } from './states.ts';
-import { feedTransitions, type TransitionFeed } from './watch.ts';
+import { feedTransitions, type TransitionFeed } from '../observe/feed.ts';
 
 export interface DashboardOptions {
   /**

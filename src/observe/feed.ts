@@ -10,7 +10,7 @@ import type { ChartDefinition } from '../core/chart.ts';
 import type { EventSource, TransitionNotice } from '../durable/notices.ts';
 import { decodeActorRow } from '../durable/codec.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
-import type { StreamTransition } from '../observe/stream.ts';
+import type { StreamTransition } from './stream.ts';
 import type { ActorRow, TransitionFeedRow, TransitionRow } from '../store/types.ts';
 
 /** Where a transition was seen: committed by this process, or found in the store. */

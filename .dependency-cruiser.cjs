@@ -1,0 +1,113 @@
+/**
+ * Import boundaries (DESIGN.md, Layout): imports point one way,
+ *   core ← strict ← store ← durable ← observe/inspect/testing/agents ← server ← cli,
+ * charts (machines/) import only core and strict, and there is no import circle.
+ * `npm run lint` runs this; a violation fails the build.
+ */
+const layer = (names) => `^src/(${names.join('|')})(/|\\.ts$)`;
+const above = {
+  core: [
+    'strict',
+    'store',
+    'durable',
+    'observe',
+    'inspect',
+    'testing',
+    'agents',
+    'server',
+    'commands',
+    'demo',
+    'cli',
+    'index',
+  ],
+  strict: [
+    'store',
+    'durable',
+    'observe',
+    'inspect',
+    'testing',
+    'agents',
+    'server',
+    'commands',
+    'demo',
+    'cli',
+    'index',
+  ],
+  store: [
+    'durable',
+    'observe',
+    'inspect',
+    'testing',
+    'agents',
+    'server',
+    'commands',
+    'demo',
+    'cli',
+    'index',
+  ],
+  durable: [
+    'observe',
+    'inspect',
+    'testing',
+    'agents',
+    'server',
+    'commands',
+    'demo',
+    'cli',
+    'index',
+  ],
+  observe: ['server', 'commands', 'demo', 'cli', 'index'],
+  inspect: ['server', 'commands', 'demo', 'cli', 'index'],
+  testing: ['server', 'commands', 'demo', 'cli', 'index'],
+  agents: ['server', 'commands', 'demo', 'cli', 'index'],
+  server: ['commands', 'demo', 'cli', 'index'],
+};
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import circle: split the concept the two files share into a lower layer.',
+      from: {},
+      to: { circular: true },
+    },
+    ...Object.entries(above).map(([name, higher]) => ({
+      name: `layer-${name}`,
+      severity: 'error',
+      comment: `src/${name} imports only from its own layer and below (DESIGN.md, Layout).`,
+      from: { path: layer([name]) },
+      // The chart catalog (machines/) sits beside the runtime: only the server, the
+      // CLI and the demo pick charts out of it.
+      to: { path: name === 'server' ? layer(higher) : [layer(higher), '^machines/'] },
+    })),
+    {
+      name: 'charts-are-pure',
+      severity: 'error',
+      comment: 'A chart imports only src/core and src/strict (and xstate, zod).',
+      from: { path: '^machines/' },
+      to: {
+        path: layer([
+          'store',
+          'durable',
+          'observe',
+          'inspect',
+          'testing',
+          'agents',
+          'server',
+          'commands',
+          'demo',
+          'cli',
+          'index',
+        ]),
+      },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|\\.tmp|test-artifacts|coverage)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs', '.cjs'] },
+  },
+};

@@ -1,0 +1,152 @@
+/**
+ * What follows a committed transition: its timers armed, its invokes started or
+ * aborted, its messages posted, its effects run and its listeners told — none of
+ * which can undo the commit. Also what a failed commit leaves behind.
+ */
+import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
+import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
+import type { ActorWrite } from '../store/types.ts';
+import type { ActorCore } from './actor-core.ts';
+import { actorKind, checkActor } from './actor-kinds.ts';
+import { invokeKey, invokeStepName, runInvoke, stopInvoke, trackRun } from './invoke.ts';
+import type { TransitionNotice } from './notices.ts';
+import type { Plan } from './plan.ts';
+import type { DurableRuntime } from './runtime.ts';
+
+/** Child actors must be kinds the runtime persists (spawns inside `assign` are seen only here). */
+export function checkSpawns(machine: AnyStateMachine, plan: Plan, next: AnyMachineSnapshot): void {
+  for (const spawn of plan.spawned)
+    checkActor(machine, stateLabel(next.value), spawn.id, spawn.logic);
+}
+
+/** The steps a transition begins: one per invoked promise it entered. */
+export function stepsBegun(
+  actorId: string,
+  plan: Plan,
+  version: number,
+  now: number,
+): ActorWrite['stepsBegin'] {
+  const promises = plan.spawned.filter((spawn) => actorKind(spawn.logic) === 'promise');
+  if (promises.length === 0) return undefined;
+  return promises.map((spawn) => ({
+    key: invokeKey(actorId, spawn.id, version),
+    name: invokeStepName(spawn.id),
+    startedAt: now,
+  }));
+}
+
+/** After the commit: invokes whose state was left are aborted, new ones start. */
+export function startInvokes(core: ActorCore, plan: Plan, version: number): void {
+  for (const id of plan.stopped) stopInvoke(core, id);
+  for (const spawn of plan.spawned) {
+    if (actorKind(spawn.logic) !== 'promise') continue; // a child machine is a message
+    trackRun(
+      core,
+      runInvoke(core, {
+        id: spawn.id,
+        key: invokeKey(core.id, spawn.id, version),
+        logic: spawn.logic,
+        input: spawn.input,
+      }),
+    );
+  }
+}
+
+/** After the commit: the receivers of the transition's messages get them delivered. */
+export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
+  const out = write.messagesOut;
+  if (out !== undefined && out.length > 0) runtime.courier.notify(new Set(out.map((m) => m.to)));
+}
+
+export function armTimers(runtime: DurableRuntime, write: ActorWrite): void {
+  if (write.consumeTimer !== undefined) runtime.unschedule(write.actorId, write.consumeTimer);
+  if (write.cancelAllTimers === true) {
+    runtime.timers.unscheduleAll(write.actorId);
+    return;
+  }
+  for (const id of write.timersCancel) runtime.unschedule(write.actorId, id);
+  for (const t of write.timersSet) runtime.schedule(t);
+}
+
+/** Logs a failed commit, tells observers, and marks the actor stale after a lost race. */
+export function commitFailed(
+  core: ActorCore,
+  error: unknown,
+  eventType: string,
+  now: number,
+): Error {
+  const runtime = core.runtime;
+  if (error instanceof ConcurrencyError) core.stale = true;
+  if (error instanceof LeaseLostError) runtime.dropLease(core.id);
+  const err = error instanceof Error ? error : new Error(String(error));
+  // ERROR when persistence fails; a lost race (version moved, lease taken over) is
+  // an expected outcome the caller retries: WARN.
+  const race = error instanceof ConcurrencyError || error instanceof LeaseLostError;
+  runtime.logger[race ? 'warn' : 'error'](
+    { actorId: core.id, machineId: core.machine.id, state: core.row.state, eventType, err },
+    'transition not committed; state unchanged',
+  );
+  runtime.notify('onWriteError', { actorId: core.id, error: err, at: now });
+  return err;
+}
+
+/**
+ * Runs effects and tells listeners and observers; nothing here can undo the
+ * committed transition. The notice is built only when someone listens.
+ */
+export function afterCommit(core: ActorCore, plan: Plan, notice: () => TransitionNotice): void {
+  const runtime = core.runtime;
+  for (const effect of plan.effects) {
+    try {
+      effect.exec?.(effect.info, effect.params);
+    } catch (error) {
+      runtime.logger.error(
+        { actorId: core.id, action: effect.type, err: error },
+        'effect threw after commit',
+      );
+    }
+  }
+  const at = runtime.clock.now();
+  for (const event of plan.emitted) {
+    for (const type of [event.type, '*']) {
+      for (const listener of core.emittedListeners?.get(type) ?? []) {
+        try {
+          listener(event);
+        } catch (error) {
+          runtime.logger.error({ actorId: core.id, err: error }, 'emitted-event listener threw');
+        }
+      }
+    }
+    runtime.notify('onEmitted', { actorId: core.id, machineId: core.machine.id, event, at });
+  }
+  const logged = runtime.logger.isLevelEnabled('info');
+  const listeners = core.listeners;
+  if (!listeners?.size && !logged && !runtime.observed('onTransition')) return;
+  const n = notice();
+  if (logged) {
+    runtime.logger.info(
+      {
+        actorId: n.actorId,
+        machineId: n.machineId,
+        from: n.from,
+        to: n.to,
+        eventType: n.eventType,
+        version: n.version,
+        source: n.source,
+      },
+      'transition',
+    );
+  }
+  for (const listener of listeners ?? []) {
+    try {
+      listener(n);
+    } catch (error) {
+      runtime.logger.error(
+        { actorId: core.id, err: error },
+        'subscriber threw; transition unaffected',
+      );
+    }
+  }
+  runtime.notify('onTransition', n);
+}
