@@ -527,7 +527,32 @@ describe('agent-lifecycle behaviour', () => {
       error: null,
       waiting_for: null,
       paused_from_state: null,
+      // Seed 000's `extra` and `current_state`, kept since issue 12.
+      extra: null,
+      current_state: 'succeeded',
     });
+  });
+
+  it('keeps START extra as seed 000 metadata and names the state left in AGENT_STATE_CHANGED', () => {
+    const actor = createActor(machine, { input: { agent_name: 'interviewer' } });
+    const changes: Array<{ from_state: unknown; to_state: unknown }> = [];
+    actor.on('AGENT_STATE_CHANGED', (e) =>
+      changes.push({ from_state: e.from_state, to_state: e.to_state }),
+    );
+    actor.start();
+    actor.send({ type: 'START', payload: { task_id: 't1', extra: { ticket: 'T-9' } } });
+    expect(actor.getSnapshot().context.extra).toEqual({ ticket: 'T-9' });
+    actor.send({ type: 'INIT_COMPLETE', payload: { context_loaded: true } });
+    actor.send({ type: 'PLAN_COMPLETE', payload: { plan_id: 'p', steps: 1 } });
+    actor.send({ type: 'WAIT_FOR_INPUT', payload: { waiting_for: 'ok?' } });
+    actor.send({ type: 'PAUSE', payload: { reason: 'lunch' } });
+    actor.send({ type: 'RESUME', payload: {} });
+    actor.send({ type: 'TIMEOUT', payload: { duration_ms: 1 } });
+    expect(changes).toEqual([
+      { from_state: 'executing', to_state: 'waiting_input' },
+      { from_state: 'paused', to_state: 'waiting_input' },
+      { from_state: 'waiting_input', to_state: 'failed' },
+    ]);
   });
 
   for (const state of ACTIVE_STATES) {
@@ -536,7 +561,11 @@ describe('agent-lifecycle behaviour', () => {
       const before = actor.getSnapshot().context;
       actor.send(sample('PAUSE'));
       expect(agentState(actor.getSnapshot())).toBe('paused');
-      expect(actor.getSnapshot().context).toEqual({ ...before, paused_from_state: state });
+      expect(actor.getSnapshot().context).toEqual({
+        ...before,
+        paused_from_state: state,
+        current_state: 'paused',
+      });
       actor.send(sample('RESUME'));
       expect(agentState(actor.getSnapshot())).toBe(state);
       expect(actor.getSnapshot().context).toEqual({ ...before, paused_from_state: null });

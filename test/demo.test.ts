@@ -127,9 +127,9 @@ describe('npm start (agentcharts demo)', () => {
       'running --PAUSE_FOR_APPROVAL--> paused',
       'paused --APPROVAL_GRANTED--> running',
       'running --TRANSIENT_ERROR--> retrying',
-      'retrying --after:retryBackoff--> running',
+      'retrying --RETRY--> running',
       'running --TRANSIENT_ERROR--> retrying',
-      'retrying --after:retryBackoff--> running',
+      'retrying --RETRY--> running',
       'running --COMPLETE--> done',
     ]);
     // The first six came from the worker that was killed, the rest from a new process.
@@ -213,7 +213,7 @@ describe('npm start (agentcharts demo)', () => {
       'running --PAUSE_FOR_APPROVAL--> paused',
       'paused --APPROVAL_GRANTED--> running',
       'running --TRANSIENT_ERROR--> retrying',
-      'retrying --after:retryBackoff--> running',
+      'retrying --RETRY--> running',
       'running --COMPLETE--> done',
     ]);
     expect(ledger(file, 'refund-2:refund')).toEqual({ refunds: 1, calls: [503, 200] });

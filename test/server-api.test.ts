@@ -276,6 +276,60 @@ describe('reading actors', () => {
   });
 });
 
+describe("seed 000's status API", () => {
+  const lifecycle = catalog['agent-lifecycle'];
+  async function agent(id: string, userId: string, events: readonly Record<string, unknown>[]) {
+    const actor = await createDurableActor(lifecycle.machine, {
+      id,
+      store,
+      userId,
+      input: { agent_name: 'interviewer', user_id: userId },
+      schemas: lifecycle.events,
+    });
+    for (const event of events) await actor.send(event as never);
+  }
+  const start = { type: 'START', payload: { task_id: 'T-1', extra: { ticket: 9 } } };
+  const init = { type: 'INIT_COMPLETE', payload: { context_loaded: true } };
+  const plan = { type: 'PLAN_COMPLETE', payload: { plan_id: 'P-1', steps: 2 } };
+
+  test('GET /api/agents/status?userId= lists the active agents as { name, state, task, metadata }', async () => {
+    await agent('life-exec', 'user_2x', [start, init, plan]);
+    await agent('life-idle', 'user_2x', []);
+    await agent('life-paused', 'user_2x', [start, { type: 'PAUSE', payload: { reason: 'x' } }]);
+    await agent('life-other', 'user_3y', [start]);
+    const { status: code, body } = await get('/api/agents/status?userId=user_2x');
+    expect(code).toBe(200);
+    // Idle and paused are not among the seven active states; the state is the flat name.
+    expect(body).toEqual({
+      agents: [
+        {
+          name: 'interviewer',
+          state: 'executing',
+          task: 'T-1',
+          metadata: { task_id: 'T-1', plan_id: 'P-1', iteration: 0, extra: { ticket: 9 } },
+        },
+      ],
+    });
+    expect((await get('/api/agents/status')).status).toBe(400);
+    expect((await get('/api/agents/status?userId=user_2x', {})).status).toBe(401);
+  });
+
+  test('the generic list filters by userId and by the document name or the full path', async () => {
+    const byName = await get('/api/actors?userId=user_2x&state=executing');
+    const byPath = await get('/api/actors?userId=user_2x&state=active.executing');
+    expect(byName.body.actors.map((a: { id: string }) => a.id)).toEqual(['life-exec']);
+    expect(byPath.body.actors).toEqual(byName.body.actors);
+    expect(byName.body.actors[0]).toMatchObject({
+      state: 'active.executing',
+      stateName: 'executing',
+      class: 'working',
+      color: '#eab308',
+    });
+    const mine = await get('/api/actors?userId=user_3y');
+    expect(mine.body.actors.map((a: { id: string }) => a.id)).toEqual(['life-other']);
+  });
+});
+
 describe('the signed approval webhook (seed 001)', () => {
   test('an approver key moves a paused task to running and the trail records who', async () => {
     const res = await post(

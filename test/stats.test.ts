@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, test } from 'vitest';
-import { classifyState, isActiveClass, isFinished } from '../src/observe/classify.ts';
+import '../machines/index.ts'; // defining the charts makes their meaning known
+import {
+  classifyState,
+  isActiveClass,
+  isFinishedClass as isFinished,
+} from '../src/core/meanings.ts';
 import {
   activeAgentsForUser,
   collectionStatistics,
@@ -84,7 +89,7 @@ async function populate(store: Store, seed: number, count: number): Promise<Mode
       const to = v > 1 && rnd() < 0.25 ? actor.state : pick(states);
       const from = v === 1 ? null : actor.state;
       const status: ActorStatus =
-        v === steps && isFinished(classifyState(to)) && rnd() < 0.7
+        v === steps && isFinished(classifyState(machineId, to)) && rnd() < 0.7
           ? 'done'
           : v === steps && rnd() < 0.05
             ? 'error'
@@ -145,7 +150,7 @@ function bruteStatistics(actors: readonly ModelActor[]) {
   let age = 0;
   for (const a of actors) {
     statusCounts[a.state] = (statusCounts[a.state] ?? 0) + 1;
-    const cls = classifyState(a.state, a.status);
+    const cls = classifyState(a.machineId, a.state, a.status);
     if (isActiveClass(cls)) active++;
     if (cls === 'completed') completed++;
     if (cls === 'failed') failed++;
@@ -207,7 +212,7 @@ describe.each(['memory:', 'sqlite::memory:'])(
       const model = await populate(store, seed, 300);
       for (const user of [...USERS, 'nobody']) {
         const want = model
-          .filter((a) => a.userId === user && isActiveClass(classifyState(a.state, a.status)))
+          .filter((a) => a.userId === user && isActiveClass(classifyState(a.machineId, a.state, a.status)))
           .sort((a, b) => a.stateSince - b.stateSince || byId(a, b));
         const got = await activeAgentsForUser(store, user, { limit: 1000 });
         expect(got.map((d) => [d.actorId, d.state, d.stateSince])).toEqual(
@@ -269,24 +274,29 @@ describe.each(['memory:', 'sqlite::memory:'])(
 );
 
 describe('state classes', () => {
-  test('read the leaf name of any chart and let a finished status win', () => {
-    const cases: Array<[string, ActorStatus, string]> = [
-      ['planned', 'active', 'idle'],
-      ['running', 'active', 'working'],
-      ['Processing.brain', 'active', 'working'],
-      ['active.waiting_input', 'active', 'waiting'],
-      ['AWAITING_PLAN_APPROVAL', 'active', 'waiting'],
-      ['EXECUTION.Blocked', 'active', 'waiting'],
-      ['retrying', 'active', 'retrying'],
-      ['Paused', 'active', 'paused'],
-      ['succeeded', 'active', 'completed'],
-      ['COMPLETE', 'done', 'completed'],
-      ['Cancelled', 'done', 'terminated'],
-      ['running', 'error', 'failed'],
-      ['running', 'stopped', 'terminated'],
-      ['failed', 'done', 'failed'],
+  test("come from each chart's metadata, and a finished status wins", () => {
+    const cases: Array<[string, string, ActorStatus, string]> = [
+      ['task-lifecycle', 'planned', 'active', 'idle'],
+      ['task-lifecycle', 'running', 'active', 'working'],
+      ['agent-runtime', 'Processing.brain', 'active', 'working'],
+      ['agent-lifecycle', 'active.waiting_input', 'active', 'waiting'],
+      // Waiting for a person's approval is `paused` (it was `waiting` by name before
+      // the charts carried their meaning).
+      ['plan-workflow', 'AWAITING_PLAN_APPROVAL', 'active', 'paused'],
+      ['team-workflow', 'EXECUTION.Blocked', 'active', 'waiting'],
+      ['task-lifecycle', 'retrying', 'active', 'retrying'],
+      ['agent-runtime', 'Paused', 'active', 'paused'],
+      ['agent-lifecycle', 'succeeded', 'active', 'completed'],
+      ['plan-workflow', 'COMPLETE', 'done', 'completed'],
+      ['agent-runtime', 'Cancelled', 'done', 'terminated'],
+      ['task-lifecycle', 'running', 'error', 'failed'],
+      ['task-lifecycle', 'running', 'stopped', 'terminated'],
+      ['task-lifecycle', 'failed', 'done', 'failed'],
+      // A chart this process has never seen: only the status speaks.
+      ['somebody-elses-chart', 'failed', 'active', 'working'],
+      ['somebody-elses-chart', 'failed', 'error', 'failed'],
     ];
-    expect(cases.map(([s, st]) => classifyState(s, st))).toEqual(cases.map((c) => c[2]));
+    expect(cases.map(([m, s, st]) => classifyState(m, s, st))).toEqual(cases.map((c) => c[3]));
   });
 });
 

@@ -8,6 +8,7 @@ import {
   type AgentLifecycleEvent,
   type AgentLifecycleInput,
   type AgentLifecycleTag,
+  type AgentState,
   type AgentStateChangedEvent,
 } from './agent-lifecycle.types.ts';
 
@@ -21,7 +22,8 @@ const EMPTY_TASK = {
   error: null,
   waiting_for: null,
   paused_from_state: null,
-} as const satisfies Omit<AgentLifecycleContext, 'agent_name' | 'user_id'>;
+  extra: null,
+} as const satisfies Omit<AgentLifecycleContext, 'agent_name' | 'user_id' | 'current_state'>;
 
 /**
  * Seed 000 (agent state machine) as a statechart. The seven active states live in
@@ -43,7 +45,7 @@ export const machine = setup({
   actions: {
     startTask: assign(({ event }) => {
       assertEvent(event, 'START');
-      return { ...EMPTY_TASK, task_id: event.payload.task_id };
+      return { ...EMPTY_TASK, task_id: event.payload.task_id, extra: event.payload.extra ?? null };
     }),
     recordPlan: assign(({ event }) => {
       assertEvent(event, 'PLAN_COMPLETE');
@@ -89,6 +91,7 @@ export const machine = setup({
       paused_from_state: params.state,
     })),
     clearPausedFrom: assign({ paused_from_state: null }),
+    enterState: assign((_, params: { state: AgentState }) => ({ current_state: params.state })),
     resetTask: assign(EMPTY_TASK),
     announceStateChange: emit(
       ({ context, event }, params: { state: AgentStateChangedEvent['to_state'] }) => ({
@@ -96,6 +99,8 @@ export const machine = setup({
         agent_name: context.agent_name,
         user_id: context.user_id,
         task_id: context.task_id,
+        // Entry actions run in order: this one before `enterState` records the new state.
+        from_state: context.current_state ?? null,
         to_state: params.state,
         trigger_event: event.type,
       }),
@@ -108,9 +113,38 @@ export const machine = setup({
     agent_name: input.agent_name,
     user_id: input.user_id ?? null,
     ...EMPTY_TASK,
+    current_state: 'idle' as AgentState,
   }),
+  meta: {
+    events: {
+      START: { description: 'Give the idle agent a task: it starts initializing.' },
+      INIT_COMPLETE: { description: 'Initialized: start planning.' },
+      PLAN_COMPLETE: { description: 'A plan exists: start executing it.' },
+      STEP_COMPLETE: { description: 'A step finished: evaluate it.' },
+      WAIT_FOR_INPUT: { description: 'The next step needs input from a person.' },
+      WAIT_FOR_AGENT: { description: 'The next step needs another agent.' },
+      INPUT_RECEIVED: { description: 'The awaited input arrived: resume executing.' },
+      AGENT_COMPLETE: { description: 'The awaited agent finished: resume executing.' },
+      EVALUATION_PASS: { description: 'The result is good: the task succeeded.' },
+      EVALUATION_FAIL: { description: 'The result is not good enough: adapt the plan.' },
+      NEXT_STEP: { description: 'Evaluated: execute the next step.' },
+      ADAPTATION_COMPLETE: { description: 'The plan is adapted: execute again.' },
+      STEP_FAILED: { description: 'A step failed: the task fails.' },
+      TIMEOUT: { description: 'The task ran out of time: it fails.' },
+      MAX_ITERATIONS: { description: 'Too many iterations: the task fails.' },
+      PAUSE: { roles: ['agent', 'operator'], description: 'Pause the agent where it is.' },
+      RESUME: {
+        roles: ['agent', 'operator'],
+        description: 'Resume the paused agent where it left off.',
+      },
+      CANCEL: { roles: ['agent', 'operator'], description: 'Cancel the task.' },
+      CLEANUP: { description: 'After a finished task: back to idle for the next one.' },
+    },
+  },
   states: {
     idle: {
+      meta: { class: 'idle', color: '#6b7280' },
+      entry: { type: 'enterState', params: { state: 'idle' } },
       on: { START: { target: 'active', actions: 'startTask' } },
     },
     active: {
@@ -126,6 +160,8 @@ export const machine = setup({
         // Where RESUME returns: the child of `active` that was left for `paused`.
         history: { type: 'history', history: 'deep' },
         initializing: {
+          meta: { class: 'working', color: '#3b82f6' },
+          entry: { type: 'enterState', params: { state: 'initializing' } },
           on: {
             INIT_COMPLETE: { target: 'planning' },
             PAUSE: {
@@ -135,6 +171,8 @@ export const machine = setup({
           },
         },
         planning: {
+          meta: { class: 'working', color: '#a855f7' },
+          entry: { type: 'enterState', params: { state: 'planning' } },
           on: {
             PLAN_COMPLETE: { target: 'executing', actions: 'recordPlan' },
             PAUSE: {
@@ -144,6 +182,8 @@ export const machine = setup({
           },
         },
         executing: {
+          meta: { class: 'working', color: '#eab308' },
+          entry: { type: 'enterState', params: { state: 'executing' } },
           on: {
             STEP_COMPLETE: { target: 'evaluating', actions: 'recordStep' },
             WAIT_FOR_INPUT: { target: 'waiting_input', actions: 'recordWaitingForInput' },
@@ -155,6 +195,8 @@ export const machine = setup({
           },
         },
         evaluating: {
+          meta: { class: 'working', color: '#f97316' },
+          entry: { type: 'enterState', params: { state: 'evaluating' } },
           on: {
             EVALUATION_PASS: { target: '#agent-lifecycle.succeeded', actions: 'recordConfidence' },
             EVALUATION_FAIL: { target: 'adapting', actions: 'recordConfidence' },
@@ -166,6 +208,8 @@ export const machine = setup({
           },
         },
         adapting: {
+          meta: { class: 'working', color: '#ec4899' },
+          entry: { type: 'enterState', params: { state: 'adapting' } },
           on: {
             ADAPTATION_COMPLETE: { target: 'executing', actions: 'recordAdaptation' },
             PAUSE: {
@@ -175,8 +219,12 @@ export const machine = setup({
           },
         },
         waiting_input: {
+          meta: { class: 'waiting', color: '#06b6d4' },
           tags: 'blocked',
-          entry: { type: 'announceStateChange', params: { state: 'waiting_input' } },
+          entry: [
+            { type: 'announceStateChange', params: { state: 'waiting_input' } },
+            { type: 'enterState', params: { state: 'waiting_input' } },
+          ],
           on: {
             INPUT_RECEIVED: { target: 'executing', actions: 'clearWaitingFor' },
             PAUSE: {
@@ -186,8 +234,12 @@ export const machine = setup({
           },
         },
         waiting_agent: {
+          meta: { class: 'waiting', color: '#6366f1' },
           tags: 'blocked',
-          entry: { type: 'announceStateChange', params: { state: 'waiting_agent' } },
+          entry: [
+            { type: 'announceStateChange', params: { state: 'waiting_agent' } },
+            { type: 'enterState', params: { state: 'waiting_agent' } },
+          ],
           on: {
             AGENT_COMPLETE: { target: 'executing', actions: 'clearWaitingFor' },
             PAUSE: {
@@ -199,6 +251,8 @@ export const machine = setup({
       },
     },
     paused: {
+      meta: { class: 'paused', color: '#9ca3af' },
+      entry: { type: 'enterState', params: { state: 'paused' } },
       tags: 'blocked',
       // Cleared on every way out (RESUME and CANCEL): it is set only while paused.
       exit: 'clearPausedFrom',
@@ -210,16 +264,26 @@ export const machine = setup({
     // Terminal for the runtime but not XState `final`: the seed returns them to idle
     // after cleanup, so the actor stays alive for the next task.
     succeeded: {
+      meta: { class: 'completed', color: '#22c55e' },
       tags: 'terminal',
-      entry: { type: 'announceStateChange', params: { state: 'succeeded' } },
+      entry: [
+        { type: 'announceStateChange', params: { state: 'succeeded' } },
+        { type: 'enterState', params: { state: 'succeeded' } },
+      ],
       on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
     },
     failed: {
+      meta: { class: 'failed', color: '#ef4444' },
       tags: 'terminal',
-      entry: { type: 'announceStateChange', params: { state: 'failed' } },
+      entry: [
+        { type: 'announceStateChange', params: { state: 'failed' } },
+        { type: 'enterState', params: { state: 'failed' } },
+      ],
       on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
     },
     cancelled: {
+      meta: { class: 'terminated', color: '#4b5563' },
+      entry: { type: 'enterState', params: { state: 'cancelled' } },
       tags: 'terminal',
       on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
     },

@@ -58,7 +58,11 @@ const confidence = z.number().min(0).max(1);
 export const events = {
   START: eventSchema('START', {
     // The seed's `agent_states.task_id` column is varchar(100).
-    payload: z.strictObject({ task_id: z.string().min(1).max(100) }),
+    payload: z.strictObject({
+      task_id: z.string().min(1).max(100),
+      /** Seed 000's `StateMetadata.extra`: anything the caller wants kept with the task. */
+      extra: z.record(z.string().max(200), jsonValue).optional(),
+    }),
   }),
   INIT_COMPLETE: eventSchema('INIT_COMPLETE', {
     payload: z.strictObject({ context_loaded: z.boolean() }),
@@ -151,6 +155,14 @@ export interface AgentLifecycleContext {
   waiting_for: string | null;
   /** The state `PAUSE` was taken from; set only while `paused`. */
   paused_from_state: ActiveState | null;
+  /** Seed 000's `StateMetadata.extra`, from `START`. */
+  extra: Record<string, z.core.util.JSONType> | null;
+  /**
+   * The state the agent is in (seed 000's `current_state`), kept so that a state
+   * change can name the state it came from (`AGENT_STATE_CHANGED.from_state`).
+   * Absent in snapshots written before it existed.
+   */
+  current_state?: AgentState;
 }
 
 /**
@@ -162,6 +174,8 @@ export interface AgentStateChangedEvent {
   agent_name: string;
   user_id: string | null;
   task_id: string | null;
+  /** The state left (null when unknown: a snapshot written before it was kept). */
+  from_state: AgentState | null;
   to_state: 'succeeded' | 'failed' | 'waiting_input' | 'waiting_agent';
   trigger_event: string;
 }

@@ -153,6 +153,7 @@ export const machine = setup({
   output: runtimeOutput,
   states: {
     Starting: {
+      meta: { class: 'working', color: '#3b82f6' },
       on: {
         AgentInitialized: [{ guard: 'startsPaused', target: 'Paused' }, { target: 'Running' }],
         CancelTask: { target: 'Cancelled', actions: 'recordCancellation' },
@@ -160,6 +161,7 @@ export const machine = setup({
       },
     },
     Running: {
+      meta: { class: 'working', color: '#eab308' },
       on: {
         StartThinking: { guard: 'noPendingToolCalls', target: 'Processing.brain' },
         StartTools: { guard: 'hasPendingToolCalls', target: 'Processing.tools' },
@@ -174,6 +176,7 @@ export const machine = setup({
       initial: 'brain',
       states: {
         brain: {
+          meta: { class: 'working', color: '#a855f7' },
           entry: ['startBrainStep', 'emitSpawnNextStep'],
           on: {
             BrainResult: [
@@ -195,6 +198,7 @@ export const machine = setup({
           },
         },
         tools: {
+          meta: { class: 'working', color: '#eab308' },
           entry: 'emitSpawnTools',
           on: {
             ToolsCompleted: { target: '#agent-runtime.Running', actions: 'recordToolResults' },
@@ -222,6 +226,7 @@ export const machine = setup({
       },
     },
     Paused: {
+      meta: { class: 'paused' },
       on: {
         UserInput: { target: 'Running', actions: 'recordUserInput' },
         TaskCompleted: { target: 'Completed', actions: 'recordCompletion' },
@@ -229,8 +234,8 @@ export const machine = setup({
         CancelTask: { target: 'Cancelled', actions: 'recordCancellation' },
       },
     },
-    Completed: { type: 'final', output: { status: 'completed' } },
-    Failed: { type: 'final', output: { status: 'failed' } },
-    Cancelled: { type: 'final', output: { status: 'cancelled' } },
+    Completed: { type: 'final', meta: { class: 'completed' }, output: { status: 'completed' } },
+    Failed: { type: 'final', meta: { class: 'failed' }, output: { status: 'failed' } },
+    Cancelled: { type: 'final', meta: { class: 'terminated' }, output: { status: 'cancelled' } },
   },
 });

@@ -160,8 +160,18 @@ export const machine = setup({
   initial: 'idle',
   context: initialContext,
   output: statusOutput,
+  meta: {
+    events: {
+      STATUS_UPDATE: { description: 'Move to another status (the only event that does).' },
+      THOUGHT_UPDATE: { description: 'What the agent is thinking; only while thinking.' },
+      PROGRESS_UPDATE: { description: 'Progress as a percentage or as steps done of total.' },
+      ERROR: { description: 'Record a structured error without changing the status.' },
+      OUTPUT: { description: 'A line the agent wrote to stdout or stderr.' },
+    },
+  },
   states: {
     idle: {
+      meta: { class: 'idle' },
       on: {
         STATUS_UPDATE: statusTransitions('idle'),
         PROGRESS_UPDATE: { actions: 'setProgress' },
@@ -170,6 +180,7 @@ export const machine = setup({
       },
     },
     initializing: {
+      meta: { class: 'working', color: '#3b82f6' },
       on: {
         STATUS_UPDATE: statusTransitions('initializing'),
         PROGRESS_UPDATE: { actions: 'setProgress' },
@@ -178,6 +189,7 @@ export const machine = setup({
       },
     },
     running: {
+      meta: { class: 'working', color: '#eab308' },
       on: {
         STATUS_UPDATE: statusTransitions('running'),
         PROGRESS_UPDATE: { actions: 'setProgress' },
@@ -186,6 +198,7 @@ export const machine = setup({
       },
     },
     thinking: {
+      meta: { class: 'working', color: '#a855f7' },
       exit: 'clearThought',
       on: {
         STATUS_UPDATE: statusTransitions('thinking'),
@@ -196,6 +209,7 @@ export const machine = setup({
       },
     },
     paused: {
+      meta: { class: 'paused' },
       on: {
         STATUS_UPDATE: statusTransitions('paused'),
         PROGRESS_UPDATE: { actions: 'setProgress' },
@@ -203,9 +217,9 @@ export const machine = setup({
         OUTPUT: { actions: 'recordOutput' },
       },
     },
-    completed: { type: 'final', output: { status: 'completed' } },
-    failed: { type: 'final', output: { status: 'failed' } },
-    terminated: { type: 'final', output: { status: 'terminated' } },
+    completed: { type: 'final', meta: { class: 'completed' }, output: { status: 'completed' } },
+    failed: { type: 'final', meta: { class: 'failed' }, output: { status: 'failed' } },
+    terminated: { type: 'final', meta: { class: 'terminated' }, output: { status: 'terminated' } },
   },
 });
 

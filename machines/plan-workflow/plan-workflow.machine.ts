@@ -156,8 +156,31 @@ export const machine = setup({
     CLEAR_COMMENTS: { actions: 'clearComments' },
     RESET: { target: '.IDLE', actions: 'resetContext' },
   },
+  meta: {
+    events: {
+      START: { description: 'Begin planning.' },
+      PLAN_CREATED: { description: 'The plan is written: ask for its approval.' },
+      PLAN_APPROVED: { kind: 'approval', description: 'A person approved the plan.' },
+      TASKS_CREATED: { description: 'The tasks are written: ask for their approval.' },
+      TASKS_APPROVED: { kind: 'approval', description: 'A person approved the tasks.' },
+      CHANGES_REQUESTED: {
+        kind: 'approval',
+        description: 'A person sends the plan, the tasks or the work back with feedback.',
+      },
+      IMPLEMENTATION_COMPLETE: { description: 'The work is done: verify it.' },
+      TESTS_PASS: { description: 'Verification passed: the workflow is complete.' },
+      ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
+      ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
+      CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },
+      RESET: {
+        roles: ['approver', 'operator'],
+        description: 'Start over from IDLE with an empty context.',
+      },
+    },
+  },
   states: {
     IDLE: {
+      meta: { class: 'idle' },
       description: 'Waiting for work',
       on: {
         START: [
@@ -167,10 +190,12 @@ export const machine = setup({
       },
     },
     PLANNING: {
+      meta: { class: 'working', color: '#a855f7' },
       description: 'Analyzes request, creates Implementation Plan',
       on: { PLAN_CREATED: { target: 'AWAITING_PLAN_APPROVAL', actions: 'recordPlan' } },
     },
     AWAITING_PLAN_APPROVAL: {
+      meta: { class: 'paused' },
       description: 'Waiting for user approval of plan',
       on: {
         PLAN_APPROVED: { target: 'CREATING_TASKS' },
@@ -178,10 +203,12 @@ export const machine = setup({
       },
     },
     CREATING_TASKS: {
+      meta: { class: 'working', color: '#a855f7' },
       description: 'Converts approved plan into Task List',
       on: { TASKS_CREATED: { target: 'AWAITING_TASKS_APPROVAL', actions: 'recordTasks' } },
     },
     AWAITING_TASKS_APPROVAL: {
+      meta: { class: 'paused' },
       description: 'Waiting for user approval of tasks',
       on: {
         TASKS_APPROVED: { target: 'EXECUTION' },
@@ -189,16 +216,22 @@ export const machine = setup({
       },
     },
     EXECUTION: {
+      meta: { class: 'working' },
       description: 'Executes tasks autonomously',
       on: { IMPLEMENTATION_COMPLETE: { target: 'VERIFICATION', actions: 'recordSummary' } },
     },
     VERIFICATION: {
+      meta: { class: 'working', color: '#f97316' },
       description: 'Tests and verifies implementation',
       on: {
         TESTS_PASS: { target: 'COMPLETE', actions: 'recordReport' },
         CHANGES_REQUESTED: { target: 'EXECUTION', actions: 'recordChangeRequest' },
       },
     },
-    COMPLETE: { description: 'Work verified; only the global events apply', tags: ['terminal'] },
+    COMPLETE: {
+      meta: { class: 'completed' },
+      description: 'Work verified; only the global events apply',
+      tags: ['terminal'],
+    },
   },
 });

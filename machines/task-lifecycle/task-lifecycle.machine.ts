@@ -234,12 +234,45 @@ export const machine = setup({
     'Seed 001: the lifecycle of one agent task (planned, running, paused, blocked, retrying, done, failed).',
   initial: 'planned',
   context: initialContext,
+  meta: {
+    events: {
+      START: { description: 'Preconditions hold: begin the first attempt.' },
+      PAUSE_FOR_APPROVAL: { description: 'Stop before a risky step and ask a person.' },
+      BLOCK_ON_DEPENDENCY: { description: 'A dependency is unavailable; wait for it.' },
+      COMPLETE: { description: 'The task is done; `result` is kept.' },
+      FATAL_ERROR: { description: 'An error no retry can fix: the task fails.' },
+      TRANSIENT_ERROR: { description: 'An error a retry may fix: back off and retry.' },
+      DEPENDENCY_RESOLVED: { description: 'The dependency is back: resume running.' },
+      APPROVAL_GRANTED: {
+        kind: 'approval',
+        description: 'A person approved the paused step: resume running.',
+      },
+      APPROVAL_DENIED: {
+        kind: 'approval',
+        description: 'A person refused the paused step: the task fails.',
+      },
+      RETRY: { kind: 'timer-only', description: 'The backoff ran out and retries remain.' },
+      MAX_RETRIES_EXCEEDED: {
+        kind: 'timer-only',
+        description: 'The backoff ran out and no retry remains: the task fails.',
+      },
+      TIMEOUT: { kind: 'timer-only', description: 'Nobody decided before the approval deadline.' },
+    },
+    // Seed 001 names the events its timers send; the trail and metrics use these names.
+    delays: {
+      retryBackoff: 'RETRY',
+      approvalTimeout: 'TIMEOUT',
+      approvalReminder: 'APPROVAL_REMINDER',
+    },
+  },
   states: {
     planned: {
+      meta: { class: 'idle' },
       description: 'Created; preconditions not yet validated. No side effects.',
       on: { START: { target: 'running' } },
     },
     running: {
+      meta: { class: 'working' },
       description: 'The agent executes steps; only structured events change the state.',
       on: {
         PAUSE_FOR_APPROVAL: { target: 'paused', actions: ['recordCheckpoint', 'requestApproval'] },
@@ -250,6 +283,7 @@ export const machine = setup({
       },
     },
     paused: {
+      meta: { class: 'paused' },
       description:
         'Waiting for a human decision; reminds at half the approval wait, fails when it runs out.',
       after: {
@@ -264,6 +298,7 @@ export const machine = setup({
       },
     },
     blocked: {
+      meta: { class: 'waiting' },
       description: 'A dependency is unavailable; no automatic timeout (alerting watches it).',
       on: {
         DEPENDENCY_RESOLVED: { target: 'running' },
@@ -271,12 +306,13 @@ export const machine = setup({
       },
     },
     retrying: {
+      meta: { class: 'retrying' },
       description:
         'The last attempt failed transiently; after the backoff, RETRY if retries remain, else MAX_RETRIES_EXCEEDED.',
       after: {
         retryBackoff: [
-          { guard: 'canRetry', actions: 'raiseRetry' },
-          { actions: 'raiseMaxRetriesExceeded' },
+          { guard: 'canRetry', actions: 'raiseRetry', meta: { event: 'RETRY' } },
+          { actions: 'raiseMaxRetriesExceeded', meta: { event: 'MAX_RETRIES_EXCEEDED' } },
         ],
       },
       on: {
@@ -289,7 +325,11 @@ export const machine = setup({
         FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
       },
     },
-    done: { type: 'final', description: 'Terminal: completed.' },
-    failed: { type: 'final', description: 'Terminal: checkpoint and error stay in context.' },
+    done: { type: 'final', meta: { class: 'completed' }, description: 'Terminal: completed.' },
+    failed: {
+      type: 'final',
+      meta: { class: 'failed' },
+      description: 'Terminal: checkpoint and error stay in context.',
+    },
   },
 });

@@ -317,12 +317,38 @@ export const machine = setup({
     CLEAR_COMMENTS: { actions: 'clearComments' },
     RESET: { target: '.IDLE', actions: 'resetContext' },
   },
+  meta: {
+    events: {
+      START: { description: 'Begin: the architect drafts a plan.' },
+      PLAN_DRAFTED: { description: 'The architect submits the plan to the team vote.' },
+      TASKS_DRAFTED: { description: 'The architect submits the tasks to the team vote.' },
+      VOTE: { description: 'A team member approves or requests changes.' },
+      TASKS_ASSIGNED: { description: 'Every pending task gets an owner: work starts.' },
+      TASK_STARTED: { description: 'An owner starts a task.' },
+      TASK_DONE: { description: 'An owner finished a task.' },
+      TASK_FAILED: { description: 'A task failed.' },
+      BLOCKER_RAISED: { description: 'A task is blocked.' },
+      BLOCKER_RESOLVED: { description: 'A blocked task can go on.' },
+      QA_PASS: { description: 'QA accepts the work: cross review starts.' },
+      QA_FAIL: { description: 'QA reopens tasks: back to execution.' },
+      CROSS_REVIEW: { description: 'Another role reviews a done task.' },
+      ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
+      ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
+      CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },
+      RESET: {
+        roles: ['approver', 'operator'],
+        description: 'Start over from IDLE with an empty context.',
+      },
+    },
+  },
   states: {
     IDLE: {
+      meta: { class: 'idle' },
       description: 'Waiting for work',
       on: { START: { target: 'PLANNING', actions: 'recordRequest' } },
     },
     PLANNING: {
+      meta: { class: 'working', color: '#a855f7' },
       description: 'Architect drafts the plan; the team votes on it',
       initial: 'Architect_Drafts',
       states: {
@@ -332,6 +358,7 @@ export const machine = setup({
           },
         },
         Team_Review: {
+          meta: { class: 'waiting', color: '#6366f1' },
           on: {
             VOTE: [
               {
@@ -353,6 +380,7 @@ export const machine = setup({
       onDone: { target: 'TASK_CREATION', actions: 'closeVote' },
     },
     TASK_CREATION: {
+      meta: { class: 'working', color: '#a855f7' },
       description: 'Architect decomposes the plan into tasks; the team votes on them',
       initial: 'Architect_Decomposes',
       states: {
@@ -366,6 +394,7 @@ export const machine = setup({
           },
         },
         Team_Review: {
+          meta: { class: 'waiting', color: '#6366f1' },
           on: {
             VOTE: [
               {
@@ -387,6 +416,7 @@ export const machine = setup({
       onDone: { target: 'EXECUTION', actions: ['closeVote', 'createTasks'] },
     },
     EXECUTION: {
+      meta: { class: 'working' },
       description: 'Tasks are dispatched and worked on in parallel',
       initial: 'Dispatch',
       // Per-task moves are accepted wherever their guard holds: in Parallel_Work and,
@@ -411,6 +441,7 @@ export const machine = setup({
           always: { guard: 'allTasksSettled', target: 'All_Complete' },
         },
         Blocked: {
+          meta: { class: 'waiting' },
           on: {
             BLOCKER_RESOLVED: [
               {
@@ -427,6 +458,7 @@ export const machine = setup({
       onDone: { target: 'VERIFICATION' },
     },
     VERIFICATION: {
+      meta: { class: 'working', color: '#f97316' },
       description: 'QA reviews, then each done task is cross-reviewed by another role',
       initial: 'QA_Review',
       states: {

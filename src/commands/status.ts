@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import '../../machines/index.ts'; // the built-in charts' meaning (document names, classes)
+import { labelsFor, stateName } from '../core/meanings.ts';
 import { table } from '../demo/format.ts';
 import { progressLine } from '../observe/progress.ts';
 import {
@@ -44,7 +46,8 @@ function statisticsJson(stats: CollectionStatistics) {
     class_counts: stats.classCounts,
     groups: stats.groups.map((g) => ({
       machine_id: g.machineId,
-      state: g.state,
+      state: stateName(g.machineId, g.state),
+      state_path: g.state,
       status: g.status,
       class: g.class,
       count: g.count,
@@ -56,7 +59,8 @@ function actorJson(d: ActorDwell, now: number) {
   return {
     agent_id: d.actorId,
     machine_id: d.machineId,
-    state: d.state,
+    state: stateName(d.machineId, d.state),
+    state_path: d.state,
     status: d.status,
     state_since: new Date(d.stateSince).toISOString(),
     time_in_state_ms: Math.max(0, now - d.stateSince),
@@ -76,7 +80,10 @@ export function registerStatus(program: Command): void {
     .description(
       'Counts per machine and state, active/completed/failed and average execution time; with --state or --user, the actors themselves',
     )
-    .option('--state <state>', 'list the actors in this state (its label, e.g. running)')
+    .option(
+      '--state <state>',
+      'list the actors in this state: its name in the document (executing) or its path (active.executing)',
+    )
     .option('--machine <id>', 'only actors of this machine id (e.g. task-lifecycle)')
     .option('--user <id>', "only this user's actors; without --state, its active agents")
     .option('--limit <n>', 'largest number of actors listed', '50')
@@ -99,7 +106,8 @@ export function registerStatus(program: Command): void {
         if (opts.state !== undefined) {
           progress.update(`listing actors in ${opts.state}…`);
           actors = await store.actorsInStates({
-            states: [opts.state],
+            // A document name (`executing`), a path (`active.executing`) or a compound state.
+            states: labelsFor(opts.machine, opts.state),
             machineId: opts.machine,
             userId: opts.user,
             limit,
@@ -145,7 +153,13 @@ export function registerStatus(program: Command): void {
           lines.push(
             table(
               ['machine', 'state', 'status', 'class', 'count'],
-              stats.groups.map((g) => [g.machineId, g.state, g.status, g.class, String(g.count)]),
+              stats.groups.map((g) => [
+                g.machineId,
+                stateName(g.machineId, g.state),
+                g.status,
+                g.class,
+                String(g.count),
+              ]),
               { right: [4] },
             ),
           );
@@ -162,7 +176,7 @@ export function registerStatus(program: Command): void {
                 actors.map((a) => [
                   a.actorId,
                   a.machineId,
-                  a.state,
+                  stateName(a.machineId, a.state),
                   formatDuration(Math.max(0, now - a.stateSince)),
                   new Date(a.updatedAt).toISOString(),
                   a.userId ?? '-',

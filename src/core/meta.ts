@@ -184,6 +184,21 @@ export interface ChartMeta {
 }
 
 const cache = new WeakMap<AnyStateMachine, ChartMeta>();
+/** The latest compiled chart of each machine id this process has seen. */
+const byMachineId = new Map<string, ChartMeta>();
+
+/**
+ * The meaning of a machine id's chart, if this process has defined, registered
+ * or loaded it ({@link chartMeta} remembers every chart it compiles).
+ */
+export function knownChartMeta(machineId: string): ChartMeta | undefined {
+  return byMachineId.get(machineId);
+}
+
+/** Every chart this process knows, one per machine id. */
+export function knownChartMetas(): ChartMeta[] {
+  return [...byMachineId.values()];
+}
 
 /**
  * The compiled metadata of a machine (cached per machine). Throws
@@ -199,6 +214,7 @@ export function chartMeta(machine: AnyStateMachine): ChartMeta {
   if (!meta) {
     meta = compile(machine);
     cache.set(machine, meta);
+    byMachineId.set(machine.id, meta);
   }
   return meta;
 }

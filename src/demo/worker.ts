@@ -86,7 +86,7 @@ function noteFor(
       `retry ${context.retry_count + 1} of ${context.max_retries} in ${delay} ms (backoff with jitter)`,
     );
   }
-  if (eventType.startsWith('xstate.after.retryBackoff')) parts.push('durable timer: RETRY');
+  if (source === 'timer') parts.push('durable timer: the backoff ran out');
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     onTransition: (n) => {
       if (n.actorId !== args.task) return;
       const context = n.snapshot.context as TaskLifecycleContext;
-      const note = noteFor(n.to, n.event.type, n.source, context);
+      const note = noteFor(n.to, n.eventType, n.source, context);
       void tell({
         kind: 'transition',
         at: n.at,
@@ -120,7 +120,8 @@ async function main(): Promise<void> {
         version: n.version,
         from: n.from,
         to: n.to,
-        eventType: n.event.type,
+        // The log's name: a timer's transition is the document's RETRY, not xstate.after.*.
+        eventType: n.eventType,
         source: n.source,
         ...(note !== undefined ? { note } : {}),
       });

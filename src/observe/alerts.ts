@@ -4,7 +4,7 @@
  * queries; none loads actors one by one.
  */
 import type { Store } from '../store/types.ts';
-import { classifyState } from './classify.ts';
+import { classifyState } from '../core/meanings.ts';
 
 export type AlertSeverity = 'critical' | 'warning';
 
@@ -226,7 +226,7 @@ export const ALERT_RULES: readonly [
       let failed = 0;
       for (const c of counts) {
         total += c.count;
-        if (classifyState(c.state, c.status) === 'failed') failed += c.count;
+        if (classifyState(c.machineId, c.state, c.status) === 'failed') failed += c.count;
       }
       const ratio = total === 0 ? 0 : failed / total;
       if (total < t.minTasks || ratio <= t.maxFailedRatio)

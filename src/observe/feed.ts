@@ -72,6 +72,7 @@ function fromNotice(notice: TransitionNotice): FeedTransition {
     from: notice.from,
     to: notice.to,
     event: notice.event,
+    eventType: notice.eventType,
     at: notice.at,
     status: notice.status,
     source: notice.source,
@@ -88,6 +89,7 @@ function fromRow(row: TransitionFeedRow): FeedTransition {
     from: row.fromState,
     to: row.toState,
     event: event && typeof event.type === 'string' ? event : { type: row.eventType },
+    eventType: row.eventType,
     at: row.at,
     source: sourceOf(row),
   };

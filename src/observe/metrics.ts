@@ -21,7 +21,12 @@ import type { DurableRuntime } from '../durable/runtime.ts';
 import type { TransitionNotice } from '../durable/notices.ts';
 import { InvalidTransitionError, StoreError } from '../core/errors.ts';
 import type { Store } from '../store/types.ts';
-import { classifyState, isDisrupted, isFinished } from './classify.ts';
+import {
+  classifyState,
+  isDisruptedClass as isDisrupted,
+  isFinishedClass as isFinished,
+  stateName,
+} from '../core/meanings.ts';
 
 /** Seconds: from sub-second hops to a day (seed 001 alerts at 30 min, 2 h and 4 h). */
 export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
@@ -193,8 +198,9 @@ export function createMetrics(
 
   const onTransition = (n: TransitionNotice): void => {
     const machine = n.machineId;
-    transitions.inc({ machine, event: n.event.type, target: n.to });
-    const toClass = classifyState(n.to, n.status);
+    // Labels use the chart's names: `executing`, not `active.executing`; `RETRY`, not `xstate.after.*`.
+    transitions.inc({ machine, event: n.eventType, target: stateName(machine, n.to) });
+    const toClass = classifyState(machine, n.to, n.status);
     if (n.from !== null) {
       const c = perMachine.get(machine) ?? { transitions: 0, retries: 0 };
       c.transitions++;
@@ -205,7 +211,7 @@ export function createMetrics(
 
     const known = tracked.get(n.actorId);
     if (n.from !== n.to && known?.state === n.from && known.since !== undefined) {
-      stateDuration.observe({ machine, state: known.state }, (n.at - known.since) / 1000);
+      stateDuration.observe({ machine, state: stateName(machine, known.state) }, (n.at - known.since) / 1000);
     }
     if (isFinished(toClass)) {
       tracked.delete(n.actorId);
@@ -218,7 +224,7 @@ export function createMetrics(
       state: n.to,
       since: n.from !== n.to ? n.at : undefined,
     };
-    const fromClass = n.from === null ? undefined : classifyState(n.from);
+    const fromClass = n.from === null ? undefined : classifyState(machine, n.from);
     if (isDisrupted(toClass)) {
       if (known?.disruptedSince !== undefined) {
         next.disruptedSince = known.disruptedSince;
@@ -229,7 +235,7 @@ export function createMetrics(
       }
     } else if (toClass === 'working' && known?.disruptedSince !== undefined) {
       recovery.observe(
-        { machine, from: known.disruptedFrom ?? known.state },
+        { machine, from: stateName(machine, known.disruptedFrom ?? known.state) },
         (n.at - known.disruptedSince) / 1000,
       );
     }

@@ -4,7 +4,12 @@
  * every actor.
  */
 import type { ActorCount, ActorDwell, Store } from '../store/types.ts';
-import { classifyState, isActiveClass, isFinished, type StateClass } from './classify.ts';
+import {
+  classifyState,
+  isActiveClass,
+  isFinishedClass as isFinished,
+  type StateClass,
+} from '../core/meanings.ts';
 
 /** One (machine, state, status) group with what it means. */
 export interface StateGroup extends ActorCount {
@@ -64,7 +69,7 @@ export function statisticsFromCounts(counts: readonly ActorCount[]): CollectionS
   let finished = 0;
   let finishedAge = 0;
   for (const group of counts) {
-    const cls = classifyState(group.state, group.status);
+    const cls = classifyState(group.machineId, group.state, group.status);
     stats.groups.push({ ...group, class: cls });
     stats.total += group.count;
     stats.statusCounts[group.state] = (stats.statusCounts[group.state] ?? 0) + group.count;
@@ -131,7 +136,7 @@ export async function activeAgentsForUser(
   const groups = await store.countActors({ userId, machineId: options.machineId });
   const states = [
     ...new Set(
-      groups.filter((g) => isActiveClass(classifyState(g.state, g.status))).map((g) => g.state),
+      groups.filter((g) => isActiveClass(classifyState(g.machineId, g.state, g.status))).map((g) => g.state),
     ),
   ];
   if (states.length === 0) return [];
@@ -142,5 +147,5 @@ export async function activeAgentsForUser(
     limit: options.limit ?? 100,
   });
   // A label can be active for one status and finished for another (an XState error).
-  return found.filter((d) => isActiveClass(classifyState(d.state, d.status)));
+  return found.filter((d) => isActiveClass(classifyState(d.machineId, d.state, d.status)));
 }

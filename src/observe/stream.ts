@@ -10,7 +10,12 @@ import { events as agentStatusEvents } from '../strict/status-vocabulary.ts';
 import type { Clock } from '../core/clock.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { ActorStatus, TransitionFeedRow } from '../store/types.ts';
-import { classifyState, isFinished, type StateClass } from './classify.ts';
+import {
+  classifyState,
+  isFinishedClass as isFinished,
+  stateName,
+  type StateClass,
+} from '../core/meanings.ts';
 
 // ---------------------------------------------------------------- schemas
 
@@ -27,11 +32,13 @@ const common = {
 export const statusUpdateSchema = z.strictObject({
   type: z.literal('status_update'),
   ...common,
-  /** The state label (`thinking`, `running`, `active.executing`). */
+  /** The document's name of the state (`thinking`, `running`, `executing`), from chart metadata. */
   status: name,
   /** Extension: the state left (null on creation) and the event that moved the agent. */
   previous_status: name.nullable().optional(),
   event: name.optional(),
+  /** Extension: the full state path as stored (`active.executing`), when it differs from `status`. */
+  state: name.optional(),
 });
 
 export const thoughtUpdateSchema = z.strictObject({
@@ -124,6 +131,8 @@ export interface StreamTransition {
   from: string | null;
   to: string;
   event: EventObject;
+  /** The event's name in the log (a timer's is the document's name: `RETRY`), when known. */
+  eventType?: string | undefined;
   at: number;
   /** Snapshot status after the transition, when known (a feed row does not carry it). */
   status?: ActorStatus | undefined;
@@ -227,20 +236,21 @@ function contentMessages(
 export function toStreamMessages(t: StreamTransition): StreamMessage[] {
   const head = { agent_id: t.actorId, timestamp: iso(t.at), machine_id: t.machineId };
   const messages: StreamMessage[] = [];
-  const toClass = classifyState(t.to, t.status);
+  const toClass = classifyState(t.machineId, t.to, t.status);
   if (t.from === null) messages.push({ type: 'lifecycle', ...head, event: 'spawned' });
   if (t.from !== t.to) {
     messages.push({
       type: 'status_update',
       ...head,
-      status: t.to,
-      previous_status: t.from,
-      event: t.event.type,
+      status: stateName(t.machineId, t.to),
+      previous_status: t.from === null ? null : stateName(t.machineId, t.from),
+      event: t.eventType ?? t.event.type,
+      ...(stateName(t.machineId, t.to) === t.to ? {} : { state: t.to }),
     });
   }
   messages.push(...contentMessages(t.event, head));
   if (t.from !== null && t.from !== t.to) {
-    const lifecycle = lifecycleEvent(classifyState(t.from), toClass);
+    const lifecycle = lifecycleEvent(classifyState(t.machineId, t.from), toClass);
     if (lifecycle !== undefined) messages.push({ type: 'lifecycle', ...head, event: lifecycle });
   } else if (t.from === null && isFinished(toClass)) {
     messages.push({ type: 'lifecycle', ...head, event: toClass });

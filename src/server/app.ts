@@ -50,7 +50,9 @@ import {
 } from './auth.ts';
 import { highlightedDiagram } from './diagram.ts';
 import { SseHub, type SseHubOptions } from './sse.ts';
-import { CATEGORIES, stateStyle, type StateCategory } from './states.ts';
+import { badge, CATEGORIES, type StateCategory } from './badges.ts';
+import { agentsStatusRoute } from './routes/agents-status.ts';
+import { labelsFor } from '../core/meanings.ts';
 import { feedTransitions, type TransitionFeed } from '../observe/feed.ts';
 
 export interface DashboardOptions {
@@ -154,6 +156,7 @@ const approvalBodySchema = z.strictObject({
 const listQuerySchema = z.strictObject({
   machine: z.string().min(1).max(200).optional(),
   state: z.string().min(1).max(500).optional(),
+  userId: z.string().min(1).max(255).optional(),
   status: z.enum(['active', 'done', 'error', 'stopped']).optional(),
   cursor: ACTOR_ID.optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
@@ -167,11 +170,13 @@ const decisionSchema = z.strictObject({
 
 /** Actor row as the API shows it (no snapshot JSON, no hashes). */
 function summary(row: ActorRow) {
-  const style = stateStyle(row.state);
+  const style = badge(row.machineId, row.state, row.status);
   return {
     id: row.id,
     machineId: row.machineId,
     state: row.state,
+    stateName: style.name,
+    class: style.class,
     status: row.status,
     version: row.version,
     createdAt: row.createdAt,
@@ -189,7 +194,7 @@ function parseJson(text: string): unknown {
   }
 }
 
-function trailEntry(row: TransitionRow) {
+function trailEntry(machineId: string, row: TransitionRow) {
   const metadata = (parseJson(row.metadata) ?? {}) as Record<string, unknown>;
   return {
     seq: row.seq,
@@ -200,8 +205,9 @@ function trailEntry(row: TransitionRow) {
     at: row.at,
     source: typeof metadata['source'] === 'string' ? metadata['source'] : null,
     keyId: typeof metadata['keyId'] === 'string' ? metadata['keyId'] : null,
-    color: stateStyle(row.toState).color,
-    fromColor: row.fromState !== null ? stateStyle(row.fromState).color : null,
+    toName: badge(machineId, row.toState).name,
+    color: badge(machineId, row.toState).color,
+    fromColor: row.fromState !== null ? badge(machineId, row.fromState).color : null,
   };
 }
 
@@ -561,7 +567,12 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     const pageSize = query.data.limit ?? 50;
     const rows = await options.store.listActors({
       machineId: query.data.machine,
-      state: query.data.state,
+      // A document name (`executing`), a path (`active.executing`) or a compound state.
+      states:
+        query.data.state === undefined
+          ? undefined
+          : labelsFor(query.data.machine, query.data.state),
+      userId: query.data.userId,
       status: query.data.status,
       afterId: query.data.cursor,
       limit: pageSize + 1,
@@ -573,12 +584,15 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     });
   });
 
+  agentsStatusRoute(app, { store: options.store, runtime, readAccess, fail });
+
   app.get('/api/counts', async (c) => {
     const denied = await readAccess(c);
     if (denied) return denied;
     const machine = c.req.query('machine');
     const groups = await options.store.countActors(machine ? { machineId: machine } : {});
-    const byState = new Map<string, number>();
+    // Per label; its badge is read from the chart of the first machine seen with it.
+    const byState = new Map<string, { count: number; machineId: string }>();
     const byCategory = Object.fromEntries(CATEGORIES.map((k) => [k, 0])) as Record<
       StateCategory,
       number
@@ -586,15 +600,20 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     let total = 0;
     for (const g of groups) {
       total += g.count;
-      byState.set(g.state, (byState.get(g.state) ?? 0) + g.count);
-      byCategory[stateStyle(g.state).category] += g.count;
+      const seen = byState.get(g.state);
+      if (seen) seen.count += g.count;
+      else byState.set(g.state, { count: g.count, machineId: g.machineId });
+      byCategory[badge(g.machineId, g.state, g.status).category] += g.count;
     }
     return c.json({
       total,
       categories: byCategory,
       states: [...byState.entries()]
-        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .map(([state, count]) => ({ state, count, ...stateStyle(state) })),
+        .sort((a, b) => b[1].count - a[1].count || a[0].localeCompare(b[0]))
+        .map(([state, { count, machineId }]) => {
+          const { name, category, color } = badge(machineId, state);
+          return { state, name, count, category, color };
+        }),
     });
   });
 
@@ -607,7 +626,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
       const chart = runtime.chartFor(row.machineId);
       const history = await options.store.history(id);
-      const trail = history.slice(-TRAIL_LIMIT).map(trailEntry);
+      const trail = history.slice(-TRAIL_LIMIT).map((r) => trailEntry(row.machineId, r));
       const base = {
         actor: summary(row),
         trail,

@@ -193,12 +193,14 @@ export class MemoryStore implements Store {
     return settle(() => {
       this.ensureOpen('query');
       const limit = checkLimit(query.limit ?? 100, 'query');
-      const { machineId, state, status, afterId } = query;
+      const { machineId, state, states, userId, status, afterId } = query;
       return [...this.t.actors.values()]
         .filter(
           (a) =>
             (machineId === undefined || a.machineId === machineId) &&
             (state === undefined || a.state === state) &&
+            (states === undefined || states.includes(a.state)) &&
+            (userId === undefined || this.t.meta.get(a.id)?.userId === userId) &&
             (status === undefined || a.status === status) &&
             (afterId === undefined || compareText(a.id, afterId) > 0),
         )

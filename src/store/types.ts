@@ -193,6 +193,10 @@ export interface RejectionRow {
 export interface ActorQuery {
   machineId?: string | undefined;
   state?: string | undefined;
+  /** Any of these state labels (an empty list matches nothing); with `state`, both must hold. */
+  states?: readonly string[] | undefined;
+  /** Only actors created for this user ({@link ActorWrite.userId}). */
+  userId?: string | undefined;
   status?: ActorStatus | undefined;
   /** Keyset pagination: ids strictly greater than this. */
   afterId?: string | undefined;

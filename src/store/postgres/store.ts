@@ -786,6 +786,12 @@ export class PostgresStore implements Store {
       };
       filter('machine_id', query.machineId);
       filter('state', query.state);
+      filter('user_id', query.userId);
+      if (query.states !== undefined) {
+        if (query.states.length === 0) return [];
+        values.push([...query.states]);
+        filters.push(`state = ANY($${values.length}::text[])`);
+      }
       filter('status', query.status);
       filter('id', query.afterId, '>');
       values.push(checkLimit(query.limit ?? 100, 'query'));

@@ -183,6 +183,15 @@ export class SqliteStore implements Store {
       };
       filter('machine_id', 'machineId', query.machineId);
       filter('state', 'state', query.state);
+      filter('user_id', 'userId', query.userId);
+      if (query.states !== undefined) {
+        if (query.states.length === 0) return [];
+        const names = query.states.map((s, i) => {
+          params[`s${i}`] = s;
+          return `@s${i}`;
+        });
+        filters.push(`state IN (${names.join(', ')})`);
+      }
       // A literal, not a parameter: only then can SQLite use the partial index of
       // unfinished actors (recovery pages through them).
       if (query.status !== undefined) filters.push(`status = '${checkStatus(query.status)}'`);

@@ -1,0 +1,97 @@
+/**
+ * Seed 000's status API, as the document writes it:
+ * `GET /api/agents/status?userId=…` → `{ agents: [{ name, state, task, metadata }] }`,
+ * the user's agents in one of the seven active states (initializing, planning,
+ * executing, evaluating, adapting, waiting_input, waiting_agent).
+ *
+ * Which states are active comes from the agent-lifecycle chart's metadata (class
+ * working or waiting), and `state` is the document's flat name (`executing`, not
+ * the stored path `active.executing`).
+ */
+import type { Context, Hono } from 'hono';
+import { z } from 'zod';
+import { isActiveClass, knownChartMeta, type StateClass } from '../../core/meta.ts';
+import { decodeActorRow } from '../../durable/codec.ts';
+import type { DurableRuntime } from '../../durable/runtime.ts';
+import type { Store } from '../../store/types.ts';
+
+/** The chart seed 000's API reads. */
+export const AGENT_LIFECYCLE = 'agent-lifecycle';
+
+const querySchema = z.strictObject({
+  userId: z.string().min(1).max(255),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
+
+/** Seed 000's `StateMetadata`: the context fields it lists, absent when null. */
+const METADATA_FIELDS = [
+  'task_id',
+  'plan_id',
+  'current_step_id',
+  'iteration',
+  'confidence',
+  'error',
+  'waiting_for',
+  'paused_from_state',
+  'extra',
+] as const;
+
+function metadataOf(context: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of METADATA_FIELDS) {
+    const value = context[field];
+    if (value !== null && value !== undefined) out[field] = value;
+  }
+  return out;
+}
+
+export interface AgentsStatusDeps {
+  store: Store;
+  runtime: DurableRuntime;
+  readAccess: (c: Context) => Promise<Response | undefined>;
+  fail: (c: Context, status: 400, body: { error: string } & Record<string, unknown>) => Response;
+}
+
+export function agentsStatusRoute(app: Hono, deps: AgentsStatusDeps): void {
+  app.get('/api/agents/status', async (c) => {
+    const denied = await deps.readAccess(c);
+    if (denied) return denied;
+    const query = querySchema.safeParse(c.req.query());
+    if (!query.success) {
+      const issue = query.error.issues[0];
+      return deps.fail(c, 400, {
+        error: 'invalid_query',
+        field: issue?.path.map(String).join('.') ?? '',
+        reason: issue?.code ?? 'invalid',
+      });
+    }
+    const meta = knownChartMeta(AGENT_LIFECYCLE);
+    const chart = deps.runtime.chartFor(AGENT_LIFECYCLE);
+    if (!meta || !chart) return c.json({ agents: [] });
+    const active = meta.states
+      .filter((s) => s.leaf && isActiveClass(s.class as StateClass))
+      .map((s) => s.path);
+    const rows = await deps.store.listActors({
+      machineId: AGENT_LIFECYCLE,
+      userId: query.data.userId,
+      states: active,
+      status: 'active',
+      limit: query.data.limit ?? 100,
+    });
+    const versioning = { version: chart.version, migrations: chart.migrations };
+    return c.json({
+      agents: rows.map((row) => {
+        const context = decodeActorRow(chart.machine, versioning, row).context as Record<
+          string,
+          unknown
+        >;
+        return {
+          name: context['agent_name'] ?? null,
+          state: meta.stateName(row.state),
+          task: context['task_id'] ?? null,
+          metadata: metadataOf(context),
+        };
+      }),
+    });
+  });
+}
