@@ -324,6 +324,9 @@ describe("seed 000's status API", () => {
       stateName: 'executing',
       class: 'working',
       color: '#eab308',
+      // The card's labels, from the chart's meta.display.
+      name: 'interviewer',
+      task: 'T-1',
     });
     const mine = await get('/api/actors?userId=user_3y');
     expect(mine.body.actors.map((a: { id: string }) => a.id)).toEqual(['life-other']);

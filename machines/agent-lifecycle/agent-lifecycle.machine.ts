@@ -116,6 +116,7 @@ export const machine = setup({
     current_state: 'idle' as AgentState,
   }),
   meta: {
+    display: { name: 'agent_name', task: 'task_id' },
     events: {
       START: { description: 'Give the idle agent a task: it starts initializing.' },
       INIT_COMPLETE: { description: 'Initialized: start planning.' },

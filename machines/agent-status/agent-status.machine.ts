@@ -161,6 +161,7 @@ export const machine = setup({
   context: initialContext,
   output: statusOutput,
   meta: {
+    display: { name: 'name', task: 'task' },
     events: {
       STATUS_UPDATE: { description: 'Move to another status (the only event that does).' },
       THOUGHT_UPDATE: { description: 'What the agent is thinking; only while thinking.' },

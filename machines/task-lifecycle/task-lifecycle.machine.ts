@@ -235,6 +235,7 @@ export const machine = setup({
   initial: 'planned',
   context: initialContext,
   meta: {
+    display: { task: 'task_id' },
     events: {
       START: { description: 'Preconditions hold: begin the first attempt.' },
       PAUSE_FOR_APPROVAL: { description: 'Stop before a risky step and ask a person.' },

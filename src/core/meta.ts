@@ -73,6 +73,13 @@ export const eventMetaSchema = z.strictObject({
 export const chartMetaSchema = z.looseObject({
   events: z.record(z.string().min(1), eventMetaSchema).optional(),
   delays: z.record(z.string().min(1), z.string().min(1)).optional(),
+  /**
+   * Which context fields name the actor and its current task on a dashboard card
+   * (seed 000's card: agent name, state badge, task).
+   */
+  display: z
+    .strictObject({ name: z.string().min(1).optional(), task: z.string().min(1).optional() })
+    .optional(),
   /** Per invoke id: whether a run interrupted by a crash may simply run again. */
   invokes: z
     .record(z.string().min(1), z.strictObject({ rerun: z.enum(['safe', 'reconcile']) }))
@@ -181,6 +188,8 @@ export interface ChartMeta {
    * (root meta `invokes: { [id]: { rerun: 'safe' } }`); by default it is reconciled.
    */
   invokeRerunSafe(invokeId: string): boolean;
+  /** The context fields that name the actor and its task, if the chart says. */
+  readonly display: { readonly name?: string | undefined; readonly task?: string | undefined };
 }
 
 const cache = new WeakMap<AnyStateMachine, ChartMeta>();
@@ -362,6 +371,7 @@ function compile(machine: AnyStateMachine): ChartMeta {
       }
       return { name: name ?? root.delays?.[delay] ?? event.type, delay };
     },
+    display: root.display ?? {},
     invokeRerunSafe(invokeId) {
       return root.invokes?.[invokeId]?.rerun === 'safe';
     },

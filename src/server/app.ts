@@ -50,7 +50,7 @@ import {
 } from './auth.ts';
 import { highlightedDiagram } from './diagram.ts';
 import { SseHub, type SseHubOptions } from './sse.ts';
-import { badge, CATEGORIES, type StateCategory } from './badges.ts';
+import { badge, cardLabels, CATEGORIES, type StateCategory } from './badges.ts';
 import { agentsStatusRoute } from './routes/agents-status.ts';
 import { labelsFor } from '../core/meanings.ts';
 import { feedTransitions, type TransitionFeed } from '../observe/feed.ts';
@@ -177,6 +177,7 @@ function summary(row: ActorRow) {
     state: row.state,
     stateName: style.name,
     class: style.class,
+    ...cardLabels(row.machineId, row.snapshot),
     status: row.status,
     version: row.version,
     createdAt: row.createdAt,

@@ -4,6 +4,7 @@
  * the class. No table of state names lives here.
  */
 import { classifyState, stateColor, stateName, type StateClass } from '../core/meanings.ts';
+import { knownChartMeta } from '../core/meta.ts';
 
 /**
  * Dashboard groups. `paused` (waiting for a person, by design) and `blocked`
@@ -55,5 +56,37 @@ export function badge(machineId: string, label: string, status = 'active'): Badg
     class: cls,
     category: CATEGORY_OF[cls],
     color: stateColor(machineId, label, status),
+  };
+}
+
+/** What a card shows besides the state: the actor's name and task, when the chart names their fields. */
+export interface CardLabels {
+  name: string | null;
+  task: string | null;
+}
+
+function textOf(value: unknown): string | null {
+  return typeof value === 'string' || typeof value === 'number' ? String(value).slice(0, 200) : null;
+}
+
+/**
+ * The name and task of an actor from its stored snapshot, through the chart's
+ * `meta.display` (agent-lifecycle: `agent_name`, `task_id`); nulls otherwise.
+ */
+export function cardLabels(machineId: string, snapshotJson: string): CardLabels {
+  const display = knownChartMeta(machineId)?.display;
+  if (display?.name === undefined && display?.task === undefined) return { name: null, task: null };
+  let context: Record<string, unknown> = {};
+  try {
+    const parsed = JSON.parse(snapshotJson) as { context?: unknown };
+    if (parsed.context !== null && typeof parsed.context === 'object') {
+      context = parsed.context as Record<string, unknown>;
+    }
+  } catch {
+    // A corrupt row shows no labels; loading it reports the corruption.
+  }
+  return {
+    name: display.name === undefined ? null : textOf(context[display.name]),
+    task: display.task === undefined ? null : textOf(context[display.task]),
   };
 }

@@ -182,7 +182,7 @@ function countsPanel(counts, filters) {
           onclick: () =>
             setFilters({ ...filters, state: filters.state === s.state ? '' : s.state }),
         },
-        badge(s.state, s.color, 'state-count-badge'),
+        badge(s.name ?? s.state, s.color, 'state-count-badge'),
         ` ${s.count}`,
       ),
     ),
@@ -265,9 +265,21 @@ function actorsTable(actors) {
         el(
           'tr',
           { 'data-testid': 'actor-row', 'data-actor-id': a.id, 'data-state': a.state },
-          el('td', {}, link(`/actors/${encodeURIComponent(a.id)}`, a.id)),
+          el(
+            'td',
+            {},
+            link(`/actors/${encodeURIComponent(a.id)}`, a.id),
+            // Seed 000's card: the agent's name and task, where the chart names them.
+            a.name || a.task
+              ? el(
+                  'div',
+                  { class: 'muted', 'data-testid': 'actor-labels' },
+                  [a.name, a.task && `task ${a.task}`].filter(Boolean).join(' · '),
+                )
+              : '',
+          ),
           el('td', {}, a.machineId),
-          el('td', {}, badge(a.state, a.color)),
+          el('td', { title: a.state }, badge(a.stateName ?? a.state, a.color)),
           el('td', {}, a.status),
           el('td', {}, a.version),
           el('td', { class: 'muted' }, when(a.updatedAt)),
@@ -516,11 +528,26 @@ async function renderActor(id) {
     'section',
     { class: 'card', 'data-testid': 'actor-header', 'data-state': a.state },
     el('p', {}, link('/', '← all actors')),
-    el('h2', {}, a.id, ' ', badge(a.state, a.color)),
+    el(
+      'h2',
+      {},
+      a.name ? `${a.name} (${a.id})` : a.id,
+      ' ',
+      badge(a.stateName ?? a.state, a.color),
+    ),
     el(
       'p',
       { class: 'muted' },
-      `${a.machineId} · status ${a.status} · version ${a.version} · updated ${when(a.updatedAt)}`,
+      [
+        a.task && `task ${a.task}`,
+        a.machineId,
+        a.stateName && a.stateName !== a.state ? `state ${a.state}` : '',
+        `status ${a.status}`,
+        `version ${a.version}`,
+        `updated ${when(a.updatedAt)}`,
+      ]
+        .filter(Boolean)
+        .join(' · '),
     ),
     data.accepts.length
       ? el('p', { class: 'muted' }, `Accepts: ${data.accepts.join(', ')}`)
