@@ -538,6 +538,24 @@ describe('authorization by source', () => {
     expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
   });
 
+  test("no key sends a timer's event, whatever its role: the chart marks it timer-only", async () => {
+    for (const key of [AGENT, APPROVER]) {
+      const res = await post(
+        '/api/events',
+        { actorId: 'refund-paused', event: { type: 'TIMEOUT' } },
+        key,
+      );
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({
+        error: 'forbidden',
+        reason: 'event_not_sendable',
+        eventType: 'TIMEOUT',
+        kind: 'timer-only',
+      });
+    }
+    expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
+  });
+
   test("an agent key sends its own actors' work events, and no one else's", async () => {
     const own = await post(
       '/api/events',

@@ -11,10 +11,12 @@ import {
   defaultInput,
   events,
   machine,
+  reachesThreshold,
   recovery,
   serializeState,
   type TeamWorkflowEvent,
   type TeamWorkflowInput,
+  type Threshold,
 } from '../machines/team-workflow/index.ts';
 
 type Snap = SnapshotFrom<typeof machine>;
@@ -86,8 +88,9 @@ const SEED_COMPOSITES: Readonly<Record<string, SeedComposite>> = {
  * other events"): the machine event that produces each one.
  */
 const REALISED_BY: Readonly<Record<string, readonly string[]>> = {
-  CONSENSUS_APPROVED: ['VOTE'],
-  CHANGES_REQUESTED: ['VOTE'],
+  // A Team Leader's decision stands in for the vote (seed 004: "Team Leader or Consensus Vote").
+  CONSENSUS_APPROVED: ['VOTE', 'LEADER_DECISION'],
+  CHANGES_REQUESTED: ['VOTE', 'LEADER_DECISION'],
   ALL_DONE: ['TASK_DONE', 'TASK_FAILED'],
   ALL_APPROVED: ['CROSS_REVIEW'],
 };
@@ -132,7 +135,8 @@ const RESTING = [
   ),
   'COMPLETE',
 ];
-const NON_FINAL = RESTING.filter((s) => s !== 'COMPLETE');
+// COMPLETE takes the global events too, as in plan-workflow (issue 12).
+const NON_FINAL = RESTING;
 
 /** Every edge the seed does not draw; the README's "Extra edges" lists the same. */
 const EXTRAS = [
@@ -145,6 +149,7 @@ const EXTRAS = [
   'PLANNING.Team_Review --VOTE--> PLANNING.Team_Review',
   'TASK_CREATION.Team_Review --VOTE--> TASK_CREATION.Team_Review',
   'TASK_CREATION.Team_Review --VOTE--> TASK_CREATION.Architect_Decomposes',
+  'TASK_CREATION.Team_Review --LEADER_DECISION--> TASK_CREATION.Architect_Decomposes',
   'EXECUTION.Parallel_Work --TASK_STARTED--> EXECUTION.Parallel_Work',
   'EXECUTION.Parallel_Work --TASK_DONE--> EXECUTION.Parallel_Work',
   'EXECUTION.Parallel_Work --TASK_FAILED--> EXECUTION.Parallel_Work',
@@ -193,7 +198,8 @@ const vote = (
   voterId: string,
   decision: 'approve' | 'request_changes' = 'approve',
 ): TeamWorkflowEvent => ({ type: 'VOTE', voterId, decision });
-const approveAll: TeamWorkflowEvent[] = [vote('arch'), vote('dev'), vote('qa')];
+/** Two of the three voters: two thirds, the default threshold. */
+const approveAll: TeamWorkflowEvent[] = [vote('arch'), vote('dev')];
 const twoTasks: TeamWorkflowEvent = {
   type: 'TASKS_DRAFTED',
   by: 'arch',
@@ -320,26 +326,71 @@ describe('team-workflow global events', () => {
     }
   });
 
-  it('accepts nothing once COMPLETE', () => {
+  it('once COMPLETE takes only the global events, and RESET starts over, as plan-workflow', () => {
     const actor = drive([
       ...toCrossReview,
       { type: 'CROSS_REVIEW', taskId: 't1', reviewerId: 'qa', decision: 'approve' },
       { type: 'CROSS_REVIEW', taskId: 't2', reviewerId: 'dev', decision: 'approve' },
     ]);
     expect(actor.getSnapshot().value).toBe('COMPLETE');
-    expect(actor.getSnapshot().status).toBe('done');
-    expect(rejection(() => actor.send({ type: 'RESET' }))).toBeInstanceOf(InvalidTransitionError);
+    expect(actor.getSnapshot().hasTag('terminal')).toBe(true);
+    expect(rejection(() => actor.send(vote('arch')))).toBeInstanceOf(InvalidTransitionError);
+    expect(actor.send({ type: 'RESET' }).value).toBe('IDLE');
   });
 });
 
+/** The fewest approvals of `voters` that reach `threshold`. */
+function approvalsNeeded(voters: number, threshold: Threshold): number {
+  for (let k = 1; k <= voters; k++) if (reachesThreshold(k, voters, threshold)) return k;
+  return Infinity;
+}
+
 describe('team-workflow consensus votes', () => {
-  it('needs all three of three voters at the default 0.67, since 2/3 is below it', () => {
-    const actor = drive([...toPlanReview, vote('arch'), vote('dev')]);
+  it('passes with two of three voters at the default two thirds, compared exactly', () => {
+    const actor = drive([...toPlanReview, vote('arch')]);
     expect(actor.getSnapshot().value).toEqual({ PLANNING: 'Team_Review' });
-    expect(actor.getSnapshot().context.votes).toEqual({ arch: 'approve', dev: 'approve' });
-    const next = actor.send(vote('qa'));
+    expect(actor.getSnapshot().context.votes).toEqual({ arch: 'approve' });
+    const next = actor.send(vote('dev'));
     expect(next.value).toEqual({ TASK_CREATION: 'Architect_Decomposes' });
     expect(next.context.votes).toEqual({});
+  });
+
+  it('needs, at 2/3, this many approvals for teams of 1 to 7 (the README table)', () => {
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => approvalsNeeded(n, '2/3'))).toEqual([
+      1, 2, 2, 3, 4, 4, 5,
+    ]);
+    // A literal 0.67 is 67 %: 2 of 3 fall short, as the number says.
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => approvalsNeeded(n, 0.67))).toEqual([
+      1, 2, 3, 3, 4, 5, 5,
+    ]);
+    expect(reachesThreshold(1, 2, '2/3')).toBe(false);
+    expect(reachesThreshold(4, 6, '2/3')).toBe(true);
+  });
+
+  it('lets the Team Leader approve or send back instead of a vote; nobody else', () => {
+    const approved = drive([
+      ...toPlanReview,
+      vote('arch', 'request_changes'),
+      { type: 'PLAN_DRAFTED', by: 'arch', plan: 'v2' },
+      { type: 'LEADER_DECISION', leaderId: 'lead', decision: 'approve', comment: 'Go' },
+    ]);
+    expect(approved.getSnapshot().value).toEqual({ TASK_CREATION: 'Architect_Decomposes' });
+    expect(approved.getSnapshot().context.comments.at(-1)).toMatchObject({
+      author: 'lead',
+      text: 'Go',
+    });
+    const sentBack = drive([
+      ...toTaskReview,
+      { type: 'LEADER_DECISION', leaderId: 'lead', decision: 'request_changes' },
+    ]);
+    expect(sentBack.getSnapshot().value).toEqual({ TASK_CREATION: 'Architect_Decomposes' });
+    expect(sentBack.getSnapshot().context.revisions).toEqual({ plan: 0, tasks: 1 });
+    const notLeader = drive(toPlanReview);
+    expect(
+      rejection(() =>
+        notLeader.send({ type: 'LEADER_DECISION', leaderId: 'arch', decision: 'approve' }),
+      ),
+    ).toBeInstanceOf(InvalidTransitionError);
   });
 
   it('approves once approvals over voters reach a lower threshold', () => {

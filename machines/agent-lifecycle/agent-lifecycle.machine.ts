@@ -113,7 +113,7 @@ export const machine = setup({
     agent_name: input.agent_name,
     user_id: input.user_id ?? null,
     ...EMPTY_TASK,
-    current_state: 'idle' as AgentState,
+    current_state: 'idle',
   }),
   meta: {
     display: { name: 'agent_name', task: 'task_id' },

@@ -7,6 +7,7 @@ import { events, type TeamWorkflowInput } from './team-workflow.types.ts';
 export {
   approvalReachesThreshold,
   machine,
+  reachesThreshold,
   roleOf,
   taskOf,
   teamWorkflowContext,
@@ -18,6 +19,7 @@ export {
   roleSchema,
   teamTaskSchema,
   teamWorkflowInputSchema,
+  thresholdSchema,
   voteDecisionSchema,
 } from './team-workflow.types.ts';
 export type {
@@ -29,11 +31,13 @@ export type {
   TeamWorkflowContext,
   TeamWorkflowEvent,
   TeamWorkflowInput,
+  Threshold,
   VoteDecision,
 } from './team-workflow.types.ts';
 
 /** Why each resting state of team-workflow is safe to resume as persisted. */
 const resumeReasons: Readonly<Record<string, string>> = {
+  COMPLETE: 'the work is verified; only the global events (RESET starts over) apply',
   IDLE: 'waiting for START; nothing was in flight',
   'PLANNING.Architect_Drafts': 'the architect drafts outside the chart and sends PLAN_DRAFTED',
   'PLANNING.Team_Review':
@@ -60,14 +64,16 @@ export const recovery: RecoveryPolicy = ({ state }) => ({
   reason: resumeReasons[state] ?? 'no in-flight work is held by the chart',
 });
 
-/** A small team: one member per role, every member votes, default threshold. */
+/** A small team: one member per role, the three workers vote, a leader, default threshold. */
 export const defaultInput: TeamWorkflowInput = {
   workflowId: 'team-demo',
   members: [
     { id: 'arch', role: 'architect' },
     { id: 'dev', role: 'developer' },
     { id: 'qa', role: 'qa' },
+    { id: 'lead', role: 'leader' },
   ],
+  voters: ['arch', 'dev', 'qa'],
 };
 
 /**
@@ -125,6 +131,16 @@ export const chart = defineChart({
       { type: 'VOTE', voterId: 'qa', decision: 'approve', comment: 'LGTM' },
       { type: 'VOTE', voterId: 'qa', decision: 'request_changes', comment: 'Add tests' },
       { type: 'VOTE', voterId: 'outsider', decision: 'approve' },
+    ],
+    LEADER_DECISION: [
+      { type: 'LEADER_DECISION', leaderId: 'lead', decision: 'approve' },
+      {
+        type: 'LEADER_DECISION',
+        leaderId: 'lead',
+        decision: 'request_changes',
+        comment: 'Split t1',
+      },
+      { type: 'LEADER_DECISION', leaderId: 'dev', decision: 'approve' },
     ],
     TASKS_ASSIGNED: [
       {

@@ -10,6 +10,7 @@ import {
   type TeamWorkflowContext,
   type TeamWorkflowEvent,
   type TeamWorkflowInput,
+  type Threshold,
 } from './team-workflow.types.ts';
 
 type Team = Pick<TeamWorkflowContext, 'workflowId' | 'members' | 'voters' | 'threshold'>;
@@ -53,12 +54,26 @@ export function taskOf(context: Pick<TeamWorkflowContext, 'tasks'>, id: string) 
   return Object.hasOwn(context.tasks, id) ? context.tasks[id] : undefined;
 }
 
+/**
+ * Whether `approvals` of `voters` reach `threshold`, exactly: a fraction `"n/d"`
+ * by cross-multiplication (2 of 3 reach 2/3; 1 of 2 does not), a number as given.
+ *
+ * @example
+ * reachesThreshold(2, 3, '2/3'); // true
+ * reachesThreshold(2, 3, 0.67);  // false: 0.67 is 67 %
+ */
+export function reachesThreshold(approvals: number, voters: number, threshold: Threshold): boolean {
+  if (typeof threshold === 'number') return approvals / voters >= threshold;
+  const [n, d] = threshold.split('/').map(Number) as [number, number];
+  return approvals * d >= n * voters;
+}
+
 /** Whether approving now (one more approval) reaches the threshold. */
 export function approvalReachesThreshold(
   context: Pick<TeamWorkflowContext, 'votes' | 'voters' | 'threshold'>,
 ): boolean {
   const approvals = Object.values(context.votes).filter((d) => d === 'approve').length + 1;
-  return approvals / context.voters.length >= context.threshold;
+  return reachesThreshold(approvals, context.voters.length, context.threshold);
 }
 
 function patchTask(
@@ -110,12 +125,16 @@ export const machine = setup({
       return context.voters.includes(event.voterId) && !Object.hasOwn(context.votes, event.voterId);
     },
     isApproval: ({ event }) => {
-      assertEvent(event, ['VOTE', 'CROSS_REVIEW']);
+      assertEvent(event, ['VOTE', 'CROSS_REVIEW', 'LEADER_DECISION']);
       return event.decision === 'approve';
     },
     isChangeRequest: ({ event }) => {
-      assertEvent(event, ['VOTE', 'CROSS_REVIEW']);
+      assertEvent(event, ['VOTE', 'CROSS_REVIEW', 'LEADER_DECISION']);
       return event.decision === 'request_changes';
+    },
+    isLeader: ({ context, event }) => {
+      assertEvent(event, 'LEADER_DECISION');
+      return roleOf(context, event.leaderId) === 'leader';
     },
     reachesThreshold: ({ context }) => approvalReachesThreshold(context),
     assignmentsCoverPending: ({ context, event }) => {
@@ -206,6 +225,17 @@ export const machine = setup({
       revisions: { ...context.revisions, [params.phase]: context.revisions[params.phase] + 1 },
     })),
     closeVote: assign({ votes: {} }),
+    recordLeaderComment: assign(({ context, event }) => {
+      assertEvent(event, 'LEADER_DECISION');
+      return event.comment === undefined
+        ? {}
+        : {
+            comments: workspace.commentAdded(context.comments, {
+              author: event.leaderId,
+              text: event.comment,
+            }),
+          };
+    }),
     createTasks: assign(({ context }) => ({
       tasks: Object.fromEntries(
         context.taskDrafts.map((d): [string, TeamTask] => [
@@ -323,6 +353,11 @@ export const machine = setup({
       PLAN_DRAFTED: { description: 'The architect submits the plan to the team vote.' },
       TASKS_DRAFTED: { description: 'The architect submits the tasks to the team vote.' },
       VOTE: { description: 'A team member approves or requests changes.' },
+      LEADER_DECISION: {
+        roles: ['leader', 'approver'],
+        description:
+          'The Team Leader approves or sends back the plan or the tasks, instead of a vote.',
+      },
       TASKS_ASSIGNED: { description: 'Every pending task gets an owner: work starts.' },
       TASK_STARTED: { description: 'An owner starts a task.' },
       TASK_DONE: { description: 'An owner finished a task.' },
@@ -373,6 +408,21 @@ export const machine = setup({
               },
               { guard: 'voteIsValid', actions: 'recordVote' },
             ],
+            LEADER_DECISION: [
+              {
+                guard: and(['isLeader', 'isApproval']),
+                target: 'Approved',
+                actions: 'recordLeaderComment',
+              },
+              {
+                guard: and(['isLeader', 'isChangeRequest']),
+                target: 'Architect_Drafts',
+                actions: [
+                  'recordLeaderComment',
+                  { type: 'reopenDrafting', params: { phase: 'plan' } },
+                ],
+              },
+            ],
           },
         },
         Approved: { description: 'Consensus reached (seed: CONSENSUS_APPROVED)', type: 'final' },
@@ -408,6 +458,21 @@ export const machine = setup({
                 actions: ['recordVote', { type: 'reopenDrafting', params: { phase: 'tasks' } }],
               },
               { guard: 'voteIsValid', actions: 'recordVote' },
+            ],
+            LEADER_DECISION: [
+              {
+                guard: and(['isLeader', 'isApproval']),
+                target: 'Approved',
+                actions: 'recordLeaderComment',
+              },
+              {
+                guard: and(['isLeader', 'isChangeRequest']),
+                target: 'Architect_Decomposes',
+                actions: [
+                  'recordLeaderComment',
+                  { type: 'reopenDrafting', params: { phase: 'tasks' } },
+                ],
+              },
             ],
           },
         },
@@ -496,6 +561,12 @@ export const machine = setup({
       },
       onDone: { target: 'COMPLETE' },
     },
-    COMPLETE: { description: 'Final state', type: 'final' },
+    // As plan-workflow's COMPLETE: terminal, but the global events (RESET included)
+    // still apply, so a finished workflow can be started over.
+    COMPLETE: {
+      meta: { class: 'completed' },
+      description: 'Work verified; only the global events apply',
+      tags: ['terminal'],
+    },
   },
 });

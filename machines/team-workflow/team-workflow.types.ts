@@ -11,8 +11,11 @@ import {
   type WorkspaceContext,
 } from '../plan-workflow/index.ts';
 
-/** Team roles (seed 004, "Add Role Context"). */
-export const roleSchema = z.enum(['architect', 'developer', 'qa']);
+/**
+ * Team roles (seed 004, "Add Role Context"). A `leader` (seed 004: "Team Leader or
+ * Consensus Vote approves") may decide a review round alone with LEADER_DECISION.
+ */
+export const roleSchema = z.enum(['architect', 'developer', 'qa', 'leader']);
 export type Role = z.infer<typeof roleSchema>;
 
 export const memberSchema = z.strictObject({ id: idSchema, role: roleSchema });
@@ -21,6 +24,19 @@ export type Member = z.infer<typeof memberSchema>;
 /** A task of the team's list: the single-agent task plus the role that must do it. */
 export const teamTaskSchema = planTaskSchema.extend({ role: roleSchema });
 export type TeamTaskDraft = z.infer<typeof teamTaskSchema>;
+
+/** A fraction `"n/d"` (0 < n ≤ d ≤ 1000) or a number in (0, 1]. */
+export const thresholdSchema = z.union([
+  z.number().gt(0).lte(1),
+  z
+    .string()
+    .regex(/^[1-9]\d{0,2}\/[1-9]\d{0,3}$/, 'a fraction such as 2/3')
+    .refine((t) => {
+      const [n, d] = t.split('/').map(Number) as [number, number];
+      return n <= d && d <= 1000;
+    }, 'a fraction between 0 and 1 (n ≤ d ≤ 1000)'),
+]);
+export type Threshold = z.infer<typeof thresholdSchema>;
 
 export const voteDecisionSchema = z.enum(['approve', 'request_changes']);
 export type VoteDecision = z.infer<typeof voteDecisionSchema>;
@@ -52,6 +68,12 @@ export const events = {
   }),
   VOTE: eventSchema('VOTE', {
     voterId: idSchema,
+    decision: voteDecisionSchema,
+    comment: textSchema.optional(),
+  }),
+  /** The Team Leader approves or sends back the plan or the tasks instead of a vote. */
+  LEADER_DECISION: eventSchema('LEADER_DECISION', {
+    leaderId: idSchema,
     decision: voteDecisionSchema,
     comment: textSchema.optional(),
   }),
@@ -110,7 +132,7 @@ export interface TeamWorkflowContext extends WorkspaceContext {
   members: Member[];
   /** Member ids whose votes count; approval needs approvals / voters.length ≥ threshold. */
   voters: string[];
-  threshold: number;
+  threshold: Threshold;
   request: string | null;
   plan: string | null;
   /** The task list as drafted by the architect, in order. */
@@ -136,8 +158,11 @@ export const teamWorkflowInputSchema = z
     members: z.array(memberSchema).min(1).max(100),
     /** Defaults to every member. */
     voters: z.array(idSchema).min(1).optional(),
-    /** Share of voters that must approve; default 0.67 (seed 004). */
-    threshold: z.number().gt(0).lte(1).optional(),
+    /**
+     * Share of voters that must approve, compared exactly: a fraction `"2/3"` (the
+     * default) or a number in (0, 1] (`0.67` means 67 %: 2 of 3 is not enough).
+     */
+    threshold: thresholdSchema.optional(),
   })
   .refine((t) => uniqueStrings(t.members.map((m) => m.id)), {
     message: 'member ids must be unique',
@@ -158,5 +183,8 @@ export const teamWorkflowInputSchema = z
 
 export type TeamWorkflowInput = z.input<typeof teamWorkflowInputSchema>;
 
-/** Seed 004: "threshold": 0.67. */
-export const DEFAULT_THRESHOLD = 0.67;
+/**
+ * Seed 004's `"threshold": 0.67` read as people read it, two thirds: 2 of 3 pass.
+ * Kept as the fraction so the comparison is exact.
+ */
+export const DEFAULT_THRESHOLD: Threshold = '2/3';

@@ -36,12 +36,14 @@ import {
   InvalidTransitionError,
   StoreError,
 } from '../core/errors.ts';
+import { chartMeta } from '../core/meta.ts';
 import { stateLabel } from '../core/state.ts';
 import type { ActorRow, Store, TransitionRow } from '../store/types.ts';
 import {
-  DEFAULT_APPROVAL_EVENTS,
   RequestVerifier,
   authorizeEvent,
+  keyCoversActor,
+  type AuthorizationFailure,
   fromHeaders,
   signRequest,
   type ApiKey,
@@ -79,8 +81,6 @@ export interface ServerOptions {
   /** Let anyone read (e.g. behind an authenticating proxy). Default false. */
   publicRead?: boolean | undefined;
   dashboard?: DashboardOptions | undefined;
-  /** Events only approver keys may send. Default {@link DEFAULT_APPROVAL_EVENTS}. */
-  approvalEvents?: readonly string[] | undefined;
   /** Freshness window of signed requests, seconds. Default 300. */
   toleranceSeconds?: number | undefined;
   replayCacheSize?: number | undefined;
@@ -306,7 +306,6 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     replayCacheSize: options.replayCacheSize,
     nowSeconds: options.nowSeconds,
   });
-  const approvalEvents = new Set(options.approvalEvents ?? DEFAULT_APPROVAL_EVENTS);
   const dashboardKey =
     options.dashboard?.approverKeyId !== undefined
       ? verifier.key(options.dashboard.approverKeyId)
@@ -460,13 +459,18 @@ export function createServer(options: ServerOptions): AgentchartsServer {
         reason: type === undefined ? 'missing_field' : 'invalid_field',
       });
     }
-    const denied = authorizeEvent(key, actorId, type, approvalEvents);
-    if (denied) {
+    const refuse = (denied: AuthorizationFailure) => {
       logger.warn({ keyId: key.id, actorId, eventType: type, ...denied }, 'event refused');
       return fail(c, 403, { error: 'forbidden', keyId: key.id, ...denied });
-    }
+    };
+    // The key's actor list before anything is loaded: no existence leaks to it.
+    if (!keyCoversActor(key, actorId))
+      return refuse({ reason: 'actor_not_allowed_for_key', actorId });
     try {
       const actor = await runtime.actor(actorId);
+      // Who may send what is the chart's metadata (event kind and roles).
+      const denied = authorizeEvent(key, chartMeta(actor.machine).event(type));
+      if (denied) return refuse(denied);
       // Other processes (the agents' workers) write the same store: the runtime
       // re-decides an illegal-looking event on the stored state, and a lost race
       // reloads and retries, so the event is judged against what is stored.

@@ -4,6 +4,7 @@
  * authorization by the key's role (seed 001: "the LLM cannot change the task
  * state" — an agent's key never sends an approval decision).
  */
+import { ROLES, type EventInfo, type EventKind } from '../core/meta.ts';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -20,17 +21,12 @@ export const SIGNATURE_HEADER = 'x-agentcharts-signature';
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /**
- * Event types only an approver key may send: seed 001's approval decisions and the
- * user's approval gates of seed 004's plan workflow.
+ * What a key stands for. Which roles may send which event is the chart's metadata
+ * (`meta.events[type].kind` and `.roles`): approvals go to `approver` (and, where a
+ * chart says so, `leader`), commands to `agent` unless the chart names others,
+ * and timer-only or internal events to nobody.
  */
-export const DEFAULT_APPROVAL_EVENTS: readonly string[] = [
-  'APPROVAL_GRANTED',
-  'APPROVAL_DENIED',
-  'PLAN_APPROVED',
-  'TASKS_APPROVED',
-];
-
-export type KeyRole = 'approver' | 'agent';
+export type KeyRole = (typeof ROLES)[number];
 
 /** One shared-secret key. */
 export interface ApiKey {
@@ -56,7 +52,7 @@ const keySchema = z.strictObject({
   secret: z.string().min(16).max(1024).optional(),
   /** Name of an environment variable holding the secret, instead of `secret`. */
   secretEnv: z.string().min(1).max(200).optional(),
-  role: z.enum(['approver', 'agent']),
+  role: z.enum(ROLES),
   actors: z.array(z.string().min(1).max(200)).max(10_000).optional(),
 });
 const keysFileSchema = z.union([
@@ -313,28 +309,30 @@ export function keyCoversActor(key: ApiKey, actorId: string): boolean {
 }
 
 export type AuthorizationFailure =
-  | { reason: 'approval_requires_approver_key'; eventType: string }
-  | { reason: 'approver_key_sends_approvals_only'; eventType: string }
+  | { reason: 'approval_requires_approver_key'; eventType: string; roles: readonly string[] }
+  | { reason: 'approver_key_sends_approvals_only'; eventType: string; roles: readonly string[] }
+  | { reason: 'role_not_allowed'; eventType: string; roles: readonly string[] }
+  | { reason: 'event_not_sendable'; eventType: string; kind: EventKind }
   | { reason: 'actor_not_allowed_for_key'; actorId: string };
 
 /**
- * Authorization by source: approval events only from approver keys, and approver
- * keys send nothing else; agent keys send their own actors' work events.
- * Returns `undefined` when allowed.
+ * Authorization by source, from the chart's event metadata: a timer-only or
+ * internal event is refused to every key (only the chart's own timers send it);
+ * otherwise the key's role must be one of the event's roles (an approval's default
+ * role is `approver`, so an agent key never approves; a command's is `agent`).
+ * The key's actor list is checked first (call {@link keyCoversActor} before
+ * loading the actor). Returns `undefined` when allowed.
  */
-export function authorizeEvent(
-  key: ApiKey,
-  actorId: string,
-  eventType: string,
-  approvalEvents: ReadonlySet<string>,
-): AuthorizationFailure | undefined {
-  const approval = approvalEvents.has(eventType);
-  if (approval && key.role !== 'approver') {
-    return { reason: 'approval_requires_approver_key', eventType };
+export function authorizeEvent(key: ApiKey, event: EventInfo): AuthorizationFailure | undefined {
+  const eventType = event.type;
+  if (event.kind === 'timer-only' || event.kind === 'internal') {
+    return { reason: 'event_not_sendable', eventType, kind: event.kind };
   }
-  if (!approval && key.role === 'approver') {
-    return { reason: 'approver_key_sends_approvals_only', eventType };
-  }
-  if (!keyCoversActor(key, actorId)) return { reason: 'actor_not_allowed_for_key', actorId };
-  return undefined;
+  if (event.roles.includes(key.role)) return undefined;
+  const roles = event.roles;
+  if (event.kind === 'approval')
+    return { reason: 'approval_requires_approver_key', eventType, roles };
+  if (key.role === 'approver')
+    return { reason: 'approver_key_sends_approvals_only', eventType, roles };
+  return { reason: 'role_not_allowed', eventType, roles };
 }

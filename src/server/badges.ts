@@ -66,7 +66,9 @@ export interface CardLabels {
 }
 
 function textOf(value: unknown): string | null {
-  return typeof value === 'string' || typeof value === 'number' ? String(value).slice(0, 200) : null;
+  return typeof value === 'string' || typeof value === 'number'
+    ? String(value).slice(0, 200)
+    : null;
 }
 
 /**

@@ -10,7 +10,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
-import { isActiveClass, knownChartMeta, type StateClass } from '../../core/meta.ts';
+import { isActiveClass, knownChartMeta } from '../../core/meta.ts';
 import { decodeActorRow } from '../../durable/codec.ts';
 import type { DurableRuntime } from '../../durable/runtime.ts';
 import type { Store } from '../../store/types.ts';
@@ -69,15 +69,19 @@ export function agentsStatusRoute(app: Hono, deps: AgentsStatusDeps): void {
     const chart = deps.runtime.chartFor(AGENT_LIFECYCLE);
     if (!meta || !chart) return c.json({ agents: [] });
     const active = meta.states
-      .filter((s) => s.leaf && isActiveClass(s.class as StateClass))
+      .filter((s) => s.leaf && isActiveClass(s.class))
       .map((s) => s.path);
-    const rows = await deps.store.listActors({
+    // The user's actors in those states, through the read model's (user, state) index.
+    const found = await deps.store.actorsInStates({
+      states: active,
       machineId: AGENT_LIFECYCLE,
       userId: query.data.userId,
-      states: active,
-      status: 'active',
       limit: query.data.limit ?? 100,
     });
+    const loaded = await Promise.all(found.map((d) => deps.store.loadActor(d.actorId)));
+    const rows = loaded.filter(
+      (row): row is NonNullable<typeof row> => row !== undefined && row.status === 'active',
+    );
     const versioning = { version: chart.version, migrations: chart.migrations };
     return c.json({
       agents: rows.map((row) => {

@@ -207,6 +207,57 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       INSERT INTO read_model VALUES ('transitions', pg_snapshot_xmin(pg_current_snapshot()));
     `,
   },
+  {
+    version: 6,
+    description:
+      "the source documents' tables as views: agent_states (Agent State Machine), task_checkpoints and state_transitions (Agent Task Lifecycle), so their own queries run unchanged",
+    sql: `
+      -- "Agent State Machine" (seed 000): one row per agent-lifecycle actor, its flat
+      -- state name, StateMetadata without its null fields, the last 20 transitions.
+      CREATE VIEW agent_states AS
+        SELECT a.id AS id,
+          (a.snapshot::jsonb) -> 'context' ->> 'agent_name' AS agent_name,
+          a.user_id AS user_id,
+          (a.snapshot::jsonb) -> 'context' ->> 'task_id' AS task_id,
+          CASE WHEN a.state LIKE 'active.%' THEN substr(a.state, 8) ELSE a.state END
+            AS current_state,
+          jsonb_strip_nulls(jsonb_build_object(
+            'task_id', (a.snapshot::jsonb) -> 'context' -> 'task_id',
+            'plan_id', (a.snapshot::jsonb) -> 'context' -> 'plan_id',
+            'current_step_id', (a.snapshot::jsonb) -> 'context' -> 'current_step_id',
+            'iteration', (a.snapshot::jsonb) -> 'context' -> 'iteration',
+            'confidence', (a.snapshot::jsonb) -> 'context' -> 'confidence',
+            'error', (a.snapshot::jsonb) -> 'context' -> 'error',
+            'waiting_for', (a.snapshot::jsonb) -> 'context' -> 'waiting_for',
+            'paused_from_state', (a.snapshot::jsonb) -> 'context' -> 'paused_from_state',
+            'extra', (a.snapshot::jsonb) -> 'context' -> 'extra'
+          )) AS metadata,
+          COALESCE((SELECT jsonb_agg(jsonb_build_object(
+              'from_state', h.from_state, 'to_state', h.to_state, 'event', h.event::jsonb,
+              'timestamp', to_timestamp(h.at / 1000.0)) ORDER BY h.seq)
+            FROM (SELECT * FROM transitions t
+                  WHERE t.actor_id = a.id AND t.from_state IS NOT NULL
+                  ORDER BY t.seq DESC LIMIT 20) h), '[]'::jsonb) AS history,
+          to_timestamp(a.created_at / 1000.0) AS created_at,
+          to_timestamp(a.updated_at / 1000.0) AS updated_at
+        FROM actors a WHERE a.machine_id = 'agent-lifecycle';
+      -- "Agent Task Lifecycle" (seed 001), StatePersistence: the latest checkpoint per task.
+      CREATE VIEW task_checkpoints AS
+        SELECT id AS task_id, state,
+          COALESCE(((snapshot::jsonb) -> 'context' ->> 'retry_count')::integer, 0) AS retry_count,
+          COALESCE(NULLIF((snapshot::jsonb) -> 'context' -> 'checkpoint', 'null'::jsonb),
+            '{}'::jsonb)::text AS checkpoint_data,
+          to_timestamp(updated_at / 1000.0) AS updated_at
+        FROM actors WHERE machine_id = 'task-lifecycle';
+      -- Its state_transitions: every transition between states (creation has no
+      -- from_state); id orders a task's rows as the document's AUTOINCREMENT did.
+      CREATE VIEW state_transitions AS
+        SELECT t.seq AS id, t.actor_id AS task_id, t.from_state, t.to_state,
+          t.event_type AS event, to_timestamp(t.at / 1000.0) AS timestamp, t.metadata
+        FROM transitions t JOIN actors a ON a.id = t.actor_id
+        WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -225,6 +225,58 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         VALUES ('transitions', (SELECT COALESCE(MAX(rowid), 0) FROM transitions));
     `,
   },
+  {
+    version: 5,
+    description:
+      "the source documents' tables as views: agent_states (Agent State Machine), task_checkpoints and state_transitions (Agent Task Lifecycle), so their own queries run unchanged",
+    sql: `
+      -- "Agent State Machine" (seed 000): one row per agent-lifecycle actor, its flat
+      -- state name, StateMetadata without its null fields, the last 20 transitions.
+      CREATE VIEW agent_states AS
+        SELECT a.id AS id,
+          json_extract(a.snapshot, '$.context.agent_name') AS agent_name,
+          a.user_id AS user_id,
+          json_extract(a.snapshot, '$.context.task_id') AS task_id,
+          CASE WHEN a.state LIKE 'active.%' THEN substr(a.state, 8) ELSE a.state END
+            AS current_state,
+          json_patch('{}', json_object(
+            'task_id', json_extract(a.snapshot, '$.context.task_id'),
+            'plan_id', json_extract(a.snapshot, '$.context.plan_id'),
+            'current_step_id', json_extract(a.snapshot, '$.context.current_step_id'),
+            'iteration', json_extract(a.snapshot, '$.context.iteration'),
+            'confidence', json_extract(a.snapshot, '$.context.confidence'),
+            'error', json_extract(a.snapshot, '$.context.error'),
+            'waiting_for', json_extract(a.snapshot, '$.context.waiting_for'),
+            'paused_from_state', json_extract(a.snapshot, '$.context.paused_from_state'),
+            'extra', json(json_extract(a.snapshot, '$.context.extra'))
+          )) AS metadata,
+          (SELECT json_group_array(json_object(
+              'from_state', h.from_state, 'to_state', h.to_state, 'event', json(h.event),
+              'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', h.at / 1000.0, 'unixepoch')))
+            FROM (SELECT * FROM transitions t
+                  WHERE t.actor_id = a.id AND t.from_state IS NOT NULL
+                  ORDER BY t.seq DESC LIMIT 20) h) AS history,
+          strftime('%Y-%m-%dT%H:%M:%fZ', a.created_at / 1000.0, 'unixepoch') AS created_at,
+          strftime('%Y-%m-%dT%H:%M:%fZ', a.updated_at / 1000.0, 'unixepoch') AS updated_at
+        FROM actors a WHERE a.machine_id = 'agent-lifecycle';
+      -- "Agent Task Lifecycle" (seed 001), StatePersistence: the latest checkpoint per task.
+      CREATE VIEW task_checkpoints AS
+        SELECT id AS task_id, state,
+          COALESCE(json_extract(snapshot, '$.context.retry_count'), 0) AS retry_count,
+          COALESCE(json(json_extract(snapshot, '$.context.checkpoint')), '{}') AS checkpoint_data,
+          strftime('%Y-%m-%dT%H:%M:%fZ', updated_at / 1000.0, 'unixepoch') AS updated_at
+        FROM actors WHERE machine_id = 'task-lifecycle';
+      -- Its state_transitions: every transition between states (creation has no
+      -- from_state); id orders a task's rows as the document's AUTOINCREMENT did.
+      CREATE VIEW state_transitions AS
+        SELECT t.rowid AS id, t.actor_id AS task_id, t.from_state, t.to_state,
+          t.event_type AS event,
+          strftime('%Y-%m-%dT%H:%M:%fZ', t.at / 1000.0, 'unixepoch') AS timestamp,
+          t.metadata
+        FROM transitions t JOIN actors a ON a.id = t.actor_id
+        WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */
