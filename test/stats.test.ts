@@ -212,7 +212,10 @@ describe.each(['memory:', 'sqlite::memory:'])(
       const model = await populate(store, seed, 300);
       for (const user of [...USERS, 'nobody']) {
         const want = model
-          .filter((a) => a.userId === user && isActiveClass(classifyState(a.machineId, a.state, a.status)))
+          .filter(
+            (a) =>
+              a.userId === user && isActiveClass(classifyState(a.machineId, a.state, a.status)),
+          )
           .sort((a, b) => a.stateSince - b.stateSince || byId(a, b));
         const got = await activeAgentsForUser(store, user, { limit: 1000 });
         expect(got.map((d) => [d.actorId, d.state, d.stateSince])).toEqual(

@@ -211,7 +211,10 @@ export function createMetrics(
 
     const known = tracked.get(n.actorId);
     if (n.from !== n.to && known?.state === n.from && known.since !== undefined) {
-      stateDuration.observe({ machine, state: stateName(machine, known.state) }, (n.at - known.since) / 1000);
+      stateDuration.observe(
+        { machine, state: stateName(machine, known.state) },
+        (n.at - known.since) / 1000,
+      );
     }
     if (isFinished(toClass)) {
       tracked.delete(n.actorId);

@@ -136,7 +136,9 @@ export async function activeAgentsForUser(
   const groups = await store.countActors({ userId, machineId: options.machineId });
   const states = [
     ...new Set(
-      groups.filter((g) => isActiveClass(classifyState(g.machineId, g.state, g.status))).map((g) => g.state),
+      groups
+        .filter((g) => isActiveClass(classifyState(g.machineId, g.state, g.status)))
+        .map((g) => g.state),
     ),
   ];
   if (states.length === 0) return [];

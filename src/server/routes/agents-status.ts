@@ -68,9 +68,7 @@ export function agentsStatusRoute(app: Hono, deps: AgentsStatusDeps): void {
     const meta = knownChartMeta(AGENT_LIFECYCLE);
     const chart = deps.runtime.chartFor(AGENT_LIFECYCLE);
     if (!meta || !chart) return c.json({ agents: [] });
-    const active = meta.states
-      .filter((s) => s.leaf && isActiveClass(s.class))
-      .map((s) => s.path);
+    const active = meta.states.filter((s) => s.leaf && isActiveClass(s.class)).map((s) => s.path);
     // The user's actors in those states, through the read model's (user, state) index.
     const found = await deps.store.actorsInStates({
       states: active,
