@@ -1,4 +1,4 @@
-import { initialTransition, transition, type SnapshotFrom } from 'xstate';
+import { createActor, initialTransition, transition, type SnapshotFrom } from 'xstate';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   AGENT_STATUSES,
@@ -53,7 +53,7 @@ const TERMINAL: AgentStatus[] = ['completed', 'failed', 'terminated'];
 const UPDATE_SELF_LOOPS = [
   'thinking --THOUGHT_UPDATE--> thinking',
   ...NON_TERMINAL.flatMap((s) =>
-    ['PROGRESS_UPDATE', 'ERROR', 'OUTPUT'].map((e) => `${s} --${e}--> ${s}`),
+    ['PROGRESS_UPDATE', 'ERROR', 'OUTPUT', 'METADATA_UPDATE'].map((e) => `${s} --${e}--> ${s}`),
   ),
 ];
 
@@ -461,5 +461,22 @@ describe('agent-status recovery policy', () => {
     const types = Object.keys(chart.events).sort();
     expect(Object.keys(chart.eventSamples).sort()).toEqual(types);
     expect([...machine.events].filter((t) => !t.startsWith('xstate.')).sort()).toEqual(types);
+  });
+});
+
+describe("seed 003's pid and metadata", () => {
+  it('come from the input, METADATA_UPDATE merges metadata and sets the pid, in any live status', () => {
+    const actor = createActor(machine, {
+      input: { ...chart.defaultInput, pid: 100, metadata: { team: 'search' } } as never,
+    }).start();
+    expect(actor.getSnapshot().context).toMatchObject({ pid: 100, metadata: { team: 'search' } });
+    actor.send({ type: 'METADATA_UPDATE', metadata: { region: 'eu' }, pid: 4242, at: 1 });
+    expect(actor.getSnapshot().context).toMatchObject({
+      pid: 4242,
+      metadata: { team: 'search', region: 'eu' },
+    });
+    actor.send({ type: 'METADATA_UPDATE', pid: null, at: 2 });
+    expect(actor.getSnapshot().context.pid).toBeNull();
+    expect(actor.getSnapshot().value).toBe('idle');
   });
 });

@@ -11,5 +11,5 @@ generateTransitionTests(chart.machine, {
   input: chart.input,
   ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
   describe: 'agent-status',
-  expect: { states: 8, legal: 57, illegal: 19, paths: 9 },
+  expect: { states: 8, legal: 63, illegal: 22, paths: 9 },
 });

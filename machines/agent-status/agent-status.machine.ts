@@ -50,6 +50,8 @@ function initialContext({ input }: { input: AgentStatusInput }): AgentStatusCont
     name: parsed.name,
     task: parsed.task,
     modelBackend: parsed.modelBackend,
+    pid: parsed.pid ?? null,
+    metadata: parsed.metadata ?? {},
     timelineLimit: parsed.timelineLimit ?? DEFAULT_TIMELINE_LIMIT,
     currentThought: null,
     progress: null,
@@ -142,6 +144,14 @@ export const machine = setup({
       };
       return { progress, updatedAt: toIsoTimestamp(event.at) };
     }),
+    setMetadata: assign(({ context, event }) => {
+      assertEvent(event, 'METADATA_UPDATE');
+      return {
+        metadata: { ...context.metadata, ...event.metadata },
+        ...(event.pid === undefined ? {} : { pid: event.pid }),
+        updatedAt: toIsoTimestamp(event.at),
+      };
+    }),
     setError: assign(({ event }) => {
       assertEvent(event, 'ERROR');
       return { error: toAgentError(event.error, event.at), updatedAt: toIsoTimestamp(event.at) };
@@ -168,6 +178,7 @@ export const machine = setup({
       PROGRESS_UPDATE: { description: 'Progress as a percentage or as steps done of total.' },
       ERROR: { description: 'Record a structured error without changing the status.' },
       OUTPUT: { description: 'A line the agent wrote to stdout or stderr.' },
+      METADATA_UPDATE: { description: 'Add custom metadata, or set the process id.' },
     },
   },
   states: {
@@ -178,6 +189,7 @@ export const machine = setup({
         PROGRESS_UPDATE: { actions: 'setProgress' },
         ERROR: { actions: 'setError' },
         OUTPUT: { actions: 'recordOutput' },
+        METADATA_UPDATE: { actions: 'setMetadata' },
       },
     },
     initializing: {
@@ -187,6 +199,7 @@ export const machine = setup({
         PROGRESS_UPDATE: { actions: 'setProgress' },
         ERROR: { actions: 'setError' },
         OUTPUT: { actions: 'recordOutput' },
+        METADATA_UPDATE: { actions: 'setMetadata' },
       },
     },
     running: {
@@ -196,6 +209,7 @@ export const machine = setup({
         PROGRESS_UPDATE: { actions: 'setProgress' },
         ERROR: { actions: 'setError' },
         OUTPUT: { actions: 'recordOutput' },
+        METADATA_UPDATE: { actions: 'setMetadata' },
       },
     },
     thinking: {
@@ -207,6 +221,7 @@ export const machine = setup({
         PROGRESS_UPDATE: { actions: 'setProgress' },
         ERROR: { actions: 'setError' },
         OUTPUT: { actions: 'recordOutput' },
+        METADATA_UPDATE: { actions: 'setMetadata' },
       },
     },
     paused: {
@@ -216,6 +231,7 @@ export const machine = setup({
         PROGRESS_UPDATE: { actions: 'setProgress' },
         ERROR: { actions: 'setError' },
         OUTPUT: { actions: 'recordOutput' },
+        METADATA_UPDATE: { actions: 'setMetadata' },
       },
     },
     completed: { type: 'final', meta: { class: 'completed' }, output: { status: 'completed' } },

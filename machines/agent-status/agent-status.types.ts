@@ -1,16 +1,16 @@
 import { z } from 'zod';
+import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 import {
   AGENT_STATUSES,
   TERMINAL_STATUSES,
   agentErrorSchema,
   agentStatusSchema,
-  events,
+  events as statusEvents,
   label,
   text,
   timestampSchema,
   type AgentErrorInput,
   type AgentStatus,
-  type AgentStatusEvent,
   type TerminalStatus,
   type Timestamp,
 } from '../../src/strict/status-vocabulary.ts';
@@ -20,14 +20,35 @@ export {
   TERMINAL_STATUSES,
   agentErrorSchema,
   agentStatusSchema,
-  events,
   timestampSchema,
   type AgentErrorInput,
   type AgentStatus,
-  type AgentStatusEvent,
   type TerminalStatus,
   type Timestamp,
 };
+
+/** Seed 003 §2 `pid: Option<u32>`. */
+export const pidSchema = z.number().int().min(0).max(4_294_967_295);
+/** Seed 003 §2 `metadata: HashMap<String, Value>`: at most 100 keys. */
+export const metadataSchema = z
+  .record(z.string().min(1).max(200), jsonValue)
+  .refine((m) => Object.keys(m).length <= 100, 'at most 100 metadata keys');
+
+/**
+ * The seed 003 vocabulary (statuses, thought, progress, error, output) plus
+ * `METADATA_UPDATE`, the seed's `add_metadata()` (and the process id once known).
+ */
+export const events = {
+  ...statusEvents,
+  METADATA_UPDATE: eventSchema('METADATA_UPDATE', {
+    /** Keys merged into `metadata` (a key with value null is kept as null). */
+    metadata: metadataSchema.optional(),
+    pid: pidSchema.nullable().optional(),
+    at: timestampSchema,
+  }),
+};
+
+export type AgentStatusEvent = EventFromSchemas<typeof events>;
 
 /** Default number of timeline entries kept (the seed recommends limiting it). */
 export const DEFAULT_TIMELINE_LIMIT = 200;
@@ -41,6 +62,10 @@ export const inputSchema = z.strictObject({
   createdAt: timestampSchema,
   /** Largest number of timeline entries kept; older ones are dropped first. */
   timelineLimit: z.number().int().min(1).max(100_000).optional(),
+  /** Seed 003's `pid`: the agent's process, when it has one. */
+  pid: pidSchema.optional(),
+  /** Seed 003's `metadata`: the caller's own fields. */
+  metadata: metadataSchema.optional(),
 });
 export type AgentStatusInput = z.infer<typeof inputSchema>;
 
@@ -78,12 +103,16 @@ export interface OutputLine {
   timestamp: string;
 }
 
-/** Seed 003 §2 AgentRuntimeState, minus `status` (the state value) and `pid`/`metadata`. */
+/** Seed 003 §2 AgentRuntimeState, minus `status` (the state value). */
 export interface AgentStatusContext {
   agentId: string;
   name: string;
   task: string;
   modelBackend: string;
+  /** The agent's process id, when it has one (absent in snapshots written before it existed). */
+  pid?: number | null;
+  /** The caller's own fields (absent in snapshots written before it existed). */
+  metadata?: Record<string, z.core.util.JSONType>;
   timelineLimit: number;
   /** Set only while thinking; cleared on leaving thinking. */
   currentThought: string | null;

@@ -78,6 +78,7 @@ export const eventSamples: EventCatalog<AgentStatusEvent> = {
     { type: 'OUTPUT', stream: 'stdout', content: 'compiling…', at },
     { type: 'OUTPUT', stream: 'stderr', content: 'warning: unused import', at },
   ],
+  METADATA_UPDATE: [{ type: 'METADATA_UPDATE', metadata: { region: 'eu' }, pid: 4242, at }],
 };
 
 /**
