@@ -467,7 +467,7 @@ describe('agent-status recovery policy', () => {
 describe("seed 003's pid and metadata", () => {
   it('come from the input, METADATA_UPDATE merges metadata and sets the pid, in any live status', () => {
     const actor = createActor(machine, {
-      input: { ...chart.defaultInput, pid: 100, metadata: { team: 'search' } } as never,
+      input: { ...chart.defaultInput, pid: 100, metadata: { team: 'search' } },
     }).start();
     expect(actor.getSnapshot().context).toMatchObject({ pid: 100, metadata: { team: 'search' } });
     actor.send({ type: 'METADATA_UPDATE', metadata: { region: 'eu' }, pid: 4242, at: 1 });

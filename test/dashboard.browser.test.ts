@@ -91,7 +91,7 @@ describe.skipIf(!available)('the dashboard in headless Chromium', () => {
       charts,
       keys: [AGENT, DASHBOARD],
       accessToken: TOKEN,
-      dashboard: { approverKeyId: DASHBOARD.id, approverName: 'dashboard-operator' },
+      dashboard: { approvals: true },
       pollMs: 100,
     });
     http = await listen(server);
@@ -186,12 +186,19 @@ describe.skipIf(!available)('the dashboard in headless Chromium', () => {
         .locator('[data-testid="timeline-entry"]')
         .evaluateAll((items) => items.map((i) => i.getAttribute('data-event'))),
     ).toEqual(['PAUSE_FOR_APPROVAL', 'START', 'xstate.init']);
-    expect(await page.isVisible('[data-testid="approve"]')).toBe(true);
+    // The read token's session shows the approval, and asks the approver to sign in.
+    expect(await page.isVisible('[data-testid="approve"]')).toBe(false);
+    expect(await page.isVisible('[data-testid="sign-in"]')).toBe(true);
     await shot('04-actor-paused');
     expect(consoleErrors).toEqual([]);
   });
 
   test('Approve moves the paused task to running through the authorized path', async () => {
+    await page.fill('[data-testid="sign-in-key"]', DASHBOARD.id);
+    await page.fill('[data-testid="sign-in-secret"]', DASHBOARD.secret);
+    await page.click('[data-testid="sign-in-submit"]');
+    await page.waitForSelector('[data-testid="approve"]');
+    expect(await page.textContent('[data-testid="signed-in-as"]')).toContain(DASHBOARD.id);
     await page.fill('[data-testid="approval-comment"]', 'within policy');
     await page.click('[data-testid="approve"]');
     await expect
@@ -210,7 +217,7 @@ describe.skipIf(!available)('the dashboard in headless Chromium', () => {
       route: 'approval-callback',
     });
     expect(JSON.parse(last?.event ?? '{}')).toMatchObject({
-      approver: 'dashboard-operator',
+      approver: 'dash',
       comment: 'within policy',
     });
     await shot('05-approved');

@@ -90,7 +90,7 @@ beforeAll(async () => {
     charts,
     keys: [APPROVER, AGENT, AGENT_ALL, DASHBOARD],
     accessToken: TOKEN,
-    dashboard: { approverKeyId: DASHBOARD.id, approverName: 'dashboard-user' },
+    dashboard: { approvals: true },
     pollMs: 50,
     maxBodyBytes: 4096,
   });
@@ -340,7 +340,7 @@ describe('the signed approval webhook (seed 001)', () => {
       {
         task_id: 'refund-approve',
         decision: 'approved',
-        approver: 'manager@example.com',
+        approver: 'manager',
         comment: 'ok',
         timestamp: new Date().toISOString(),
       },
@@ -352,14 +352,30 @@ describe('the signed approval webhook (seed 001)', () => {
     expect(trail.at(-1)).toMatchObject({
       eventType: 'APPROVAL_GRANTED',
       keyId: 'manager',
-      event: { type: 'APPROVAL_GRANTED', approver: 'manager@example.com', comment: 'ok' },
+      event: { type: 'APPROVAL_GRANTED', approver: 'manager', comment: 'ok' },
     });
+  });
+
+  test('the approver is the signing key: a body naming someone else gets 403, none is filled in', async () => {
+    const other = await post(
+      '/api/approval-callback',
+      {
+        task_id: 'refund-paused',
+        decision: 'approved',
+        approver: 'the-cfo',
+        timestamp: new Date().toISOString(),
+      },
+      APPROVER,
+    );
+    expect(other.status).toBe(403);
+    expect(other.body).toMatchObject({ reason: 'identity_mismatch', field: 'approver' });
+    expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
   });
 
   test('a denial moves the task to failed', async () => {
     const res = await post(
       '/api/approval-callback',
-      { task_id: 'refund-deny', decision: 'denied', approver: 'boss', timestamp: 1_780_000_000 },
+      { task_id: 'refund-deny', decision: 'denied', approver: 'manager', timestamp: 1_780_000_000 },
       APPROVER,
     );
     expect(res.status).toBe(200);
@@ -448,7 +464,7 @@ describe('the signed approval webhook (seed 001)', () => {
     });
     const approveRunning = await post(
       '/api/approval-callback',
-      { task_id: 'refund-running', decision: 'approved', approver: 'm', timestamp: 'now' },
+      { task_id: 'refund-running', decision: 'approved', approver: 'manager', timestamp: 'now' },
       APPROVER,
     );
     expect(approveRunning.body).toMatchObject({ error: 'invalid_transition', state: 'running' });
@@ -554,6 +570,33 @@ describe('authorization by source', () => {
       });
     }
     expect((await get('/api/actors/refund-paused')).body.actor.state).toBe('paused');
+  });
+
+  test("a vote is the signing key's own: one key cannot cast the team's votes", async () => {
+    const team = catalog['team-workflow'];
+    await createDurableActor(team.machine, {
+      id: 'team-1',
+      store,
+      input: {
+        members: [
+          { id: AGENT_ALL.id, role: 'architect' },
+          { id: 'dev', role: 'developer' },
+          { id: 'qa', role: 'qa' },
+        ],
+      },
+      schemas: team.events,
+    });
+    const send = (event: Record<string, unknown>) =>
+      post('/api/events', { actorId: 'team-1', event }, AGENT_ALL);
+    expect((await send({ type: 'START', request: 'dark mode' })).status).toBe(200);
+    // `by` names the sender: filled in from the key when absent.
+    expect((await send({ type: 'PLAN_DRAFTED', plan: 'v1' })).status).toBe(200);
+    const forged = await send({ type: 'VOTE', voterId: 'dev', decision: 'approve' });
+    expect(forged.status).toBe(403);
+    expect(forged.body).toMatchObject({ reason: 'identity_mismatch', field: 'voterId' });
+    expect((await send({ type: 'VOTE', decision: 'approve' })).status).toBe(200);
+    const actor = await get('/api/actors/team-1');
+    expect(actor.body.context.votes).toEqual({ [AGENT_ALL.id]: 'approve' });
   });
 
   test("an agent key sends its own actors' work events, and no one else's", async () => {
@@ -682,15 +725,63 @@ describe('the dashboard', () => {
     expect((await fetch(`${http.url}/?token=wrong`)).status).toBe(401);
   });
 
-  test('Approve goes through the signed approval path with the dashboard key', async () => {
-    const cookie = await session();
+  test('Approve goes through the signed approval path as the approver who signed in; the read token never approves', async () => {
+    const reader = await session();
     const decide = (headers: Record<string, string>, body: unknown) =>
       fetch(`${http.url}/dashboard/decision`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify(body),
       });
+    const signIn = (headers: Record<string, string>, body: unknown) =>
+      fetch(`${http.url}/dashboard/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     expect((await decide({}, { actorId: 'refund-dash', decision: 'approved' })).status).toBe(401);
+    // A session opened with the read token reads; it never approves.
+    const asReader = await decide(
+      { cookie: reader, origin: http.url },
+      { actorId: 'refund-dash', decision: 'approved' },
+    );
+    expect(asReader.status).toBe(403);
+    expect(await asReader.json()).toMatchObject({ error: 'approver_sign_in_required' });
+    expect((await get('/api/actors/refund-dash')).body.actor.state).toBe('paused');
+    // Signing in takes the approver's own key id and secret; an agent key cannot.
+    for (const wrong of [
+      { keyId: DASHBOARD.id, secret: 'not-the-secret-0000000' },
+      { keyId: AGENT.id, secret: AGENT.secret },
+      { keyId: 'nobody', secret: DASHBOARD.secret },
+    ]) {
+      const refused = await signIn({ cookie: reader }, wrong);
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toEqual({ error: 'invalid_credentials' });
+    }
+    expect(
+      (
+        await signIn(
+          { origin: 'https://evil.example' },
+          { keyId: DASHBOARD.id, secret: DASHBOARD.secret },
+        )
+      ).status,
+    ).toBe(403);
+    const signedIn = await signIn(
+      { cookie: reader },
+      { keyId: DASHBOARD.id, secret: DASHBOARD.secret },
+    );
+    expect(signedIn.status).toBe(200);
+    const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!;
+    expect(cookie).not.toBe(reader);
+    // The reader's session was replaced, not upgraded in place.
+    expect(
+      (
+        await decide(
+          { cookie: reader, origin: http.url },
+          { actorId: 'refund-dash', decision: 'approved' },
+        )
+      ).status,
+    ).toBe(401);
     expect(
       (
         await decide(
@@ -708,7 +799,7 @@ describe('the dashboard', () => {
     const last = (await get('/api/actors/refund-dash')).body.trail.at(-1);
     expect(last).toMatchObject({
       keyId: 'dashboard',
-      event: { type: 'APPROVAL_GRANTED', approver: 'dashboard-user', comment: 'fine' },
+      event: { type: 'APPROVAL_GRANTED', approver: 'dashboard', comment: 'fine' },
     });
     // The same rules apply: approving a running task is an illegal transition.
     const again = await decide({ cookie }, { actorId: 'refund-dash', decision: 'approved' });

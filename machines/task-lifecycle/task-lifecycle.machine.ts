@@ -246,10 +246,12 @@ export const machine = setup({
       DEPENDENCY_RESOLVED: { description: 'The dependency is back: resume running.' },
       APPROVAL_GRANTED: {
         kind: 'approval',
+        signer: 'approver',
         description: 'A person approved the paused step: resume running.',
       },
       APPROVAL_DENIED: {
         kind: 'approval',
+        signer: 'approver',
         description: 'A person refused the paused step: the task fails.',
       },
       RETRY: { kind: 'timer-only', description: 'The backoff ran out and retries remain.' },

@@ -350,11 +350,18 @@ export const machine = setup({
   meta: {
     events: {
       START: { description: 'Begin: the architect drafts a plan.' },
-      PLAN_DRAFTED: { description: 'The architect submits the plan to the team vote.' },
-      TASKS_DRAFTED: { description: 'The architect submits the tasks to the team vote.' },
-      VOTE: { description: 'A team member approves or requests changes.' },
+      PLAN_DRAFTED: {
+        signer: 'by',
+        description: 'The architect submits the plan to the team vote.',
+      },
+      TASKS_DRAFTED: {
+        signer: 'by',
+        description: 'The architect submits the tasks to the team vote.',
+      },
+      VOTE: { signer: 'voterId', description: 'A team member approves or requests changes.' },
       LEADER_DECISION: {
         roles: ['leader', 'approver'],
+        signer: 'leaderId',
         description:
           'The Team Leader approves or sends back the plan or the tasks, instead of a vote.',
       },
@@ -364,9 +371,9 @@ export const machine = setup({
       TASK_FAILED: { description: 'A task failed.' },
       BLOCKER_RAISED: { description: 'A task is blocked.' },
       BLOCKER_RESOLVED: { description: 'A blocked task can go on.' },
-      QA_PASS: { description: 'QA accepts the work: cross review starts.' },
-      QA_FAIL: { description: 'QA reopens tasks: back to execution.' },
-      CROSS_REVIEW: { description: 'Another role reviews a done task.' },
+      QA_PASS: { signer: 'by', description: 'QA accepts the work: cross review starts.' },
+      QA_FAIL: { signer: 'by', description: 'QA reopens tasks: back to execution.' },
+      CROSS_REVIEW: { signer: 'reviewerId', description: 'Another role reviews a done task.' },
       ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
       ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
       CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },

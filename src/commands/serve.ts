@@ -13,8 +13,7 @@ interface ServeOptions extends StoreOptions {
   host: string;
   keys?: string;
   token?: string;
-  dashboardApprover?: string;
-  dashboardApproverName?: string;
+  dashboardApprovals: boolean;
   publicRead?: boolean;
   poll: string;
   timers: boolean;
@@ -53,13 +52,8 @@ export function registerServe(program: Command): void {
       'access token for reads and the dashboard (default: $AGENTCHARTS_TOKEN, else a random one)',
     )
     .option(
-      '--dashboard-approver <keyId>',
-      "approver key the server signs the dashboard's Approve/Deny with",
-    )
-    .option(
-      '--dashboard-approver-name <name>',
-      'approver name recorded for dashboard decisions',
-      'dashboard',
+      '--no-dashboard-approvals',
+      'do not let approvers sign in to the dashboard to approve or deny (read-only dashboard)',
     )
     .option('--public-read', 'serve reads without a token (only behind an authenticating proxy)')
     .option('--poll <ms>', 'how often to look for transitions other processes wrote', '1000')
@@ -84,10 +78,7 @@ export function registerServe(program: Command): void {
           keys,
           accessToken: token,
           publicRead: opts.publicRead === true,
-          dashboard: {
-            approverKeyId: opts.dashboardApprover,
-            approverName: opts.dashboardApproverName,
-          },
+          dashboard: { approvals: opts.dashboardApprovals },
           pollMs,
           fireTimers: opts.timers,
         });
@@ -108,9 +99,9 @@ export function registerServe(program: Command): void {
           keys.length === 0
             ? 'no --keys given: every write is refused (401)'
             : `${keys.length} key(s): ${keys.map((k) => `${k.id} (${k.role})`).join(', ')}`,
-          opts.dashboardApprover
-            ? `dashboard approvals signed with key ${opts.dashboardApprover}`
-            : 'dashboard is read-only (no --dashboard-approver)',
+          opts.dashboardApprovals && keys.some((k) => k.role === 'approver')
+            ? 'dashboard approvals: an approver signs in with their own key id and secret; the token only reads'
+            : 'dashboard is read-only',
         ];
         process.stdout.write(`${lines.join('\n')}\n`);
         await new Promise<void>((resolve) => {

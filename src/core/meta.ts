@@ -67,6 +67,12 @@ export const eventMetaSchema = z.strictObject({
   kind: z.enum(EVENT_KINDS).optional(),
   roles: z.array(z.string().min(1).max(64)).max(32).optional(),
   description: z.string().max(2000).optional(),
+  /**
+   * The payload field that names who sends the event (`approver`, `voterId`): from
+   * outside it must be the caller's own identity (the signing key's id), never
+   * someone else's.
+   */
+  signer: z.string().min(1).max(100).optional(),
 });
 
 /** The root node's `meta`. */
@@ -111,6 +117,8 @@ export interface EventInfo {
   /** Roles that may send it from outside (empty for timer-only and internal events). */
   roles: readonly string[];
   description: string | undefined;
+  /** The payload field naming the sender, bound to the caller's identity. */
+  signer: string | undefined;
 }
 
 /** Default badge colour of each class (seed 000's palette, as hex). */
@@ -303,7 +311,7 @@ function compile(machine: AnyStateMachine): ChartMeta {
     const kind: EventKind = own?.kind ?? (type.startsWith('xstate.') ? 'internal' : 'command');
     const defaultRoles = kind === 'command' ? ['agent'] : kind === 'approval' ? ['approver'] : [];
     const roles = kind === 'timer-only' || kind === 'internal' ? [] : (own?.roles ?? defaultRoles);
-    return { type, kind, roles, description: own?.description };
+    return { type, kind, roles, description: own?.description, signer: own?.signer };
   };
   const events = [...eventTypes].sort().map(eventInfo);
   const eventByType = new Map(events.map((e) => [e.type, e]));

@@ -11,7 +11,7 @@
  * See docs/server.md.
  */
 import type { AnyEventObject } from 'xstate';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -54,17 +54,19 @@ import { highlightedDiagram } from './diagram.ts';
 import { SseHub, type SseHubOptions } from './sse.ts';
 import { badge, cardLabels, CATEGORIES, type StateCategory } from './badges.ts';
 import { agentsStatusRoute } from './routes/agents-status.ts';
+import { SessionStore, type SessionPrincipal } from './sessions.ts';
 import { labelsFor } from '../core/meanings.ts';
 import { feedTransitions, type TransitionFeed } from '../observe/feed.ts';
 
 export interface DashboardOptions {
   /**
-   * Id of an approver key the server signs the dashboard's Approve/Deny with. The
-   * secret stays on the server; without it the dashboard is read-only.
+   * Whether approvers may sign in to the dashboard (with their key id and secret)
+   * to approve or deny there, in their own name. Default true. The read token's
+   * session never approves.
    */
-  approverKeyId?: string | undefined;
-  /** The `approver` recorded for dashboard decisions. Default `dashboard`. */
-  approverName?: string | undefined;
+  approvals?: boolean | undefined;
+  /** How long a dashboard session lasts (ms). Default 12 hours. */
+  sessionTtlMs?: number | undefined;
 }
 
 export interface ServerOptions {
@@ -109,7 +111,6 @@ export interface AgentchartsServer {
 
 const SESSION_COOKIE = 'agentcharts_session';
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
-const MAX_SESSIONS = 10_000;
 const TRAIL_LIMIT = 200;
 const ACTOR_ID = z.string().min(1).max(200);
 
@@ -160,6 +161,11 @@ const listQuerySchema = z.strictObject({
   status: z.enum(['active', 'done', 'error', 'stopped']).optional(),
   cursor: ACTOR_ID.optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
+});
+
+const signInSchema = z.strictObject({
+  keyId: z.string().min(1).max(200),
+  secret: z.string().min(1).max(1000),
 });
 
 const decisionSchema = z.strictObject({
@@ -306,20 +312,13 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     replayCacheSize: options.replayCacheSize,
     nowSeconds: options.nowSeconds,
   });
-  const dashboardKey =
-    options.dashboard?.approverKeyId !== undefined
-      ? verifier.key(options.dashboard.approverKeyId)
-      : undefined;
-  if (options.dashboard?.approverKeyId !== undefined && dashboardKey?.role !== 'approver') {
-    throw new Error(
-      `dashboard approver key "${options.dashboard.approverKeyId}" is not an approver key`,
-    );
-  }
-  const dashboardApprover = options.dashboard?.approverName ?? 'dashboard';
+  // Approvers sign in to the dashboard as themselves; a reader's session never approves.
+  const dashboardApprovals =
+    options.dashboard?.approvals !== false && options.keys.some((k) => k.role === 'approver');
   const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
   const hub = new SseHub(options.sse);
   const metrics = createMetrics(runtime);
-  const sessions = new Map<string, number>();
+  const sessions = new SessionStore({ ttlMs: options.dashboard?.sessionTtlMs ?? SESSION_TTL_MS });
   const assets = {
     html: loadAsset('index.html'),
     js: loadAsset('app.js'),
@@ -357,35 +356,39 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       ? fail(c, 503, { error, retryable: true })
       : fail(c, 401, { error });
 
-  const hasSession = (c: Context): boolean => {
-    const id = getCookie(c, SESSION_COOKIE);
-    if (id === undefined) return false;
-    const expires = sessions.get(id);
-    if (expires === undefined) return false;
-    if (expires < Date.now()) {
-      sessions.delete(id);
-      return false;
-    }
-    return true;
-  };
+  /** The principal of the request's dashboard session, if it has a live one. */
+  const sessionOf = (c: Context): SessionPrincipal | undefined =>
+    sessions.get(getCookie(c, SESSION_COOKIE));
+  const hasSession = (c: Context): boolean => sessionOf(c) !== undefined;
 
-  const startSession = (c: Context): void => {
-    const now = Date.now();
-    if (sessions.size >= MAX_SESSIONS) {
-      for (const [id, expires] of sessions) if (expires < now) sessions.delete(id);
-      if (sessions.size >= MAX_SESSIONS) {
-        const oldest = sessions.keys().next().value;
-        if (oldest !== undefined) sessions.delete(oldest);
-      }
-    }
-    const id = randomBytes(32).toString('base64url');
-    sessions.set(id, now + SESSION_TTL_MS);
+  const startSession = (c: Context, principal: SessionPrincipal): void => {
+    // A new sign-in replaces the session the browser had (no fixation).
+    sessions.close(getCookie(c, SESSION_COOKIE));
+    const id = sessions.open(principal);
     setCookie(c, SESSION_COOKIE, id, {
       httpOnly: true,
       sameSite: 'Strict',
       path: '/',
-      maxAge: SESSION_TTL_MS / 1000,
+      maxAge: Math.floor(sessions.ttlMs / 1000),
     });
+  };
+
+  /** The approver signed in on the request's session, if any. */
+  const approverOf = (c: Context): string | undefined => {
+    const principal = sessionOf(c);
+    return principal?.kind === 'approver' ? principal.keyId : undefined;
+  };
+
+  /** A browser form post: same origin, JSON body. */
+  const sameOriginJson = (c: Context): Response | undefined => {
+    const origin = c.req.header('origin');
+    if (origin !== undefined && origin !== new URL(c.req.url).origin) {
+      return fail(c, 403, { error: 'cross_origin' });
+    }
+    if (!c.req.header('content-type')?.startsWith('application/json')) {
+      return fail(c, 400, { error: 'invalid_body', field: '(body)', reason: 'content_type' });
+    }
+    return undefined;
   };
 
   /** Reads: bearer token, dashboard session, or a signed request (empty body). */
@@ -469,8 +472,18 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     try {
       const actor = await runtime.actor(actorId);
       // Who may send what is the chart's metadata (event kind and roles).
-      const denied = authorizeEvent(key, chartMeta(actor.machine).event(type));
+      const info = chartMeta(actor.machine).event(type);
+      const denied = authorizeEvent(key, info);
       if (denied) return refuse(denied);
+      // Who the event says sent it is the signing key: filled in when absent,
+      // refused when the body names someone else (one key cannot vote for all).
+      if (info.signer !== undefined) {
+        const named = event[info.signer];
+        if (named === undefined) event = { ...event, [info.signer]: key.id };
+        else if (named !== key.id) {
+          return refuse({ reason: 'identity_mismatch', eventType: type, field: info.signer });
+        }
+      }
       // Other processes (the agents' workers) write the same store: the runtime
       // re-decides an illegal-looking event on the stored state, and a lost race
       // reloads and retries, so the event is judged against what is stored.
@@ -659,7 +672,8 @@ export function createServer(options: ServerOptions): AgentchartsServer {
         accepts,
         awaitingApproval:
           accepts.includes('APPROVAL_GRANTED') && accepts.includes('APPROVAL_DENIED'),
-        approvalsEnabled: dashboardKey !== undefined,
+        approvalsEnabled: dashboardApprovals,
+        signedInApprover: approverOf(c) ?? null,
       });
     } catch (error) {
       return errorResponse(c, error, '');
@@ -724,7 +738,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       if (options.accessToken === undefined || !sameToken(token, options.accessToken)) {
         return c.text('invalid token', 401);
       }
-      startSession(c);
+      startSession(c, { kind: 'reader' });
       // Drop the token from the address bar and history.
       return c.redirect(c.req.path, 303);
     }
@@ -737,8 +751,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   app.get('/', page);
   app.get('/actors/:id', page);
   app.post('/logout', (c) => {
-    const id = getCookie(c, SESSION_COOKIE);
-    if (id !== undefined) sessions.delete(id);
+    sessions.close(getCookie(c, SESSION_COOKIE));
     deleteCookie(c, SESSION_COOKIE, { path: '/' });
     return c.redirect('/', 303);
   });
@@ -758,13 +771,40 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     });
   });
 
-  app.get('/api/session', (c) =>
-    c.json({
+  app.get('/api/session', (c) => {
+    const approver = approverOf(c);
+    return c.json({
       authenticated: options.publicRead === true || hasSession(c),
-      approvals: dashboardKey !== undefined,
-      approver: dashboardKey !== undefined ? dashboardApprover : null,
-    }),
-  );
+      /** Whether approvers may sign in here. */
+      approvals: dashboardApprovals,
+      /** The approver signed in on this session (their key id), or null for a reader. */
+      approver: approver ?? null,
+    });
+  });
+
+  /**
+   * An approver signs in as themselves: their key id and secret, checked like a
+   * signature's key. The session then approves in their name only.
+   */
+  app.post('/dashboard/sign-in', async (c) => {
+    const refused = sameOriginJson(c);
+    if (refused) return refused;
+    if (!dashboardApprovals) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
+    const raw = await readBody(c, 4096);
+    if (raw === undefined) return tooLarge(c);
+    const parsed = signInSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
+    if (!parsed.success) return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    const key = verifier.key(parsed.data.keyId);
+    // The same answer for an unknown key, a wrong secret and a non-approver key.
+    const secretOk = key !== undefined && sameToken(parsed.data.secret, key.secret);
+    if (!key || !secretOk || key.role !== 'approver') {
+      logger.warn({ keyId: parsed.data.keyId }, 'dashboard sign-in refused');
+      return fail(c, 401, { error: 'invalid_credentials' });
+    }
+    startSession(c, { kind: 'approver', keyId: key.id });
+    logger.info({ keyId: key.id }, 'approver signed in to the dashboard');
+    return c.json({ ok: true, approver: key.id });
+  });
 
   /**
    * Approve/Deny from the dashboard: the browser holds only its session cookie;
@@ -772,15 +812,18 @@ export function createServer(options: ServerOptions): AgentchartsServer {
    * approver key and sends it through `/api/approval-callback` like any client.
    */
   app.post('/dashboard/decision', async (c) => {
-    if (!hasSession(c)) return fail(c, 401, { error: 'unauthorized' });
-    const origin = c.req.header('origin');
-    if (origin !== undefined && origin !== new URL(c.req.url).origin) {
-      return fail(c, 403, { error: 'cross_origin' });
+    const principal = sessionOf(c);
+    if (!principal) return fail(c, 401, { error: 'unauthorized' });
+    const refused = sameOriginJson(c);
+    if (refused) return refused;
+    if (!dashboardApprovals) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
+    // Reading never approves: only an approver's own session decides.
+    if (principal.kind !== 'approver') return fail(c, 403, { error: 'approver_sign_in_required' });
+    const approverKey = verifier.key(principal.keyId);
+    if (approverKey?.role !== 'approver') {
+      sessions.closeFor(principal.keyId);
+      return fail(c, 403, { error: 'approver_sign_in_required' });
     }
-    if (!c.req.header('content-type')?.startsWith('application/json')) {
-      return fail(c, 400, { error: 'invalid_body', field: '(body)', reason: 'content_type' });
-    }
-    if (!dashboardKey) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
     const raw = await readBody(c, maxBodyBytes);
     if (raw === undefined) return tooLarge(c);
     const parsed = decisionSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
@@ -790,7 +833,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     const body = JSON.stringify({
       task_id: parsed.data.actorId,
       decision: parsed.data.decision,
-      approver: dashboardApprover,
+      approver: approverKey.id,
       ...(parsed.data.comment ? { comment: parsed.data.comment } : {}),
       timestamp: new Date().toISOString(),
     });
@@ -799,7 +842,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        ...signRequest(dashboardKey, body, nowSeconds),
+        ...signRequest(approverKey, body, nowSeconds),
       },
       body,
     });

@@ -313,6 +313,7 @@ export type AuthorizationFailure =
   | { reason: 'approver_key_sends_approvals_only'; eventType: string; roles: readonly string[] }
   | { reason: 'role_not_allowed'; eventType: string; roles: readonly string[] }
   | { reason: 'event_not_sendable'; eventType: string; kind: EventKind }
+  | { reason: 'identity_mismatch'; eventType: string; field: string }
   | { reason: 'actor_not_allowed_for_key'; actorId: string };
 
 /**

@@ -414,11 +414,62 @@ async function decide(actorId, decision) {
   await refreshView();
 }
 
+function signInForm() {
+  const keyId = el('input', {
+    type: 'text',
+    placeholder: 'Approver key id',
+    autocomplete: 'username',
+    'data-testid': 'sign-in-key',
+  });
+  const secret = el('input', {
+    type: 'password',
+    placeholder: 'Secret',
+    autocomplete: 'current-password',
+    'data-testid': 'sign-in-secret',
+  });
+  const submit = async (e) => {
+    e.preventDefault();
+    const { ok, body } = await api('/dashboard/sign-in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ keyId: keyId.value, secret: secret.value }),
+    });
+    actorPage.notice = ok
+      ? { ok: true, text: `Signed in as ${body.approver}.` }
+      : { ok: false, text: `Sign-in refused: ${body.error}` };
+    await refreshView();
+  };
+  return el(
+    'form',
+    { class: 'sign-in', 'data-testid': 'sign-in', onsubmit: (e) => void submit(e) },
+    el('p', { class: 'muted' }, 'To decide, sign in as yourself with your approver key.'),
+    keyId,
+    ' ',
+    secret,
+    ' ',
+    el('button', { type: 'submit', 'data-testid': 'sign-in-submit' }, 'Sign in'),
+  );
+}
+
 function approvalCard(data) {
   if (!data.awaitingApproval) return null;
   const id = data.actor.id;
-  const buttons = data.approvalsEnabled
+  const signedIn = Boolean(data.signedInApprover);
+  if (data.approvalsEnabled && !signedIn) {
+    return el(
+      'section',
+      { class: 'card approval', 'data-testid': 'approval' },
+      el('h3', {}, 'Waiting for approval'),
+      signInForm(),
+    );
+  }
+  const buttons = signedIn
     ? [
+        el(
+          'p',
+          { class: 'muted', 'data-testid': 'signed-in-as' },
+          `Signed in as ${data.signedInApprover}`,
+        ),
         el(
           'button',
           {
@@ -464,7 +515,7 @@ function approvalCard(data) {
     el('h3', {}, 'Waiting for approval'),
     approval?.reason ? el('p', {}, 'Reason: ', el('strong', {}, approval.reason)) : null,
     approval?.deadline ? el('p', { class: 'muted' }, `Deadline: ${when(approval.deadline)}`) : null,
-    data.approvalsEnabled ? comment : null,
+    signedIn ? comment : null,
     buttons,
   );
 }
