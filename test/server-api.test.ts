@@ -276,6 +276,36 @@ describe('reading actors', () => {
   });
 });
 
+describe('reads by a key limited to some actors', () => {
+  // Each signed read needs its own signature (a replayed one is refused): vary the second.
+  let second = 0;
+  const asAgent = (path: string) => get(path, signRequest(AGENT, '', now() - ++second));
+
+  test('see only their actors, and nothing that spans the whole store', async () => {
+    expect((await asAgent('/api/actors/refund-paused')).status).toBe(200);
+    const other = await asAgent('/api/actors/other-task');
+    expect(other.status).toBe(403);
+    expect(other.body).toMatchObject({
+      reason: 'actor_not_allowed_for_key',
+      actorId: 'other-task',
+    });
+    const list = await asAgent('/api/actors?limit=100');
+    expect(list.status).toBe(200);
+    const ids = list.body.actors.map((a: { id: string }) => a.id);
+    expect(ids.length).toBeGreaterThan(0);
+    expect(ids.every((id: string) => id.startsWith('refund-'))).toBe(true);
+    for (const path of ['/metrics', '/api/counts', '/api/agents/status?userId=u', '/api/stream']) {
+      const res = await asAgent(path);
+      expect(res.status, path).toBe(403);
+      expect(res.body, path).toMatchObject({ reason: 'scope_too_narrow' });
+    }
+    // An unscoped key still reads everything.
+    expect(
+      (await get('/api/actors/other-task', signRequest(AGENT_ALL, '', now() - 99))).status,
+    ).toBe(200);
+  });
+});
+
 describe("seed 000's status API", () => {
   const lifecycle = catalog['agent-lifecycle'];
   async function agent(id: string, userId: string, events: readonly Record<string, unknown>[]) {

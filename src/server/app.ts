@@ -356,6 +356,9 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       ? fail(c, 503, { error, retryable: true })
       : fail(c, 401, { error });
 
+  /** Keys of verified signed reads, by request: a key's actor scope applies to what it reads. */
+  const signedReaders = new WeakMap<Request, ApiKey>();
+
   /** The principal of the request's dashboard session, if it has a live one. */
   const sessionOf = (c: Context): SessionPrincipal | undefined =>
     sessions.get(getCookie(c, SESSION_COOKIE));
@@ -405,9 +408,28 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       const body = await readBody(c, maxBodyBytes);
       if (body === undefined) return tooLarge(c);
       const result = verifier.verify(header, body);
-      return result.ok ? undefined : signatureFailure(c, result.error);
+      if (!result.ok) return signatureFailure(c, result.error);
+      signedReaders.set(c.req.raw, result.key);
+      return undefined;
     }
     return fail(c, 401, { error: 'unauthorized' });
+  };
+
+  /** The key of a signed read whose key is limited to some actors; undefined otherwise. */
+  const readScope = (c: Context): ApiKey | undefined => {
+    const key = signedReaders.get(c.req.raw);
+    return key?.actors !== undefined ? key : undefined;
+  };
+
+  /** Reads over every actor (counts, metrics, the whole stream) are not for a scoped key. */
+  const wholeStoreRead = async (c: Context): Promise<Response | undefined> => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const scope = readScope(c);
+    if (scope) {
+      return fail(c, 403, { error: 'forbidden', keyId: scope.id, reason: 'scope_too_narrow' });
+    }
+    return undefined;
   };
 
   const errorResponse = (c: Context, error: unknown, fieldPrefix: string): Response => {
@@ -557,7 +579,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   });
 
   app.get('/metrics', async (c) => {
-    const denied = await readAccess(c);
+    const denied = await wholeStoreRead(c);
     if (denied) return denied;
     const text = await metrics.metrics();
     return c.body(text, 200, { 'content-type': metrics.registry.contentType });
@@ -595,17 +617,20 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       afterId: query.data.cursor,
       limit: pageSize + 1,
     });
-    const page = rows.slice(0, pageSize);
+    const scope = readScope(c);
+    // A scoped key lists only its actors (the cursor still walks every row read).
+    const read = rows.slice(0, pageSize);
+    const page = read.filter((row) => scope === undefined || keyCoversActor(scope, row.id));
     return c.json({
       actors: page.map(summary),
-      nextCursor: rows.length > pageSize ? (page[page.length - 1]?.id ?? null) : null,
+      nextCursor: rows.length > pageSize ? (read[read.length - 1]?.id ?? null) : null,
     });
   });
 
-  agentsStatusRoute(app, { store: options.store, runtime, readAccess, fail });
+  agentsStatusRoute(app, { store: options.store, runtime, readAccess: wholeStoreRead, fail });
 
   app.get('/api/counts', async (c) => {
-    const denied = await readAccess(c);
+    const denied = await wholeStoreRead(c);
     if (denied) return denied;
     const machine = c.req.query('machine');
     const groups = await options.store.countActors(machine ? { machineId: machine } : {});
@@ -639,6 +664,15 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     const denied = await readAccess(c);
     if (denied) return denied;
     const id = c.req.param('id');
+    const scope = readScope(c);
+    if (scope && !keyCoversActor(scope, id)) {
+      return fail(c, 403, {
+        error: 'forbidden',
+        keyId: scope.id,
+        reason: 'actor_not_allowed_for_key',
+        actorId: id,
+      });
+    }
     try {
       const row = await options.store.loadActor(id);
       if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
@@ -689,6 +723,11 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       actorId: c.req.query('actor') || undefined,
       machineId: c.req.query('machine') || undefined,
     };
+    // A key limited to some actors follows one of them, never the whole stream.
+    const scope = readScope(c);
+    if (scope && (filter.actorId === undefined || !keyCoversActor(scope, filter.actorId))) {
+      return fail(c, 403, { error: 'forbidden', keyId: scope.id, reason: 'scope_too_narrow' });
+    }
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (incomingOf(c) && outgoing && typeof outgoing.writeHead === 'function') {
       // Under Node, write frames straight to the socket's response: one web stream per
