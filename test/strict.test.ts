@@ -8,6 +8,7 @@ import {
   createStrictActor,
   eventSchema,
   stateLabel,
+  validateEvent,
   type EventFromSchemas,
 } from '../src/index.ts';
 import { taskLifecycle } from '../machines/index.ts';
@@ -145,4 +146,37 @@ describe('the strict actor', () => {
     expect(() => actor.send({ type: 'NOPE' })).toThrow(InvalidEventError);
     expect(actor.send({ type: 'GO' }).value).toBe('b');
   });
+});
+
+describe('the event size limit', () => {
+  const open = setup({}).createMachine({
+    id: 'open',
+    initial: 'a',
+    states: { a: { on: { X: 'a' } } },
+  });
+  const values: unknown[] = [
+    { type: 'X' },
+    { type: 'X', n: [1, -2.5, 1e21, 0.1, 123456789] },
+    { type: 'X', s: 'plain ascii', q: 'quote " and \\ backslash', c: '\u0001\u001f control' },
+    { type: 'X', u: 'émoji 🎉 and 中文', nested: { a: [true, false, null, { b: [] }], e: {} } },
+    { type: 'X', skipped: undefined, kept: 'x' },
+    { type: 'X', big: '\u0000'.repeat(1_000) },
+  ];
+  test.each(values.map((v, i) => [i, v]))(
+    'is exact in bytes of the JSON text (case %i): at the size it passes, one byte less it is refused',
+    (_, event) => {
+      const bytes = Buffer.byteLength(JSON.stringify(event), 'utf8');
+      expect(validateEvent(open, event, { maxBytes: bytes })).toEqual(
+        JSON.parse(JSON.stringify(event)),
+      );
+      let error: unknown;
+      try {
+        validateEvent(open, event, { maxBytes: bytes - 1 });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidEventError);
+      expect(error).toMatchObject({ reason: 'oversize' });
+    },
+  );
 });

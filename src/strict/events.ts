@@ -75,12 +75,21 @@ interface JsonProblem {
   detail?: string;
 }
 
+/** Characters a JSON string holds as themselves, one byte each: printable ASCII but `"` and `\\`. */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** Exact UTF-8 length of `text` written as a JSON string, quotes included. */
+function jsonStringBytes(text: string): number {
+  if (PLAIN_ASCII.test(text)) return text.length + 2;
+  return Buffer.byteLength(JSON.stringify(text), 'utf8');
+}
+
 /**
  * One walk over an event: refuses forbidden keys (`__proto__`, `constructor`,
  * `prototype`), anything that is not plain JSON data (functions, symbols,
  * `undefined` in arrays, non-finite numbers, class instances, cycles, nesting over
- * 64), and estimates the UTF-8 size of its JSON text (escapes aside), stopping past
- * `budget`.
+ * 64), and counts the exact UTF-8 size of its JSON text (what `JSON.stringify`
+ * writes, escapes included), stopping past `budget`.
  * Replaces a `JSON.stringify` for the size plus a separate key walk, and lets
  * payload schemas accept JSON values without re-walking them (see {@link jsonValue}).
  */
@@ -90,15 +99,15 @@ function inspectJson(value: unknown, budget: number): JsonProblem | undefined {
     if (size > budget) return { reason: 'oversize', path: [] };
     switch (typeof v) {
       case 'string':
-        size += (v.length < 16 ? v.length : Buffer.byteLength(v, 'utf8')) + 2;
+        size += jsonStringBytes(v);
         return undefined;
       case 'number':
         if (!Number.isFinite(v))
           return { reason: 'invalid_field', path: [], detail: 'not a finite number' };
-        size += 8;
+        size += String(v).length;
         return undefined;
       case 'boolean':
-        size += 5;
+        size += v ? 4 : 5;
         return undefined;
       case 'object': {
         if (v === null) {
@@ -107,13 +116,12 @@ function inspectJson(value: unknown, budget: number): JsonProblem | undefined {
         }
         if (depth > 64) return { reason: 'invalid_field', path: [], detail: 'nested too deeply' };
         if (Array.isArray(v)) {
-          size += 2;
+          size += v.length > 0 ? 1 + v.length : 2; // brackets and the commas between
           for (let i = 0; i < v.length; i++) {
             if (v[i] === undefined)
               return { reason: 'invalid_field', path: [String(i)], detail: 'undefined' };
             const problem = walk(v[i], depth + 1);
             if (problem) return { ...problem, path: [String(i), ...problem.path] };
-            size += 1;
           }
           return undefined;
         }
@@ -121,15 +129,17 @@ function inspectJson(value: unknown, budget: number): JsonProblem | undefined {
         if (proto !== Object.prototype && proto !== null) {
           return { reason: 'invalid_field', path: [], detail: 'not plain JSON data' };
         }
-        size += 2;
+        let members = 0;
         for (const key of Object.keys(v)) {
           if (FORBIDDEN_KEYS.has(key)) return { reason: 'forbidden_key', path: [key] };
           const child = (v as Record<string, unknown>)[key];
           if (child === undefined) continue; // dropped by JSON, as optional fields are
-          size += key.length + 4;
+          members++;
+          size += jsonStringBytes(key) + 1; // "key":
           const problem = walk(child, depth + 1);
           if (problem) return { ...problem, path: [key, ...problem.path] };
         }
+        size += members > 0 ? 1 + members : 2; // braces and the commas between
         return undefined;
       }
       default:
