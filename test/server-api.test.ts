@@ -265,6 +265,20 @@ describe('reading actors', () => {
     expect(missing.body).toEqual({ error: 'actor_not_found', actorId: 'no-such-actor' });
   });
 
+  test("pages through an actor's trail; the actor page carries only its last page", async () => {
+    const first = await get('/api/actors/refund-paused/history?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.trail.map((r: { seq: number }) => r.seq)).toEqual([1, 2]);
+    expect(first.body).toMatchObject({ next: 2, total: 3 });
+    const rest = await get('/api/actors/refund-paused/history?after=2&limit=2');
+    expect(rest.body.trail.map((r: { seq: number }) => r.seq)).toEqual([3]);
+    expect(rest.body.next).toBeNull();
+    expect((await get('/api/actors/refund-paused/history?limit=9999')).status).toBe(400);
+    expect((await get('/api/actors/nobody/history')).status).toBe(404);
+    const page = await get('/api/actors/refund-paused');
+    expect(page.body.trailTotal).toBe(3);
+  });
+
   test('refuses reads without a token, a session or a valid signature', async () => {
     expect((await get('/api/actors', {})).status).toBe(401);
     expect((await get('/api/actors', { authorization: 'Bearer wrong-token' })).status).toBe(401);

@@ -163,6 +163,11 @@ const listQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
 
+const historyQuerySchema = z.strictObject({
+  after: z.coerce.number().int().min(0).optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+});
+
 const signInSchema = z.strictObject({
   keyId: z.string().min(1).max(200),
   secret: z.string().min(1).max(1000),
@@ -421,6 +426,18 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     return key?.actors !== undefined ? key : undefined;
   };
 
+  /** A scoped key reading an actor outside its list: 403, before anything is loaded. */
+  const actorOutOfScope = (c: Context, actorId: string): Response | undefined => {
+    const scope = readScope(c);
+    if (!scope || keyCoversActor(scope, actorId)) return undefined;
+    return fail(c, 403, {
+      error: 'forbidden',
+      keyId: scope.id,
+      reason: 'actor_not_allowed_for_key',
+      actorId,
+    });
+  };
+
   /** Reads over every actor (counts, metrics, the whole stream) are not for a scoped key. */
   const wholeStoreRead = async (c: Context): Promise<Response | undefined> => {
     const denied = await readAccess(c);
@@ -660,29 +677,51 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     });
   });
 
+  /** One page of an actor's trail, oldest first: `?after=<seq>&limit=<n>` (at most 500). */
+  app.get('/api/actors/:id/history', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const id = c.req.param('id');
+    const outOfScope = actorOutOfScope(c, id);
+    if (outOfScope) return outOfScope;
+    const query = historyQuerySchema.safeParse(c.req.query());
+    if (!query.success) return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
+    try {
+      const row = await options.store.loadActor(id);
+      if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+      const limit = query.data.limit ?? 100;
+      const rows = await options.store.history(id, { afterSeq: query.data.after ?? 0, limit });
+      return c.json({
+        trail: rows.map((r) => trailEntry(row.machineId, r)),
+        next: rows.length === limit ? (rows.at(-1)?.seq ?? null) : null,
+        total: row.version,
+      });
+    } catch (error) {
+      return errorResponse(c, error, '');
+    }
+  });
+
   app.get('/api/actors/:id', async (c) => {
     const denied = await readAccess(c);
     if (denied) return denied;
     const id = c.req.param('id');
-    const scope = readScope(c);
-    if (scope && !keyCoversActor(scope, id)) {
-      return fail(c, 403, {
-        error: 'forbidden',
-        keyId: scope.id,
-        reason: 'actor_not_allowed_for_key',
-        actorId: id,
-      });
-    }
+    const outOfScope = actorOutOfScope(c, id);
+    if (outOfScope) return outOfScope;
     try {
       const row = await options.store.loadActor(id);
       if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
       const chart = runtime.chartFor(row.machineId);
-      const history = await options.store.history(id);
-      const trail = history.slice(-TRAIL_LIMIT).map((r) => trailEntry(row.machineId, r));
+      // The last page of the trail only (one indexed range read, however long the
+      // history); older rows come from /api/actors/:id/history.
+      const history = await options.store.history(id, {
+        afterSeq: Math.max(0, row.version - TRAIL_LIMIT),
+        limit: TRAIL_LIMIT,
+      });
+      const trail = history.map((r) => trailEntry(row.machineId, r));
       const base = {
         actor: summary(row),
         trail,
-        trailTotal: history.length,
+        trailTotal: row.version,
       };
       if (!chart) return c.json({ ...base, context: null, diagram: null, accepts: [] });
       const snapshot = decodeActorRow(
