@@ -332,7 +332,7 @@ async function runMain(): Promise<void> {
         maxInFlight = Math.max(maxInFlight, inFlight);
         const t0 = performance.now();
         pending.push(
-          post(agent, target, body, signRequest(KEY, body))
+          post(agent, target, body, signRequest(KEY, { method: 'POST', path: '/api/events', body }))
             .then((code) => {
               if (n >= warm) latencies.push(performance.now() - t0);
               statuses.set(code, (statuses.get(code) ?? 0) + 1);

@@ -9,7 +9,7 @@ import { streamMessageSchema } from '../src/observe/stream.ts';
 import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import {
   KEY_HEADER,
-  ReplayCache,
+  KeyQuota,
   SIGNATURE_HEADER,
   TIMESTAMP_HEADER,
   signRequest,
@@ -121,7 +121,7 @@ async function post(
   options: { at?: number; headers?: Record<string, string>; raw?: string } = {},
 ) {
   const text = options.raw ?? JSON.stringify(body);
-  const signature = key ? signRequest(key, text, options.at) : {};
+  const signature = key ? signRequest(key, { method: 'POST', path, body: text }, options.at) : {};
   const response = await fetch(`${http.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...signature, ...options.headers },
@@ -283,7 +283,10 @@ describe('reading actors', () => {
     expect((await get('/api/actors', {})).status).toBe(401);
     expect((await get('/api/actors', { authorization: 'Bearer wrong-token' })).status).toBe(401);
     expect((await get('/metrics', {})).status).toBe(401);
-    const signed = await get('/api/actors?limit=1', signRequest(AGENT, ''));
+    const signed = await get(
+      '/api/actors?limit=1',
+      signRequest(AGENT, { method: 'GET', path: '/api/actors?limit=1' }),
+    );
     expect(signed.status).toBe(200);
     const health = await get('/healthz', {});
     expect(health).toMatchObject({ status: 200, body: { ok: true, store: 'sqlite' } });
@@ -293,7 +296,8 @@ describe('reading actors', () => {
 describe('reads by a key limited to some actors', () => {
   // Each signed read needs its own signature (a replayed one is refused): vary the second.
   let second = 0;
-  const asAgent = (path: string) => get(path, signRequest(AGENT, '', now() - ++second));
+  const asAgent = (path: string) =>
+    get(path, signRequest(AGENT, { method: 'GET', path }, now() - ++second));
 
   test('see only their actors, and nothing that spans the whole store', async () => {
     expect((await asAgent('/api/actors/refund-paused')).status).toBe(200);
@@ -315,7 +319,12 @@ describe('reads by a key limited to some actors', () => {
     }
     // An unscoped key still reads everything.
     expect(
-      (await get('/api/actors/other-task', signRequest(AGENT_ALL, '', now() - 99))).status,
+      (
+        await get(
+          '/api/actors/other-task',
+          signRequest(AGENT_ALL, { method: 'GET', path: '/api/actors/other-task' }, now() - 99),
+        )
+      ).status,
     ).toBe(200);
   });
 });
@@ -444,7 +453,11 @@ describe('the signed approval webhook (seed 001)', () => {
     });
     expect(unknownKey.body.error).toBe('invalid_signature');
     // Signed for one body, sent with another.
-    const headers = signRequest(APPROVER, JSON.stringify(body));
+    const headers = signRequest(APPROVER, {
+      method: 'POST',
+      path: '/api/approval-callback',
+      body: JSON.stringify(body),
+    });
     const tampered = await post(
       '/api/approval-callback',
       { ...body, approver: 'someone else' },
@@ -484,13 +497,73 @@ describe('the signed approval webhook (seed 001)', () => {
       actorId: 'agent-a',
       event: { type: 'OUTPUT', stream: 'stdout', content: 'hello', at: 1 },
     });
-    const headers = signRequest(AGENT_ALL, text);
+    const headers = signRequest(AGENT_ALL, { method: 'POST', path: '/api/events', body: text });
     const first = await post('/api/events', undefined, undefined, { raw: text, headers });
     expect(first.status).toBe(200);
     const before = (await get('/api/actors/agent-a')).body.actor.version;
     const again = await post('/api/events', undefined, undefined, { raw: text, headers });
     expect(again).toMatchObject({ status: 401, body: { error: 'replayed_request' } });
     expect((await get('/api/actors/agent-a')).body.actor.version).toBe(before);
+  });
+
+  test('a signature covers method and path: moved to another route it is refused', async () => {
+    const text = JSON.stringify({
+      actorId: 'agent-b',
+      event: { type: 'OUTPUT', stream: 'stdout', content: 'moved', at: 1 },
+    });
+    const headers = signRequest(AGENT_ALL, {
+      method: 'POST',
+      path: '/api/approval-callback',
+      body: text,
+    });
+    const moved = await post('/api/events', undefined, undefined, { raw: text, headers });
+    expect(moved).toMatchObject({ status: 401, body: { error: 'invalid_signature' } });
+  });
+
+  test('a captured request stays refused after the server restarts (nonces live in the store)', async () => {
+    const text = JSON.stringify({
+      actorId: 'agent-c',
+      event: { type: 'OUTPUT', stream: 'stdout', content: 'once', at: 1 },
+    });
+    const headers = signRequest(AGENT_ALL, { method: 'POST', path: '/api/events', body: text });
+    const send = (base: string) =>
+      fetch(`${base}/api/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: text,
+      });
+    const restartFile = join(dir, 'restart.db');
+    const open = () => {
+      const s = openStore(`sqlite:${restartFile}`);
+      return { s, server: createServer({ store: s, charts, keys: [AGENT_ALL], pollMs: 0 }) };
+    };
+    const first = open();
+    await createDurableActor(status.machine, {
+      id: 'agent-c',
+      store: first.s,
+      input: { agentId: 'agent-c', name: 'c', task: 't', modelBackend: 'test', createdAt: 0 },
+      schemas: status.events,
+    });
+    let listening = await listen(first.server);
+    expect((await send(listening.url)).status).toBe(200);
+    await listening.close();
+    await first.server.close();
+    await getRuntime(first.s).close();
+    await first.s.close();
+
+    const second = open();
+    listening = await listen(second.server);
+    try {
+      const again = await send(listening.url);
+      expect(again.status).toBe(401);
+      expect(await again.json()).toMatchObject({ error: 'replayed_request' });
+      expect((await second.s.history('agent-c')).length).toBe(2);
+    } finally {
+      await listening.close();
+      await second.server.close();
+      await getRuntime(second.s).close();
+      await second.s.close();
+    }
   });
 
   test('an illegal transition gets 409 naming the state, and nothing is written', async () => {
@@ -875,7 +948,11 @@ describe('store failures', () => {
     const send = async () => {
       const text = JSON.stringify({ actorId: 'refund-flaky', event: { type: 'START' } });
       // Each attempt is signed anew (a distinct timestamp), as a retrying client does.
-      const headers = signRequest(AGENT, text, base - attempt++);
+      const headers = signRequest(
+        AGENT,
+        { method: 'POST', path: '/api/events', body: text },
+        base - attempt++,
+      );
       const response = await fetch(`${local.url}/api/events`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
@@ -910,17 +987,37 @@ describe('store failures', () => {
 });
 
 describe('bounds', () => {
-  test('the replay cache is bounded: when full of unexpired signatures it refuses new ones, and expired ones make room', () => {
-    const cache = new ReplayCache(2);
-    expect(cache.remember('a', 100, 10)).toBe('ok');
-    expect(cache.remember('a', 100, 10)).toBe('replayed');
-    expect(cache.remember('b', 100, 10)).toBe('ok');
-    expect(cache.remember('c', 100, 10)).toBe('full');
-    expect(cache.size).toBe(2);
-    // Past their window, a and b are swept to make room.
-    expect(cache.remember('c', 300, 101)).toBe('ok');
-    expect(cache.size).toBe(1);
+  test('each key has its own request quota: a key that floods gets 429, others go on', () => {
+    const quota = new KeyQuota(2, 300);
+    expect([quota.take('a', 10), quota.take('a', 11), quota.take('a', 12)]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    expect(quota.take('b', 12)).toBe(true);
+    // The next window starts over.
+    expect(quota.take('a', 300)).toBe(true);
   });
+
+  test.each(['memory:', 'sqlite::memory:'])(
+    'the store remembers a nonce until it expires (%s)',
+    async (url) => {
+      const nonces = openStore(url);
+      try {
+        const remember = (nonce: string, now: number) =>
+          nonces.rememberRequest({ key: 'k', nonce, expiresAt: 1_000, now });
+        expect(await remember('n1', 0)).toBe('new');
+        expect(await remember('n1', 500)).toBe('replayed');
+        expect(
+          await nonces.rememberRequest({ key: 'other', nonce: 'n1', expiresAt: 1_000, now: 500 }),
+        ).toBe('new');
+        // Past its expiry the same nonce is new again (the freshness check refuses it first).
+        expect(await remember('n1', 1_001)).toBe('new');
+      } finally {
+        await nonces.close();
+      }
+    },
+  );
 
   test('a stream client resuming from an id no longer buffered is told to resync', async () => {
     const hub = new SseHub({ bufferSize: 2, keepAliveMs: 0 });

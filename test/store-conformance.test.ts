@@ -233,6 +233,19 @@ function storeConformance(target: StoreTarget): void {
       });
     });
 
+    describe('signed request nonces', () => {
+      it('remembers a nonce per key until it expires, then takes it as new', async () => {
+        const remember = (key: string, nonce: string, now: number, expiresAt = 1_000) =>
+          store.rememberRequest({ key, nonce, expiresAt, now });
+        expect(await remember('k', 'n1', 0)).toBe('new');
+        expect(await remember('k', 'n1', 999)).toBe('replayed');
+        expect(await remember('other', 'n1', 999)).toBe('new');
+        expect(await remember('k', 'n2', 999)).toBe('new');
+        expect(await remember('k', 'n1', 1_001, 2_000)).toBe('new');
+        expect(await remember('k', 'n1', 1_500, 2_000)).toBe('replayed');
+      });
+    });
+
     describe('history', () => {
       it('returns transition rows in seq order', async () => {
         await commitOk(store, write('b', 1));

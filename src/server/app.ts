@@ -85,7 +85,8 @@ export interface ServerOptions {
   dashboard?: DashboardOptions | undefined;
   /** Freshness window of signed requests, seconds. Default 300. */
   toleranceSeconds?: number | undefined;
-  replayCacheSize?: number | undefined;
+  /** Signed requests each key may make per freshness window (then 429). Default 100,000. */
+  requestsPerKey?: number | undefined;
   /** Largest accepted request body. Default 64 KiB. */
   maxBodyBytes?: number | undefined;
   /** How often to look for transitions written by other processes (ms); 0 = off. Default 1000. */
@@ -314,7 +315,10 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   const logger = options.logger ?? runtime.logger;
   const verifier = new RequestVerifier(options.keys, {
     toleranceSeconds: options.toleranceSeconds,
-    replayCacheSize: options.replayCacheSize,
+    // Nonces live in the store: a captured request stays refused after a restart
+    // and on every server sharing the store.
+    nonces: (request) => options.store.rememberRequest(request),
+    requestsPerKey: options.requestsPerKey,
     nowSeconds: options.nowSeconds,
   });
   // Approvers sign in to the dashboard as themselves; a reader's session never approves.
@@ -354,12 +358,16 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   // ---- helpers ----------------------------------------------------------
 
   const fail = (c: Context, status: number, body: ErrorBody) =>
-    c.json(body, status as 400 | 401 | 403 | 404 | 409 | 413 | 500 | 503);
+    c.json(body, status as 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503);
 
   const signatureFailure = (c: Context, error: SignatureFailure) =>
-    error === 'replay_cache_full'
-      ? fail(c, 503, { error, retryable: true })
-      : fail(c, 401, { error });
+    error === 'rate_limited' ? fail(c, 429, { error, retryable: true }) : fail(c, 401, { error });
+
+  /** What a signature covers: method, path with query, and the raw body. */
+  const signedTarget = (c: Context, body: Uint8Array) => {
+    const url = new URL(c.req.url);
+    return { method: c.req.method, path: `${url.pathname}${url.search}`, body };
+  };
 
   /** Keys of verified signed reads, by request: a key's actor scope applies to what it reads. */
   const signedReaders = new WeakMap<Request, ApiKey>();
@@ -412,7 +420,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     if (RequestVerifier.isSigned(header)) {
       const body = await readBody(c, maxBodyBytes);
       if (body === undefined) return tooLarge(c);
-      const result = verifier.verify(header, body);
+      const result = await verifier.verify(header, signedTarget(c, body));
       if (!result.ok) return signatureFailure(c, result.error);
       signedReaders.set(c.req.raw, result.key);
       return undefined;
@@ -549,7 +557,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   ): Promise<{ key: ApiKey; body: unknown } | { response: Response }> => {
     const raw = await readBody(c, maxBodyBytes);
     if (raw === undefined) return { response: tooLarge(c) };
-    const result = verifier.verify(headerGetter(c), raw);
+    const result = await verifier.verify(headerGetter(c), signedTarget(c, raw));
     if (!result.ok) return { response: signatureFailure(c, result.error) };
     let text: string;
     try {
@@ -920,7 +928,11 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        ...signRequest(approverKey, body, nowSeconds),
+        ...signRequest(
+          approverKey,
+          { method: 'POST', path: '/api/approval-callback', body },
+          nowSeconds,
+        ),
       },
       body,
     });

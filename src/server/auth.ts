@@ -133,14 +133,28 @@ export function loadKeysFile(file: string, env: NodeJS.ProcessEnv = process.env)
   return validateKeys(keys);
 }
 
-/** The hex HMAC-SHA256 of `<timestamp>.<body>`. */
+/** What a signature covers besides the timestamp: the request line and the raw body. */
+export interface SignedRequest {
+  /** HTTP method, upper case (`POST`, `GET`). */
+  method: string;
+  /** Path and query as sent (`/api/events`, `/api/actors?limit=1`). */
+  path: string;
+  /** The raw body (empty for a GET). */
+  body?: string | Uint8Array | undefined;
+}
+
+/**
+ * The hex HMAC-SHA256 of `<timestamp>.<METHOD>.<path>.<body>`: a signature cannot
+ * be moved to another route, another query or another body.
+ */
 export function computeSignature(
   secret: string,
   timestamp: string,
-  body: string | Uint8Array,
+  request: SignedRequest,
 ): string {
+  const body = request.body ?? '';
   return createHmac('sha256', secret)
-    .update(`${timestamp}.`)
+    .update(`${timestamp}.${request.method.toUpperCase()}.${request.path}.`)
     .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
     .digest('hex');
 }
@@ -152,30 +166,33 @@ export function computeSignature(
  * const body = JSON.stringify({ actorId: 'refund-42', event: { type: 'COMPLETE' } });
  * await fetch(`${url}/api/events`, {
  *   method: 'POST',
- *   headers: { 'content-type': 'application/json', ...signRequest(key, body) },
+ *   headers: {
+ *     'content-type': 'application/json',
+ *     ...signRequest(key, { method: 'POST', path: '/api/events', body }),
+ *   },
  *   body,
  * });
  */
 export function signRequest(
   key: Pick<ApiKey, 'id' | 'secret'>,
-  body: string | Uint8Array,
+  request: SignedRequest,
   nowSeconds: number = Math.floor(Date.now() / 1000),
 ): Record<string, string> {
   const timestamp = String(nowSeconds);
   return {
     [KEY_HEADER]: key.id,
     [TIMESTAMP_HEADER]: timestamp,
-    [SIGNATURE_HEADER]: `sha256=${computeSignature(key.secret, timestamp, body)}`,
+    [SIGNATURE_HEADER]: `sha256=${computeSignature(key.secret, timestamp, request)}`,
   };
 }
 
-/** Why a signed request was refused (all are HTTP 401 except `replay_cache_full`, 503). */
+/** Why a signed request was refused (HTTP 401; `rate_limited` is 429). */
 export type SignatureFailure =
   | 'missing_signature'
   | 'invalid_signature'
   | 'stale_request'
   | 'replayed_request'
-  | 'replay_cache_full';
+  | 'rate_limited';
 
 /** Reads one request header by lower-case name. */
 export type HeaderGetter = (name: string) => string | undefined;
@@ -187,41 +204,36 @@ export function fromHeaders(headers: Headers): HeaderGetter {
 
 export type VerifyResult = { ok: true; key: ApiKey } | { ok: false; error: SignatureFailure };
 
+/** Remembers a request nonce until it expires; `replayed` when it is already there. */
+export type NonceStore = (request: {
+  key: string;
+  nonce: string;
+  expiresAt: number;
+  now: number;
+}) => Promise<'new' | 'replayed'>;
+
 /**
- * Signatures seen inside the freshness window, so a captured request cannot be
- * sent again. Bounded: expired entries are swept when the cache fills; when it is
- * still full, new requests are refused (503) rather than forgetting a signature
- * that could then be replayed.
+ * How many signed requests each key may make per window. A key that floods gets
+ * `rate_limited` (429); other keys are unaffected, and the nonces a key can make
+ * the store keep are bounded by its quota.
  */
-export class ReplayCache {
-  private readonly entries = new Map<string, number>();
-  readonly maxEntries: number;
-  constructor(maxEntries = 500_000) {
-    this.maxEntries = maxEntries;
-  }
+export class KeyQuota {
+  private readonly used = new Map<string, { window: number; count: number }>();
+  constructor(
+    readonly perWindow: number,
+    readonly windowSeconds: number,
+  ) {}
 
-  get size(): number {
-    return this.entries.size;
-  }
-
-  /**
-   * Records `id` until `expiresAt` (seconds). Returns `replayed` if it is already
-   * there and unexpired, `full` if there is no room.
-   */
-  remember(id: string, expiresAt: number, nowSeconds: number): 'ok' | 'replayed' | 'full' {
-    const existing = this.entries.get(id);
-    if (existing !== undefined && existing >= nowSeconds) return 'replayed';
-    if (this.entries.size >= this.maxEntries) this.sweep(nowSeconds);
-    if (this.entries.size >= this.maxEntries) return 'full';
-    this.entries.set(id, expiresAt);
-    return 'ok';
-  }
-
-  /** Drops entries whose window has passed. */
-  sweep(nowSeconds: number): void {
-    for (const [id, expiresAt] of this.entries) {
-      if (expiresAt < nowSeconds) this.entries.delete(id);
+  /** Counts one request of `keyId` at `nowSeconds`; false when over the quota. */
+  take(keyId: string, nowSeconds: number): boolean {
+    const window = Math.floor(nowSeconds / this.windowSeconds);
+    const entry = this.used.get(keyId);
+    if (!entry || entry.window !== window) {
+      this.used.set(keyId, { window, count: 1 });
+      return true;
     }
+    entry.count++;
+    return entry.count <= this.perWindow;
   }
 }
 
@@ -232,21 +244,25 @@ const TIMESTAMP_FORMAT = /^[0-9]{1,12}$/;
 export class RequestVerifier {
   private readonly keys: Map<string, ApiKey>;
   readonly toleranceSeconds: number;
-  readonly replay: ReplayCache;
+  private readonly nonces: NonceStore;
+  private readonly quota: KeyQuota;
   private readonly nowSeconds: () => number;
-  private lastSweep = 0;
 
   constructor(
     keys: readonly ApiKey[],
     options: {
       toleranceSeconds?: number | undefined;
-      replayCacheSize?: number | undefined;
+      /** Where nonces are remembered: the store, so replays fail after a restart. */
+      nonces: NonceStore;
+      /** Signed requests per key per freshness window. Default 100,000. */
+      requestsPerKey?: number | undefined;
       nowSeconds?: (() => number) | undefined;
-    } = {},
+    },
   ) {
     this.keys = new Map(validateKeys(keys).map((k) => [k.id, k]));
     this.toleranceSeconds = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
-    this.replay = new ReplayCache(options.replayCacheSize);
+    this.nonces = options.nonces;
+    this.quota = new KeyQuota(options.requestsPerKey ?? 100_000, this.toleranceSeconds);
     this.nowSeconds = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
   }
 
@@ -264,11 +280,14 @@ export class RequestVerifier {
   }
 
   /**
-   * Checks key, signature (constant-time), freshness and replay, in that order; a
-   * request is remembered only once its signature is valid, so forged requests
-   * cannot fill the replay cache.
+   * Checks key, signature over method, path and body (constant-time), freshness,
+   * the key's quota and replay, in that order; a request is remembered only once
+   * its signature is valid, so forged requests cannot fill the nonce table.
    */
-  verify(header: HeaderGetter, body: Uint8Array): VerifyResult {
+  async verify(
+    header: HeaderGetter,
+    request: { method: string; path: string; body: Uint8Array },
+  ): Promise<VerifyResult> {
     const keyId = header(KEY_HEADER);
     const timestamp = header(TIMESTAMP_HEADER);
     const signature = header(SIGNATURE_HEADER);
@@ -281,7 +300,7 @@ export class RequestVerifier {
     if (!match?.[1] || !key || !TIMESTAMP_FORMAT.test(timestamp)) {
       return { ok: false, error: 'invalid_signature' };
     }
-    const expected = Buffer.from(computeSignature(key.secret, timestamp, body), 'hex');
+    const expected = Buffer.from(computeSignature(key.secret, timestamp, request), 'hex');
     const given = Buffer.from(match[1], 'hex');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       return { ok: false, error: 'invalid_signature' };
@@ -289,13 +308,14 @@ export class RequestVerifier {
     const now = this.nowSeconds();
     const ts = Number(timestamp);
     if (Math.abs(now - ts) > this.toleranceSeconds) return { ok: false, error: 'stale_request' };
-    if (now - this.lastSweep > 60) {
-      this.lastSweep = now;
-      this.replay.sweep(now);
-    }
-    const outcome = this.replay.remember(`${key.id}:${match[1]}`, ts + this.toleranceSeconds, now);
+    if (!this.quota.take(key.id, now)) return { ok: false, error: 'rate_limited' };
+    const outcome = await this.nonces({
+      key: key.id,
+      nonce: match[1],
+      expiresAt: (ts + this.toleranceSeconds) * 1000,
+      now: now * 1000,
+    });
     if (outcome === 'replayed') return { ok: false, error: 'replayed_request' };
-    if (outcome === 'full') return { ok: false, error: 'replay_cache_full' };
     return { ok: true, key };
   }
 }

@@ -545,6 +545,29 @@ export class MemoryStore implements Store {
     return settle(() => this.ensureOpen('query'));
   }
 
+  private readonly nonces = new Map<string, number>();
+  private noncesSweptAt = 0;
+
+  rememberRequest(request: {
+    key: string;
+    nonce: string;
+    expiresAt: number;
+    now: number;
+  }): Promise<'new' | 'replayed'> {
+    return settle(() => {
+      this.ensureOpen('commit');
+      if (request.now - this.noncesSweptAt > 60_000) {
+        this.noncesSweptAt = request.now;
+        for (const [id, expires] of this.nonces) if (expires < request.now) this.nonces.delete(id);
+      }
+      const id = `${request.key}\u0000${request.nonce}`;
+      const expires = this.nonces.get(id);
+      if (expires !== undefined && expires >= request.now) return 'replayed';
+      this.nonces.set(id, request.expiresAt);
+      return 'new';
+    });
+  }
+
   rebuildReadModels(): Promise<{ actors: number; entries: number }> {
     return settle(() => {
       this.ensureOpen('query');

@@ -417,6 +417,19 @@ export interface Store {
   /** Rebuilds the derived read models from the authoritative tables (`agentcharts reindex`). */
   rebuildReadModels(): Promise<{ actors: number; entries: number }>;
 
+  /**
+   * Remembers a signed request (`key` id + `nonce`, its signature) until `expiresAt`
+   * (ms), so that a captured request is refused after a restart too and by every
+   * server on the store. `replayed` when it was already remembered and has not
+   * expired. Expired entries are dropped as `now` (ms) passes them.
+   */
+  rememberRequest(request: {
+    key: string;
+    nonce: string;
+    expiresAt: number;
+    now: number;
+  }): Promise<'new' | 'replayed'>;
+
   close(): Promise<void>;
 }
 

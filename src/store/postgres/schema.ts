@@ -258,6 +258,19 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;
     `,
   },
+  {
+    version: 7,
+    description: 'signed requests remembered until they expire: replays are refused after a restart',
+    sql: `
+      CREATE TABLE request_nonces (
+        key_id TEXT COLLATE "C" NOT NULL,
+        nonce TEXT COLLATE "C" NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (key_id, nonce)
+      );
+      CREATE INDEX request_nonces_expiry ON request_nonces (expires_at);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -845,6 +845,31 @@ export class PostgresStore implements Store {
     return this.run('query', undefined, () => this.readModels.rebuild());
   }
 
+  private noncesSweptAt = 0;
+
+  rememberRequest(request: {
+    key: string;
+    nonce: string;
+    expiresAt: number;
+    now: number;
+  }): Promise<'new' | 'replayed'> {
+    return this.run('commit', undefined, async () => {
+      if (request.now - this.noncesSweptAt > 60_000) {
+        this.noncesSweptAt = request.now;
+        await this.query('DELETE FROM request_nonces WHERE expires_at < $1', [request.now]);
+      }
+      // An expired entry under the same nonce is replaced; a live one is a replay.
+      const rows = await this.query<{ key_id: string }>(
+        `INSERT INTO request_nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3)
+         ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = excluded.expires_at
+         WHERE request_nonces.expires_at < $4
+         RETURNING key_id`,
+        [request.key, request.nonce, request.expiresAt, request.now],
+      );
+      return rows.length === 1 ? 'new' : 'replayed';
+    });
+  }
+
   actorIdsWithHistory(): Promise<string[]> {
     return this.run('query', undefined, async () => {
       const rows = await this.query<{ id: string }>(

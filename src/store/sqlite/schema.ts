@@ -277,6 +277,19 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    description: 'signed requests remembered until they expire: replays are refused after a restart',
+    sql: `
+      CREATE TABLE request_nonces (
+        key_id TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (key_id, nonce)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX request_nonces_expiry ON request_nonces (expires_at);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -148,6 +148,29 @@ export class SqliteStore implements Store {
     return this.run('query', undefined, () => this.readModels.rebuild());
   }
 
+  private noncesSweptAt = 0;
+
+  rememberRequest(request: {
+    key: string;
+    nonce: string;
+    expiresAt: number;
+    now: number;
+  }): Promise<'new' | 'replayed'> {
+    return this.run('commit', undefined, () => {
+      if (request.now - this.noncesSweptAt > 60_000) {
+        this.noncesSweptAt = request.now;
+        this.sql('DELETE FROM request_nonces WHERE expires_at < ?').run(request.now);
+      }
+      // An expired entry under the same nonce is replaced; a live one is a replay.
+      const inserted = this.sql(
+        `INSERT INTO request_nonces (key_id, nonce, expires_at) VALUES (?, ?, ?)
+         ON CONFLICT (key_id, nonce) DO UPDATE SET expires_at = excluded.expires_at
+         WHERE request_nonces.expires_at < ?`,
+      ).run(request.key, request.nonce, request.expiresAt, request.now);
+      return inserted.changes === 1 ? 'new' : 'replayed';
+    });
+  }
+
   loadActor(actorId: string): Promise<ActorRow | undefined> {
     return this.run(
       'load',
