@@ -49,7 +49,9 @@ async function sendSigned(actorId: string, event: Record<string, unknown>): Prom
   const body = JSON.stringify({ actorId, event });
   const response = await fetch(`${http.url}/api/events`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...signRequest(AGENT, { method: 'POST', path: '/api/events', body }),
+    headers: {
+      'content-type': 'application/json',
+      ...signRequest(AGENT, { method: 'POST', path: '/api/events', body }),
     },
     body,
   });

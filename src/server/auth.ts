@@ -188,11 +188,7 @@ export function signRequest(
 
 /** Why a signed request was refused (HTTP 401; `rate_limited` is 429). */
 export type SignatureFailure =
-  | 'missing_signature'
-  | 'invalid_signature'
-  | 'stale_request'
-  | 'replayed_request'
-  | 'rate_limited';
+  'missing_signature' | 'invalid_signature' | 'stale_request' | 'replayed_request' | 'rate_limited';
 
 /** Reads one request header by lower-case name. */
 export type HeaderGetter = (name: string) => string | undefined;

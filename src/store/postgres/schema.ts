@@ -260,7 +260,8 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   },
   {
     version: 7,
-    description: 'signed requests remembered until they expire: replays are refused after a restart',
+    description:
+      'signed requests remembered until they expire: replays are refused after a restart',
     sql: `
       CREATE TABLE request_nonces (
         key_id TEXT COLLATE "C" NOT NULL,

@@ -279,7 +279,8 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   },
   {
     version: 6,
-    description: 'signed requests remembered until they expire: replays are refused after a restart',
+    description:
+      'signed requests remembered until they expire: replays are refused after a restart',
     sql: `
       CREATE TABLE request_nonces (
         key_id TEXT NOT NULL,
