@@ -819,6 +819,63 @@ describe('the live stream', () => {
   });
 });
 
+describe('deployment', () => {
+  test('answers only for its hosts (DNS rebinding): others get 421 before anything runs', async () => {
+    const local = createServer({
+      store,
+      charts,
+      keys: [],
+      publicRead: true,
+      allowedHosts: ['agents.example.com', '.internal'],
+      pollMs: 0,
+    });
+    try {
+      const status = async (url: string) => (await local.app.fetch(new Request(url))).status;
+      expect(await status('http://127.0.0.1:7878/healthz')).toBe(200);
+      expect(await status('http://localhost/healthz')).toBe(200);
+      expect(await status('http://agents.example.com/healthz')).toBe(200);
+      expect(await status('http://db.internal:8080/healthz')).toBe(200);
+      expect(await status('http://attacker.example/api/actors')).toBe(421);
+      expect(await status('http://internal.attacker.example/api/actors')).toBe(421);
+    } finally {
+      await local.close();
+    }
+  });
+
+  test('behind a trusted TLS proxy the session cookie is Secure and the origin is the proxy’s', async () => {
+    const local = createServer({
+      store,
+      charts,
+      keys: [DASHBOARD],
+      accessToken: TOKEN,
+      trustProxy: true,
+      allowedHosts: ['agents.example.com'],
+      pollMs: 0,
+    });
+    try {
+      const proxied = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'agents.example.com' };
+      const page = await local.app.fetch(
+        new Request(`http://127.0.0.1/?token=${TOKEN}`, { headers: proxied }),
+      );
+      expect(page.headers.get('set-cookie')).toContain('Secure');
+      const signIn = await local.app.fetch(
+        new Request('http://127.0.0.1/dashboard/sign-in', {
+          method: 'POST',
+          headers: {
+            ...proxied,
+            origin: 'https://agents.example.com',
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ keyId: DASHBOARD.id, secret: DASHBOARD.secret }),
+        }),
+      );
+      expect(signIn.status).toBe(200);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
 describe('the dashboard', () => {
   async function session(): Promise<string> {
     const response = await fetch(`${http.url}/?token=${TOKEN}`, { redirect: 'manual' });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { charts } from '../../machines/index.ts';
 import { attachInspector } from '../inspect/inspector.ts';
@@ -13,6 +14,9 @@ interface ServeOptions extends StoreOptions {
   host: string;
   keys?: string;
   token?: string;
+  tokenFile?: string;
+  allowedHost?: string[];
+  trustProxy?: boolean;
   dashboardApprovals: boolean;
   publicRead?: boolean;
   poll: string;
@@ -26,6 +30,40 @@ function integer(option: string, text: string, min: number, max: number): number
     throw new CliOptionError(option, `expected an integer from ${min} to ${max}`);
   }
   return n;
+}
+
+/**
+ * The read token: `--token-file`, `--token`, `$AGENTCHARTS_TOKEN`, or a random one
+ * written (mode 0600) next to a SQLite store, and where it came from.
+ */
+function readToken(opts: ServeOptions, where: string): { token: string; from: string } {
+  let token: string;
+  let from: string;
+  if (opts.tokenFile !== undefined) {
+    try {
+      token = readFileSync(opts.tokenFile, 'utf8').trim();
+    } catch {
+      throw new CliOptionError('--token-file', `cannot read ${opts.tokenFile}`);
+    }
+    from = `token in ${opts.tokenFile}`;
+  } else if (opts.token !== undefined) {
+    token = opts.token;
+    from = 'token from --token';
+  } else if (process.env['AGENTCHARTS_TOKEN'] !== undefined) {
+    token = process.env['AGENTCHARTS_TOKEN'];
+    from = 'token from $AGENTCHARTS_TOKEN';
+  } else {
+    token = randomBytes(24).toString('base64url');
+    const file = where.startsWith('sqlite:') ? `${where.slice('sqlite:'.length)}.token` : undefined;
+    if (file !== undefined && !file.includes(':memory:')) {
+      writeFileSync(file, `${token}\n`, { mode: 0o600 });
+      from = `token written to ${file}`;
+    } else {
+      from = 'random token: set $AGENTCHARTS_TOKEN or --token-file to know it';
+    }
+  }
+  if (token.length < 16) throw new CliOptionError('--token', 'use at least 16 characters');
+  return { token, from };
 }
 
 /** `agentcharts serve`: the HTTP API, approval webhook, SSE stream, metrics and dashboard. */
@@ -48,9 +86,15 @@ export function registerServe(program: Command): void {
       'JSON keys file: { "keys": [{ "id", "secret" | "secretEnv", "role": "approver" | "agent", "actors"? }] }',
     )
     .option(
-      '--token <token>',
-      'access token for reads and the dashboard (default: $AGENTCHARTS_TOKEN, else a random one)',
+      '--token-file <file>',
+      'read the access token for reads and the dashboard from this file (default: $AGENTCHARTS_TOKEN, else a random one written to <db>.token)',
     )
+    .option('--token <token>', 'the access token itself (it then sits in argv and shell history)')
+    .option(
+      '--allowed-host <name...>',
+      'host names to answer for besides loopback (a leading . allows subdomains); others get 421',
+    )
+    .option('--trust-proxy', 'behind a TLS proxy: trust X-Forwarded-Proto/Host (Secure cookies)')
     .option(
       '--no-dashboard-approvals',
       'do not let approvers sign in to the dashboard to approve or deny (read-only dashboard)',
@@ -66,10 +110,8 @@ export function registerServe(program: Command): void {
       const port = integer('--port', opts.port, 0, 65_535);
       const pollMs = integer('--poll', opts.poll, 0, 3_600_000);
       const keys: ApiKey[] = opts.keys !== undefined ? loadKeysFile(opts.keys) : [];
-      const token =
-        opts.token ?? process.env['AGENTCHARTS_TOKEN'] ?? randomBytes(24).toString('base64url');
-      if (token.length < 16) throw new CliOptionError('--token', 'use at least 16 characters');
       const { store, where } = openExistingStore(opts);
+      const { token, from } = readToken(opts, where);
       let detachInspector: (() => void) | undefined;
       try {
         const server = createServer({
@@ -78,6 +120,8 @@ export function registerServe(program: Command): void {
           keys,
           accessToken: token,
           publicRead: opts.publicRead === true,
+          allowedHosts: opts.allowedHost ?? [],
+          trustProxy: opts.trustProxy === true,
           dashboard: { approvals: opts.dashboardApprovals },
           pollMs,
           fireTimers: opts.timers,
@@ -95,7 +139,8 @@ export function registerServe(program: Command): void {
         const listening = await listen(server, { port, hostname: opts.host });
         const lines = [
           `agentcharts serve: ${listening.url} (store ${where})`,
-          `dashboard: ${listening.url}/?token=${encodeURIComponent(token)}`,
+          // The token is never printed in full: it is in argv, the environment or a file.
+          `dashboard: ${listening.url}/?token=<token> (${from}; starts ${token.slice(0, 4)}…)`,
           keys.length === 0
             ? 'no --keys given: every write is refused (401)'
             : `${keys.length} key(s): ${keys.map((k) => `${k.id} (${k.role})`).join(', ')}`,

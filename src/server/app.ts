@@ -55,6 +55,8 @@ import { SseHub, type SseHubOptions } from './sse.ts';
 import { badge, cardLabels, CATEGORIES, type StateCategory } from './badges.ts';
 import { agentsStatusRoute } from './routes/agents-status.ts';
 import { SessionStore, type SessionPrincipal } from './sessions.ts';
+import { allowedHosts } from './middleware/hosts.ts';
+import { secureHeaders } from 'hono/secure-headers';
 import { labelsFor } from '../core/meanings.ts';
 import { feedTransitions, type TransitionFeed } from '../observe/feed.ts';
 
@@ -83,6 +85,18 @@ export interface ServerOptions {
   /** Let anyone read (e.g. behind an authenticating proxy). Default false. */
   publicRead?: boolean | undefined;
   dashboard?: DashboardOptions | undefined;
+  /**
+   * Host names the server answers for besides loopback (`localhost`, `127.0.0.1`,
+   * `::1`); a request for any other host gets 421 (DNS rebinding). A leading `.`
+   * allows subdomains; `*` allows any host.
+   */
+  allowedHosts?: readonly string[] | undefined;
+  /**
+   * Behind a TLS-terminating proxy: take the scheme and host from
+   * `X-Forwarded-Proto`/`X-Forwarded-Host` for the origin check and mark the
+   * session cookie `Secure`. Default false.
+   */
+  trustProxy?: boolean | undefined;
   /** Freshness window of signed requests, seconds. Default 300. */
   toleranceSeconds?: number | undefined;
   /** Signed requests each key may make per freshness window (then 429). Default 100,000. */
@@ -386,6 +400,8 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       sameSite: 'Strict',
       path: '/',
       maxAge: Math.floor(sessions.ttlMs / 1000),
+      // Over TLS (directly, or at a trusted proxy) the cookie never travels in clear.
+      secure: publicOrigin(c).startsWith('https:'),
     });
   };
 
@@ -395,10 +411,20 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     return principal?.kind === 'approver' ? principal.keyId : undefined;
   };
 
+  /** The origin the browser sees: the proxy's when it is trusted. */
+  const publicOrigin = (c: Context): string => {
+    const url = new URL(c.req.url);
+    if (!options.trustProxy) return url.origin;
+    const proto =
+      c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() ?? url.protocol.slice(0, -1);
+    const host = c.req.header('x-forwarded-host')?.split(',')[0]?.trim() ?? url.host;
+    return `${proto}://${host}`;
+  };
+
   /** A browser form post: same origin, JSON body. */
   const sameOriginJson = (c: Context): Response | undefined => {
     const origin = c.req.header('origin');
-    if (origin !== undefined && origin !== new URL(c.req.url).origin) {
+    if (origin !== undefined && origin !== publicOrigin(c)) {
       return fail(c, 403, { error: 'cross_origin' });
     }
     if (!c.req.header('content-type')?.startsWith('application/json')) {
@@ -581,12 +607,9 @@ export function createServer(options: ServerOptions): AgentchartsServer {
 
   const app = new Hono();
 
-  app.use('*', async (c, next) => {
-    // Set before the handler runs: adding headers to a finished response copies it.
-    c.header('x-content-type-options', 'nosniff');
-    c.header('referrer-policy', 'no-referrer');
-    await next();
-  });
+  app.use('*', allowedHosts(options.allowedHosts ?? []));
+  // nosniff, no-referrer, frame and opener policies: hono's own middleware.
+  app.use('*', secureHeaders({ crossOriginEmbedderPolicy: false }));
 
   app.onError((error, c) => {
     logger.error({ err: error, path: c.req.path }, 'unhandled error');
