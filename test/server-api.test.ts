@@ -1076,6 +1076,37 @@ describe('bounds', () => {
     },
   );
 
+  test('the stream buffer is bounded in bytes, and a resume larger than a client may queue resyncs', async () => {
+    const hub = new SseHub({ maxBufferBytes: 4096, maxQueuedBytes: 2048, keepAliveMs: 0 });
+    const big = 'x'.repeat(200);
+    for (let i = 0; i < 1_000; i++) hub.publish({ actorId: 'a', machineId: 'm', data: { i, big } });
+    await new Promise((r) => setImmediate(r));
+    // 1,000 messages of ~230 bytes: only ~4 KiB of them are kept, so id 1 is gone.
+    const fromStart = readStream(hub.connect({ filter: {}, lastEventId: 0 }));
+    expect((await fromStart.until((f) => f.event === 'resync')).data).toEqual({
+      lastEventId: 1_000,
+    });
+    // A resume the buffer still holds, but over what a client may queue: resync, not one huge chunk.
+    const recent = readStream(hub.connect({ filter: {}, lastEventId: 990 }));
+    expect((await recent.until((f) => f.event === 'resync')).data).toEqual({ lastEventId: 1_000 });
+    const last = readStream(hub.connect({ filter: {}, lastEventId: 997 }));
+    expect((await last.until((f) => f.id === 1000)).data).toMatchObject({ i: 999 });
+    hub.close();
+  });
+
+  test('streams are capped per principal and end with their principal', () => {
+    const hub = new SseHub({ maxStreamsPerPrincipal: 2, keepAliveMs: 0 });
+    hub.connect({ filter: {}, principal: 'session:a' });
+    hub.connect({ filter: {}, principal: 'session:a' });
+    expect(hub.admits('session:a')).toBe(false);
+    expect(hub.admits('session:b')).toBe(true);
+    expect(hub.size).toBe(2);
+    hub.closePrincipal('session:a');
+    expect(hub.size).toBe(0);
+    expect(hub.admits('session:a')).toBe(true);
+    hub.close();
+  });
+
   test('a stream client resuming from an id no longer buffered is told to resync', async () => {
     const hub = new SseHub({ bufferSize: 2, keepAliveMs: 0 });
     for (let i = 0; i < 10; i++) hub.publish({ actorId: 'a', machineId: 'm', data: { i } });

@@ -460,6 +460,17 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     return key?.actors !== undefined ? key : undefined;
   };
 
+  /** Who holds a stream, for the per-principal cap and for ending it at logout. */
+  const streamPrincipal = (c: Context): string => {
+    const key = signedReaders.get(c.req.raw);
+    if (key) return `key:${key.id}`;
+    const session = getCookie(c, SESSION_COOKIE);
+    if (session !== undefined && sessions.get(session)) return `session:${session}`;
+    const address = incomingOf(c)?.socket.remoteAddress ?? 'unknown';
+    if (c.req.header('authorization') !== undefined) return `token:${address}`;
+    return `address:${address}`;
+  };
+
   /** A scoped key reading an actor outside its list: 403, before anything is loaded. */
   const actorOutOfScope = (c: Context, actorId: string): Response | undefined => {
     const scope = readScope(c);
@@ -798,14 +809,16 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     if (scope && (filter.actorId === undefined || !keyCoversActor(scope, filter.actorId))) {
       return fail(c, 403, { error: 'forbidden', keyId: scope.id, reason: 'scope_too_narrow' });
     }
+    const principal = streamPrincipal(c);
+    if (!hub.admits(principal)) return fail(c, 429, { error: 'too_many_streams', retryable: true });
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (incomingOf(c) && outgoing && typeof outgoing.writeHead === 'function') {
       // Under Node, write frames straight to the socket's response: one web stream per
       // client would cost more than the rest of the fan-out.
-      hub.connectNode({ filter, lastEventId, response: outgoing });
+      hub.connectNode({ filter, principal, lastEventId, response: outgoing });
       return RESPONSE_ALREADY_SENT;
     }
-    return hub.connect({ filter, lastEventId, signal: c.req.raw.signal });
+    return hub.connect({ filter, principal, lastEventId, signal: c.req.raw.signal });
   });
 
   app.post('/api/events', async (c) => {
@@ -860,7 +873,10 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   app.get('/', page);
   app.get('/actors/:id', page);
   app.post('/logout', (c) => {
-    sessions.close(getCookie(c, SESSION_COOKIE));
+    const id = getCookie(c, SESSION_COOKIE);
+    sessions.close(id);
+    // Its streams end with it.
+    if (id !== undefined) hub.closePrincipal(`session:${id}`);
     deleteCookie(c, SESSION_COOKIE, { path: '/' });
     return c.redirect('/', 303);
   });

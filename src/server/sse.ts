@@ -21,6 +21,7 @@ export interface StreamItem {
 interface Buffered extends StreamItem {
   id: number;
   frame: string;
+  bytes: number;
 }
 
 /** Where one client's frames go: a web stream, or Node's response directly. */
@@ -33,6 +34,8 @@ interface Sink {
 
 interface Client {
   filter: StreamFilter;
+  /** Who opened it (a session, a key, the token): caps and logout act on it. */
+  principal: string;
   key: string;
   sink: Sink;
   closed: boolean;
@@ -59,6 +62,12 @@ const SSE_HEADERS: Readonly<Record<string, string>> = {
 export interface SseHubOptions {
   /** Messages kept for `Last-Event-ID` resumption. Default 10,000. */
   bufferSize?: number;
+  /** Bytes of messages kept for resumption, whatever their number. Default 16 MiB. */
+  maxBufferBytes?: number;
+  /** Streams one principal may hold open. Default 256. */
+  maxStreamsPerPrincipal?: number;
+  /** Streams open in all. Default 10,000. */
+  maxStreams?: number;
   /** Bytes a client may have queued before it is dropped. Default 8 MiB. */
   maxQueuedBytes?: number;
   /** Keep-alive comment interval. Default 15 s. */
@@ -88,6 +97,11 @@ export class SseHub {
   private flushScheduled = false;
   private nextId = 1;
   private readonly bufferSize: number;
+  private readonly maxBufferBytes: number;
+  private ringBytes = 0;
+  private readonly maxStreamsPerPrincipal: number;
+  private readonly maxStreams: number;
+  private readonly perPrincipal = new Map<string, number>();
   private readonly maxQueuedBytes: number;
   private readonly keepAlive: ReturnType<typeof setInterval> | undefined;
   private readonly maxConnectionMs: number;
@@ -97,6 +111,9 @@ export class SseHub {
 
   constructor(options: SseHubOptions = {}) {
     this.bufferSize = Math.max(1, options.bufferSize ?? 10_000);
+    this.maxBufferBytes = Math.max(1024, options.maxBufferBytes ?? 16 * 1024 * 1024);
+    this.maxStreamsPerPrincipal = options.maxStreamsPerPrincipal ?? 256;
+    this.maxStreams = options.maxStreams ?? 10_000;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 8 * 1024 * 1024;
     this.maxConnectionMs = options.maxConnectionMs ?? 0;
     const keepAliveMs = options.keepAliveMs ?? 15_000;
@@ -120,11 +137,20 @@ export class SseHub {
   publish(item: StreamItem): number {
     const id = this.nextId++;
     const frame = `id: ${id}\ndata: ${JSON.stringify(item.data)}\n\n`;
-    const buffered: Buffered = { ...item, id, frame };
+    const buffered: Buffered = { ...item, id, frame, bytes: Buffer.byteLength(frame, 'utf8') };
     this.ring.push(buffered);
-    if (this.ring.length > this.bufferSize * 2) {
-      // Trim in bulk so the buffer costs O(1) per message on average.
-      const drop = this.ring.length - this.bufferSize;
+    this.ringBytes += buffered.bytes;
+    if (this.ring.length > this.bufferSize * 2 || this.ringBytes > this.maxBufferBytes) {
+      // Trim in bulk (to the count, and to half the bytes) so the buffer costs O(1)
+      // per message on average and never holds more than its byte bound.
+      let drop = 0;
+      while (
+        drop < this.ring.length - 1 &&
+        (this.ring.length - drop > this.bufferSize || this.ringBytes > this.maxBufferBytes / 2)
+      ) {
+        this.ringBytes -= (this.ring[drop] as Buffered).bytes;
+        drop++;
+      }
       this.ring.splice(0, drop);
     }
     this.pending.push(buffered);
@@ -175,21 +201,50 @@ export class SseHub {
     const head: string[] = [`retry: 1000\n: connected ${this.lastId}\n\n`];
     if (lastEventId !== undefined && lastEventId < this.lastId) {
       const oldest = this.ring[0]?.id ?? this.nextId;
+      const resync = `event: resync\ndata: {"lastEventId":${this.lastId}}\n\n`;
       if (lastEventId + 1 < oldest) {
-        head.push(`event: resync\ndata: {"lastEventId":${this.lastId}}\n\n`);
+        head.push(resync);
       } else {
-        // Messages not yet flushed are written by the next flush; replay only those before them.
+        // Messages not yet flushed are written by the next flush; replay only those
+        // before them, and no more than a client may have queued: past that the
+        // client reloads its view (resync) instead of one huge first chunk.
         const flushedUpTo = this.pending[0]?.id ?? this.nextId;
+        let bytes = 0;
         for (const m of this.ring) {
-          if (m.id > lastEventId && m.id < flushedUpTo && matches(filter, m)) head.push(m.frame);
+          if (m.id > lastEventId && m.id < flushedUpTo && matches(filter, m)) {
+            bytes += m.bytes;
+            if (bytes > this.maxQueuedBytes) {
+              head.length = 1;
+              head.push(resync);
+              break;
+            }
+            head.push(m.frame);
+          }
         }
       }
     }
     return encoder.encode(head.join(''));
   }
 
+  /**
+   * Whether `principal` may open one more stream: under its own cap and the
+   * total. The server answers 429 otherwise.
+   */
+  admits(principal: string): boolean {
+    return (
+      this.clients.size < this.maxStreams &&
+      (this.perPrincipal.get(principal) ?? 0) < this.maxStreamsPerPrincipal
+    );
+  }
+
+  /** Ends every stream a principal opened (its session ended, its key went away). */
+  closePrincipal(principal: string): void {
+    for (const client of [...this.clients]) if (client.principal === principal) client.close();
+  }
+
   private add(
     filter: StreamFilter,
+    principal: string,
     sink: Sink,
     lastEventId: number | undefined,
     signal: AbortSignal | undefined,
@@ -197,13 +252,18 @@ export class SseHub {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const client: Client = {
       filter,
+      principal,
       key: filterKey(filter),
       sink,
       closed: false,
       close: () => {
         if (client.closed) return;
         client.closed = true;
-        this.clients.delete(client);
+        if (this.clients.delete(client)) {
+          const left = (this.perPrincipal.get(principal) ?? 1) - 1;
+          if (left > 0) this.perPrincipal.set(principal, left);
+          else this.perPrincipal.delete(principal);
+        }
         if (timer !== undefined) clearTimeout(timer);
         try {
           sink.end();
@@ -219,6 +279,7 @@ export class SseHub {
     }
     sink.write(this.head(filter, lastEventId));
     this.clients.add(client);
+    this.perPrincipal.set(principal, (this.perPrincipal.get(principal) ?? 0) + 1);
     if (this.maxConnectionMs > 0) {
       timer = setTimeout(() => client.close(), this.maxConnectionMs);
       timer.unref();
@@ -233,6 +294,7 @@ export class SseHub {
    */
   connectNode(options: {
     filter: StreamFilter;
+    principal?: string | undefined;
     lastEventId?: number | undefined;
     response: NodeResponseLike;
   }): void {
@@ -241,6 +303,7 @@ export class SseHub {
     response.flushHeaders?.();
     const client = this.add(
       options.filter,
+      options.principal ?? '',
       {
         write: (chunk) => {
           response.write(chunk);
@@ -269,6 +332,7 @@ export class SseHub {
    */
   connect(options: {
     filter: StreamFilter;
+    principal?: string | undefined;
     lastEventId?: number | undefined;
     signal?: AbortSignal | undefined;
   }): Response {
@@ -278,6 +342,7 @@ export class SseHub {
         start: (controller) => {
           client = this.add(
             options.filter,
+            options.principal ?? '',
             {
               write: (chunk) => controller.enqueue(chunk),
               queued: () => this.maxQueuedBytes - (controller.desiredSize ?? this.maxQueuedBytes),
