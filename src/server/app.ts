@@ -11,7 +11,7 @@
  * See docs/server.md.
  */
 import type { AnyEventObject } from 'xstate';
-import { timingSafeEqual } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -623,8 +623,19 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   app.use('*', secureHeaders({ crossOriginEmbedderPolicy: false }));
 
   app.onError((error, c) => {
-    logger.error({ err: error, path: c.req.path }, 'unhandled error');
-    return fail(c, 500, { error: 'internal' });
+    // A client that went away mid-request is not a server fault.
+    const code = (error as { code?: unknown }).code;
+    if (
+      code === 'ECONNRESET' ||
+      code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+      error.message === 'aborted'
+    ) {
+      logger.info({ path: c.req.path }, 'client disconnected mid-request');
+      return fail(c, 400, { error: 'client_disconnected' });
+    }
+    const requestId = randomUUID();
+    logger.error({ err: error, path: c.req.path, requestId }, 'unhandled error');
+    return fail(c, 500, { error: 'internal', requestId });
   });
   app.notFound((c) => fail(c, 404, { error: 'not_found' }));
 
@@ -860,9 +871,13 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       if (options.accessToken === undefined || !sameToken(token, options.accessToken)) {
         return c.text('invalid token', 401);
       }
+      // Drop the token from the address bar and history. The target is the path
+      // as sent (still percent-encoded), so no decoded CR/LF can reach a header;
+      // anything else is refused before a session is opened.
+      const target = new URL(c.req.url).pathname;
+      if (!/^\/[\x21-\x7e]*$/.test(target)) return fail(c, 400, { error: 'invalid_path' });
       startSession(c, { kind: 'reader' });
-      // Drop the token from the address bar and history.
-      return c.redirect(c.req.path, 303);
+      return c.redirect(target, 303);
     }
     return c.body(assets.html, 200, {
       'content-type': 'text/html; charset=utf-8',
