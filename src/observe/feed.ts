@@ -156,12 +156,35 @@ export function feedTransitions(
     cursor = Math.max(cursor, newest);
   };
 
+  // A notification during a poll asks for one more poll after it (the rows it
+  // announces may have been committed after this poll read).
+  let again = false;
   const poll = (): Promise<void> => {
-    polling ??= pollOnce().finally(() => {
+    if (polling) {
+      again = true;
+      return polling;
+    }
+    polling = pollOnce().finally(() => {
       polling = undefined;
+      if (again && !stopped) {
+        again = false;
+        poll().catch((error: unknown) => options.onError?.(error));
+      }
     });
     return polling;
   };
+  // Where the store tells of other processes' commits (PostgreSQL NOTIFY), read at
+  // once; polling stays as the fallback.
+  // Notifications are coalesced: at most one read per 25 ms however many commits.
+  let soon: ReturnType<typeof setTimeout> | undefined;
+  const unlisten = runtime.store.onCommits?.(() => {
+    if (stopped || soon !== undefined) return;
+    soon = setTimeout(() => {
+      soon = undefined;
+      if (!stopped) poll().catch((error: unknown) => options.onError?.(error));
+    }, 25);
+    soon.unref();
+  });
 
   const schedule = () => {
     if (stopped || pollMs <= 0) return;
@@ -180,6 +203,8 @@ export function feedTransitions(
     stop() {
       stopped = true;
       unobserve();
+      unlisten?.();
+      if (soon !== undefined) clearTimeout(soon);
       if (timer !== undefined) clearTimeout(timer);
     },
   };

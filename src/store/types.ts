@@ -430,6 +430,13 @@ export interface Store {
     now: number;
   }): Promise<'new' | 'replayed'>;
 
+  /**
+   * Calls `listener` soon after commits by any process sharing the store, where
+   * the store can tell (PostgreSQL: LISTEN/NOTIFY); absent otherwise, and
+   * followers poll. Returns the unsubscribe.
+   */
+  onCommits?(listener: () => void): () => void;
+
   close(): Promise<void>;
 }
 

@@ -31,6 +31,7 @@ import {
   leaseViolation,
   stepMiss,
 } from '../rules.ts';
+import { CommitNotifications } from './notifications.ts';
 import { PostgresReadModels } from './read-models.ts';
 import { migratePostgres } from './schema.ts';
 import type {
@@ -364,6 +365,7 @@ export class PostgresStore implements Store {
    * through it bypasses every check of the store.
    */
   readonly pool: pg.Pool;
+  private readonly notifications: CommitNotifications;
   readonly schema: string | undefined;
   // TypeScript `private`, not `#`: wrappers built with Object.create or Proxy
   // (instrumentation, fault injection) must still reach these members.
@@ -393,6 +395,7 @@ export class PostgresStore implements Store {
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is dropped by the pool; without a listener its error would crash the process.
     this.pool.on('error', ignore);
+    this.notifications = new CommitNotifications(this.pool);
     this.refreshMs = options.readModelRefreshMs ?? 250;
     this.readModels = new PostgresReadModels(
       async <R>(text: string, values?: unknown[]) =>
@@ -1229,9 +1232,15 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** Commits by any process sharing the database (LISTEN/NOTIFY). */
+  onCommits(listener: () => void): () => void {
+    return this.notifications.subscribe(listener);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.notifications.close();
     if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer);
     try {
       await this.pool.end();
