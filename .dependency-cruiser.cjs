@@ -105,7 +105,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(node_modules|\\.tmp|test-artifacts|coverage)/' },
+    exclude: { path: '^(node_modules|\\.tmp|test-artifacts|coverage|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs', '.cjs'] },

@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'test-artifacts/**', 'coverage/**', '.tmp/**'] },
+  { ignores: ['node_modules/**', 'test-artifacts/**', 'coverage/**', '.tmp/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

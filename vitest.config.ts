@@ -1,6 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The package's own entries resolve to its TypeScript sources in this checkout.
+  resolve: { conditions: ['source'] },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 60_000,

@@ -35,7 +35,8 @@ describe('the README', () => {
       writeFileSync(file, code);
       const cwd = mkdtempSync(join(tmpdir(), 'agentcharts-readme-'));
       try {
-        const run = spawnSync(process.execPath, ['--import', tsx, file], {
+        // The `source` condition: the package's TypeScript, as in this checkout (no build).
+        const run = spawnSync(process.execPath, ['--conditions=source', '--import', tsx, file], {
           cwd,
           encoding: 'utf8',
           timeout: 60_000,

@@ -163,8 +163,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoOutcome> {
       }
     };
 
-    const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url));
-    const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    // From the built package the worker is plain JS; from the sources it runs through tsx.
+    const built = import.meta.url.endsWith('.js');
+    const workerPath = fileURLToPath(
+      new URL(built ? './worker.js' : './worker.ts', import.meta.url),
+    );
+    const execArgv = built
+      ? []
+      : ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
 
     const runWorker = (args: WorkerArgs): Promise<WorkerEnd> =>
       new Promise((done) => {
@@ -180,7 +186,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoOutcome> {
           ...(args.holdAfterRefund ? ['--hold-after-refund'] : []),
         ];
         const child = fork(workerPath, argv, {
-          execArgv: ['--import', tsxLoader],
+          execArgv,
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         });
         const pid = child.pid ?? 0;
