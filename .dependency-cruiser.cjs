@@ -5,63 +5,19 @@
  * `npm run lint` runs this; a violation fails the build.
  */
 const layer = (names) => `^src/(${names.join('|')})(/|\\.ts$)`;
-const above = {
-  core: [
-    'strict',
-    'store',
-    'durable',
-    'observe',
-    'inspect',
-    'testing',
-    'agents',
-    'server',
-    'commands',
-    'demo',
-    'cli',
-    'index',
-  ],
-  strict: [
-    'store',
-    'durable',
-    'observe',
-    'inspect',
-    'testing',
-    'agents',
-    'server',
-    'commands',
-    'demo',
-    'cli',
-    'index',
-  ],
-  store: [
-    'durable',
-    'observe',
-    'inspect',
-    'testing',
-    'agents',
-    'server',
-    'commands',
-    'demo',
-    'cli',
-    'index',
-  ],
-  durable: [
-    'observe',
-    'inspect',
-    'testing',
-    'agents',
-    'server',
-    'commands',
-    'demo',
-    'cli',
-    'index',
-  ],
-  observe: ['server', 'commands', 'demo', 'cli', 'index'],
-  inspect: ['server', 'commands', 'demo', 'cli', 'index'],
-  testing: ['server', 'commands', 'demo', 'cli', 'index'],
-  agents: ['server', 'commands', 'demo', 'cli', 'index'],
-  server: ['commands', 'demo', 'cli', 'index'],
-};
+/** Bottom to top; a layer may import its own and the ones before it. Peers share a rank. */
+const ORDER = [
+  ['core'],
+  ['strict'],
+  ['store'],
+  ['durable'],
+  ['observe', 'inspect', 'testing', 'agents'],
+  ['server'],
+  ['commands', 'demo', 'cli', 'index'],
+];
+const above = Object.fromEntries(
+  ORDER.slice(0, -1).flatMap((rank, i) => rank.map((name) => [name, ORDER.slice(i + 1).flat()])),
+);
 
 module.exports = {
   forbidden: [

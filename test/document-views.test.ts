@@ -15,7 +15,7 @@ import { createDurableActor, getRuntime } from '../src/durable/index.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
-import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
+import { usePostgres } from './support/postgres.ts';
 
 const task = catalog['task-lifecycle'];
 const lifecycle = catalog['agent-lifecycle'];
@@ -139,15 +139,10 @@ describe("the documents' tables as views", () => {
   });
 
   describe('PostgreSQL', () => {
-    let server: PostgresServer | undefined;
-    beforeAll(async () => {
-      if (postgresAvailable()) server = await startPostgres();
-    }, 60_000);
-    afterAll(async () => {
-      await server?.destroy();
-    });
+    const postgres = usePostgres();
 
     test('the documents’ queries run unchanged', async (context) => {
+      const server = postgres();
       if (!server) {
         context.skip();
         return;

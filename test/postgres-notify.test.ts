@@ -2,22 +2,17 @@
  * Multi-worker freshness on PostgreSQL: a follower learns of another process's
  * commits through LISTEN/NOTIFY, with polling switched off entirely.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
 import { createDurableActor, getRuntime } from '../src/durable/index.ts';
 import { feedTransitions, type FeedTransition } from '../src/observe/feed.ts';
 import { openStore } from '../src/store/open.ts';
-import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
+import { usePostgres } from './support/postgres.ts';
 
-let server: PostgresServer | undefined;
-beforeAll(async () => {
-  if (postgresAvailable()) server = await startPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.destroy();
-});
+const postgres = usePostgres();
 
 test('a feed with polling off sees another process’s commits through NOTIFY', async (context) => {
+  const server = postgres();
   if (!server) {
     context.skip();
     return;

@@ -20,7 +20,7 @@ import { signRequest, type ApiKey, type KeyRole } from '../src/server/auth.ts';
 import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
-import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
+import { usePostgres } from './support/postgres.ts';
 
 const TOKEN = 'read-token-0123456789abcdef';
 const ROLES: readonly KeyRole[] = ['agent', 'approver', 'leader', 'operator'];
@@ -169,17 +169,12 @@ authzSuite('SQLite', () => {
 });
 
 describe('on PostgreSQL', () => {
-  let server: PostgresServer | undefined;
-  beforeAll(async () => {
-    if (postgresAvailable()) server = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await server?.destroy();
-  });
+  const postgres = usePostgres();
   test('a PostgreSQL server is available (CI installs one)', (context) => {
-    if (!server) context.skip();
+    if (!postgres()) context.skip();
   });
   authzSuite('PostgreSQL', () => {
+    const server = postgres();
     if (!server) throw new Error('no PostgreSQL server');
     return Promise.resolve({
       store: openStore(server.freshUrl()),

@@ -4,7 +4,13 @@ import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { machine } from './plan-workflow.machine.ts';
 import { events } from './plan-workflow.types.ts';
 
-export { machine, planWorkflowContext, startMode, workspace } from './plan-workflow.machine.ts';
+export {
+  globalEventMeta,
+  machine,
+  planWorkflowContext,
+  startMode,
+  workspace,
+} from './plan-workflow.machine.ts';
 export {
   events,
   fields,

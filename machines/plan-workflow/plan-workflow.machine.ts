@@ -20,6 +20,17 @@ type CommentAdded = Extract<GlobalEvent, { type: 'ADD_COMMENT' }>;
  * them in `assign`, so the two charts give ARTIFACT_ADDED, ADD_COMMENT and
  * CLEAR_COMMENTS the same meaning.
  */
+/** Who may send the global events and what they do (shared with team-workflow). */
+export const globalEventMeta = {
+  ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
+  ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
+  CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },
+  RESET: {
+    roles: ['approver', 'operator'],
+    description: 'Start over from IDLE with an empty context.',
+  },
+};
+
 export const workspace = {
   /** The empty workspace of a fresh run (also what RESET restores). */
   empty(): WorkspaceContext {
@@ -169,13 +180,7 @@ export const machine = setup({
       },
       IMPLEMENTATION_COMPLETE: { description: 'The work is done: verify it.' },
       TESTS_PASS: { description: 'Verification passed: the workflow is complete.' },
-      ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
-      ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
-      CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },
-      RESET: {
-        roles: ['approver', 'operator'],
-        description: 'Start over from IDLE with an empty context.',
-      },
+      ...globalEventMeta,
     },
   },
   states: {

@@ -1,5 +1,5 @@
 import { and, assertEvent, assign, setup } from 'xstate';
-import { workspace } from '../plan-workflow/index.ts';
+import { globalEventMeta, workspace } from '../plan-workflow/index.ts';
 import {
   DEFAULT_THRESHOLD,
   events,
@@ -374,13 +374,7 @@ export const machine = setup({
       QA_PASS: { signer: 'by', description: 'QA accepts the work: cross review starts.' },
       QA_FAIL: { signer: 'by', description: 'QA reopens tasks: back to execution.' },
       CROSS_REVIEW: { signer: 'reviewerId', description: 'Another role reviews a done task.' },
-      ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
-      ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
-      CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },
-      RESET: {
-        roles: ['approver', 'operator'],
-        description: 'Start over from IDLE with an empty context.',
-      },
+      ...globalEventMeta,
     },
   },
   states: {

@@ -46,6 +46,7 @@ import type {
   TimerRow,
   TransitionFeedRow,
   TransitionRow,
+  RememberedRequest,
 } from './types.ts';
 
 /**
@@ -548,12 +549,7 @@ export class MemoryStore implements Store {
   private readonly nonces = new Map<string, number>();
   private noncesSweptAt = 0;
 
-  rememberRequest(request: {
-    key: string;
-    nonce: string;
-    expiresAt: number;
-    now: number;
-  }): Promise<'new' | 'replayed'> {
+  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
     return settle(() => {
       this.ensureOpen('commit');
       if (request.now - this.noncesSweptAt > 60_000) {

@@ -423,12 +423,7 @@ export interface Store {
    * server on the store. `replayed` when it was already remembered and has not
    * expired. Expired entries are dropped as `now` (ms) passes them.
    */
-  rememberRequest(request: {
-    key: string;
-    nonce: string;
-    expiresAt: number;
-    now: number;
-  }): Promise<'new' | 'replayed'>;
+  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'>;
 
   /**
    * Calls `listener` soon after commits by any process sharing the store, where
@@ -438,6 +433,14 @@ export interface Store {
   onCommits?(listener: () => void): () => void;
 
   close(): Promise<void>;
+}
+
+/** A signed request to remember: its key, its nonce (signature), until when (ms), and now (ms). */
+export interface RememberedRequest {
+  key: string;
+  nonce: string;
+  expiresAt: number;
+  now: number;
 }
 
 /** An actor row, the head of its chain, and the actor that spawned it (if any). */

@@ -24,6 +24,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 
 /** The superuser the throwaway cluster is created with. */
 const USER = 'agentcharts';
@@ -265,4 +266,20 @@ export async function startPostgres(): Promise<PostgresServer> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A throwaway server for the enclosing `describe` (started in `beforeAll`, removed
+ * in `afterAll`); the getter is undefined where no PostgreSQL binaries exist (CI
+ * installs them, so there it never is).
+ */
+export function usePostgres(): () => PostgresServer | undefined {
+  let server: PostgresServer | undefined;
+  beforeAll(async () => {
+    if (postgresAvailable()) server = await startPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await server?.destroy();
+  });
+  return () => server;
 }

@@ -56,6 +56,7 @@ import type {
   TimerRow,
   TransitionFeedRow,
   TransitionRow,
+  RememberedRequest,
 } from '../types.ts';
 
 /** How the PostgreSQL store connects. Each has a URL parameter (see `parseStoreUrl`). */
@@ -850,12 +851,7 @@ export class PostgresStore implements Store {
 
   private noncesSweptAt = 0;
 
-  rememberRequest(request: {
-    key: string;
-    nonce: string;
-    expiresAt: number;
-    now: number;
-  }): Promise<'new' | 'replayed'> {
+  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
     return this.run('commit', undefined, async () => {
       if (request.now - this.noncesSweptAt > 60_000) {
         this.noncesSweptAt = request.now;

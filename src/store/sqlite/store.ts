@@ -30,6 +30,7 @@ import type {
   TimerRow,
   TransitionFeedRow,
   TransitionRow,
+  RememberedRequest,
 } from '../types.ts';
 import { SqliteCommitter } from './commit.ts';
 import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from './connection.ts';
@@ -150,12 +151,7 @@ export class SqliteStore implements Store {
 
   private noncesSweptAt = 0;
 
-  rememberRequest(request: {
-    key: string;
-    nonce: string;
-    expiresAt: number;
-    now: number;
-  }): Promise<'new' | 'replayed'> {
+  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
     return this.run('commit', undefined, () => {
       if (request.now - this.noncesSweptAt > 60_000) {
         this.noncesSweptAt = request.now;
