@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
-import { commands } from './commands/index.ts';
+import { commandsFor, type RegisterCommand } from './commands/index.ts';
 import { AgentchartsError } from './core/errors.ts';
 
 /** Builds the `agentcharts` program; every command lives in its own file under src/commands. */
-export function buildProgram(): Command {
+export function buildProgram(commands: readonly RegisterCommand[]): Command {
   const program = new Command('agentcharts')
     .description('Typed XState statecharts for agent and task lifecycles, run as durable actors.')
     .version('0.1.0')
@@ -14,7 +14,9 @@ export function buildProgram(): Command {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  // `--version` needs no command at all; a command needs only its own module.
+  const versionOnly = argv.length === 3 && (argv[2] === '--version' || argv[2] === '-V');
+  const program = buildProgram(versionOnly ? [] : await commandsFor(argv));
   program.exitOverride();
   try {
     await program.parseAsync(argv);

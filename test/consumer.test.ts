@@ -84,8 +84,18 @@ await store.close();
 
   test('the CLI runs from the installed bin, without tsx', () => {
     const bin = join(app, 'node_modules', '.bin', 'agentcharts');
-    const version = spawnSync(bin, ['--version'], { cwd: app, encoding: 'utf8' });
-    expect(version.stdout.trim()).toBe('0.1.0');
+    const timed = (command: string, args: string[]) => {
+      const start = process.hrtime.bigint();
+      const run = spawnSync(command, args, { cwd: app, encoding: 'utf8' });
+      return { run, ms: Number(process.hrtime.bigint() - start) / 1e6 };
+    };
+    const version = timed(bin, ['--version']);
+    expect(version.run.stdout.trim()).toBe('0.1.0');
+    const bare = timed(process.execPath, ['-e', '0']);
+    // Reported, not asserted (no timed assertions): the target is within 2× of bare node.
+    console.info(
+      `agentcharts --version ${version.ms.toFixed(0)} ms, node -e 0 ${bare.ms.toFixed(0)} ms (${(version.ms / bare.ms).toFixed(1)}×)`,
+    );
     const paths = spawnSync(bin, ['paths', 'task-lifecycle'], { cwd: app, encoding: 'utf8' });
     expect(paths.status).toBe(0);
     expect(paths.stdout).toContain('task-lifecycle');

@@ -1,32 +1,36 @@
 import type { Command } from 'commander';
-import { registerAlerts } from './alerts.ts';
-import { registerDemo } from './demo.ts';
-import { registerDiagram } from './diagram.ts';
-import { registerInspect } from './inspect.ts';
-import { registerHistory } from './history.ts';
-import { registerPaths } from './paths.ts';
-import { registerRecover } from './recover.ts';
-import { registerReindex } from './reindex.ts';
-import { registerServe } from './serve.ts';
-import { registerStatus } from './status.ts';
-import { registerTail } from './tail.ts';
-import { registerVerify } from './verify.ts';
 
 /** Registers one CLI command on the program. */
 export type RegisterCommand = (program: Command) => void;
 
-/** Every command, in the order `--help` lists them. */
-export const commands: RegisterCommand[] = [
-  registerDemo,
-  registerInspect,
-  registerServe,
-  registerDiagram,
-  registerPaths,
-  registerRecover,
-  registerVerify,
-  registerReindex,
-  registerStatus,
-  registerHistory,
-  registerAlerts,
-  registerTail,
+/**
+ * Every command, in the order `--help` lists them, each loaded only when needed:
+ * a command's module (and what it imports: the server, the stores, mermaid) is
+ * read only when that command runs or when help lists them all, so
+ * `agentcharts --version` and small commands start fast.
+ */
+export const commandModules: ReadonlyArray<readonly [string, () => Promise<RegisterCommand>]> = [
+  ['demo', async () => (await import('./demo.ts')).registerDemo],
+  ['inspect', async () => (await import('./inspect.ts')).registerInspect],
+  ['serve', async () => (await import('./serve.ts')).registerServe],
+  ['diagram', async () => (await import('./diagram.ts')).registerDiagram],
+  ['paths', async () => (await import('./paths.ts')).registerPaths],
+  ['recover', async () => (await import('./recover.ts')).registerRecover],
+  ['verify', async () => (await import('./verify.ts')).registerVerify],
+  ['reindex', async () => (await import('./reindex.ts')).registerReindex],
+  ['status', async () => (await import('./status.ts')).registerStatus],
+  ['history', async () => (await import('./history.ts')).registerHistory],
+  ['alerts', async () => (await import('./alerts.ts')).registerAlerts],
+  ['tail', async () => (await import('./tail.ts')).registerTail],
 ];
+
+/**
+ * The commands to register for `argv` (node, script, …args): only the one named,
+ * if it is one of ours; every one otherwise (help, an unknown command).
+ */
+export async function commandsFor(argv: readonly string[]): Promise<RegisterCommand[]> {
+  const name = argv.slice(2).find((arg) => !arg.startsWith('-'));
+  const wanted = commandModules.filter(([command]) => command === name);
+  const chosen = wanted.length > 0 ? wanted : commandModules;
+  return Promise.all(chosen.map(([, load]) => load()));
+}
