@@ -1,0 +1,60 @@
+/** What `createServer` takes: the store, keys, and how the server behaves. */
+import type { Logger } from 'pino';
+import type { ChartDefinition } from '../core/chart.ts';
+import type { Store } from '../store/types.ts';
+import type { ApiKey } from './auth.ts';
+import type { SseHubOptions } from './sse.ts';
+
+/** The dashboard's approvals and sessions. */
+export interface DashboardOptions {
+  /**
+   * Whether approvers may sign in to the dashboard (with their key id and secret)
+   * to approve or deny there, in their own name. Default true. The read token's
+   * session never approves.
+   */
+  approvals?: boolean | undefined;
+  /** How long a dashboard session lasts (ms). Default 12 hours. */
+  sessionTtlMs?: number | undefined;
+}
+
+export interface ServerOptions {
+  store: Store;
+  /** Charts actors may run. Default: the six catalog charts. */
+  charts?: Iterable<ChartDefinition> | undefined;
+  /** Signing keys for writes (and signed reads). */
+  keys: readonly ApiKey[];
+  /**
+   * Token for reads and the dashboard: `Authorization: Bearer <token>`, or once
+   * through `/?token=<token>`, which starts a cookie session for the browser.
+   */
+  accessToken?: string | undefined;
+  /** Let anyone read (e.g. behind an authenticating proxy). Default false. */
+  publicRead?: boolean | undefined;
+  dashboard?: DashboardOptions | undefined;
+  /**
+   * Host names the server answers for besides loopback (`localhost`, `127.0.0.1`,
+   * `::1`); a request for any other host gets 421 (DNS rebinding). A leading `.`
+   * allows subdomains; `*` allows any host.
+   */
+  allowedHosts?: readonly string[] | undefined;
+  /**
+   * Behind a TLS-terminating proxy: take the scheme and host from
+   * `X-Forwarded-Proto`/`X-Forwarded-Host` for the origin check and mark the
+   * session cookie `Secure`. Default false.
+   */
+  trustProxy?: boolean | undefined;
+  /** Freshness window of signed requests, seconds. Default 300. */
+  toleranceSeconds?: number | undefined;
+  /** Signed requests each key may make per freshness window (then 429). Default 100,000. */
+  requestsPerKey?: number | undefined;
+  /** Largest accepted request body. Default 64 KiB. */
+  maxBodyBytes?: number | undefined;
+  /** How often to look for transitions written by other processes (ms); 0 = off. Default 1000. */
+  pollMs?: number | undefined;
+  /** Fire due durable timers from this process (approval timeouts, retries). Default false. */
+  fireTimers?: boolean | undefined;
+  sse?: SseHubOptions | undefined;
+  logger?: Logger | undefined;
+  /** Seconds clock for signature freshness (tests). */
+  nowSeconds?: (() => number) | undefined;
+}

@@ -1,0 +1,171 @@
+/** Actors: the list, counts per state, one actor with its trail page, trail pages. */
+import type { Hono } from 'hono';
+import type { EventObject } from 'xstate';
+import { labelsFor } from '../../core/meanings.ts';
+import { decodeActorRow } from '../../durable/codec.ts';
+import { keyCoversActor } from '../auth.ts';
+import { CATEGORIES, badge, type StateCategory } from '../badges.ts';
+import { highlightedDiagram } from '../diagram.ts';
+import {
+  TRAIL_LIMIT,
+  historyQuerySchema,
+  listQuerySchema,
+  summary,
+  trailEntry,
+  zodField,
+} from '../http.ts';
+import type { ServerKit } from '../kit.ts';
+import { agentsStatusRoute } from './agents-status.ts';
+
+export function registerActorRoutes(app: Hono, kit: ServerKit): void {
+  const {
+    options,
+    runtime,
+    dashboardApprovals,
+    fail,
+    approverOf,
+    readAccess,
+    readScope,
+    actorOutOfScope,
+    wholeStoreRead,
+    errorResponse,
+  } = kit;
+  app.get('/api/actors', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const query = listQuerySchema.safeParse(c.req.query());
+    if (!query.success) {
+      return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
+    }
+    const pageSize = query.data.limit ?? 50;
+    const rows = await options.store.listActors({
+      machineId: query.data.machine,
+      // A document name (`executing`), a path (`active.executing`) or a compound state.
+      states:
+        query.data.state === undefined
+          ? undefined
+          : labelsFor(query.data.machine, query.data.state),
+      userId: query.data.userId,
+      status: query.data.status,
+      afterId: query.data.cursor,
+      limit: pageSize + 1,
+    });
+    const scope = readScope(c);
+    // A scoped key lists only its actors (the cursor still walks every row read).
+    const read = rows.slice(0, pageSize);
+    const page = read.filter((row) => scope === undefined || keyCoversActor(scope, row.id));
+    return c.json({
+      actors: page.map(summary),
+      nextCursor: rows.length > pageSize ? (read[read.length - 1]?.id ?? null) : null,
+    });
+  });
+
+  agentsStatusRoute(app, { store: options.store, runtime, readAccess: wholeStoreRead, fail });
+
+  app.get('/api/counts', async (c) => {
+    const denied = await wholeStoreRead(c);
+    if (denied) return denied;
+    const machine = c.req.query('machine');
+    const groups = await options.store.countActors(machine ? { machineId: machine } : {});
+    // Per label; its badge is read from the chart of the first machine seen with it.
+    const byState = new Map<string, { count: number; machineId: string }>();
+    const byCategory = Object.fromEntries(CATEGORIES.map((k) => [k, 0])) as Record<
+      StateCategory,
+      number
+    >;
+    let total = 0;
+    for (const g of groups) {
+      total += g.count;
+      const seen = byState.get(g.state);
+      if (seen) seen.count += g.count;
+      else byState.set(g.state, { count: g.count, machineId: g.machineId });
+      byCategory[badge(g.machineId, g.state, g.status).category] += g.count;
+    }
+    return c.json({
+      total,
+      categories: byCategory,
+      states: [...byState.entries()]
+        .sort((a, b) => b[1].count - a[1].count || a[0].localeCompare(b[0]))
+        .map(([state, { count, machineId }]) => {
+          const { name, category, color } = badge(machineId, state);
+          return { state, name, count, category, color };
+        }),
+    });
+  });
+
+  /** One page of an actor's trail, oldest first: `?after=<seq>&limit=<n>` (at most 500). */
+  app.get('/api/actors/:id/history', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const id = c.req.param('id');
+    const outOfScope = actorOutOfScope(c, id);
+    if (outOfScope) return outOfScope;
+    const query = historyQuerySchema.safeParse(c.req.query());
+    if (!query.success) return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
+    try {
+      const row = await options.store.loadActor(id);
+      if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+      const limit = query.data.limit ?? 100;
+      const rows = await options.store.history(id, { afterSeq: query.data.after ?? 0, limit });
+      return c.json({
+        trail: rows.map((r) => trailEntry(row.machineId, r)),
+        next: rows.length === limit ? (rows.at(-1)?.seq ?? null) : null,
+        total: row.version,
+      });
+    } catch (error) {
+      return errorResponse(c, error, '');
+    }
+  });
+
+  app.get('/api/actors/:id', async (c) => {
+    const denied = await readAccess(c);
+    if (denied) return denied;
+    const id = c.req.param('id');
+    const outOfScope = actorOutOfScope(c, id);
+    if (outOfScope) return outOfScope;
+    try {
+      const row = await options.store.loadActor(id);
+      if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+      const chart = runtime.chartFor(row.machineId);
+      // The last page of the trail only (one indexed range read, however long the
+      // history); older rows come from /api/actors/:id/history.
+      const history = await options.store.history(id, {
+        afterSeq: Math.max(0, row.version - TRAIL_LIMIT),
+        limit: TRAIL_LIMIT,
+      });
+      const trail = history.map((r) => trailEntry(row.machineId, r));
+      const base = {
+        actor: summary(row),
+        trail,
+        trailTotal: row.version,
+      };
+      if (!chart) return c.json({ ...base, context: null, diagram: null, accepts: [] });
+      const snapshot = decodeActorRow(
+        chart.machine,
+        { version: chart.version, migrations: chart.migrations },
+        row,
+      );
+      const accepts =
+        snapshot.status !== 'active'
+          ? []
+          : Object.entries(chart.eventSamples ?? {})
+              .filter(([, samples]) =>
+                (samples as readonly EventObject[]).some((sample) => snapshot.can(sample)),
+              )
+              .map(([type]) => type)
+              .sort();
+      return c.json({
+        ...base,
+        context: snapshot.context as unknown,
+        diagram: highlightedDiagram(chart.machine, snapshot.value, summary(row).color),
+        accepts,
+        awaitingApproval:
+          accepts.includes('APPROVAL_GRANTED') && accepts.includes('APPROVAL_DENIED'),
+        approvalsEnabled: dashboardApprovals,
+        signedInApprover: approverOf(c) ?? null,
+      });
+    } catch (error) {
+      return errorResponse(c, error, '');
+    }
+  });
+}

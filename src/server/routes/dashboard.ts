@@ -1,0 +1,166 @@
+/** The dashboard: its page and assets, sessions, approver sign-in and decisions. */
+import type { Hono } from 'hono';
+import { type Context } from 'hono';
+import { deleteCookie, getCookie } from 'hono/cookie';
+import { readFileSync } from 'node:fs';
+import { signRequest } from '../auth.ts';
+import {
+  CSP,
+  SESSION_COOKIE,
+  decisionSchema,
+  parseJson,
+  readBody,
+  sameToken,
+  signInSchema,
+  zodField,
+} from '../http.ts';
+import type { ServerKit } from '../kit.ts';
+
+export function registerDashboardRoutes(app: Hono, kit: ServerKit): void {
+  const {
+    mermaidCache,
+    options,
+    logger,
+    verifier,
+    dashboardApprovals,
+    maxBodyBytes,
+    hub,
+    sessions,
+    assets,
+    mermaidPath,
+    fail,
+    sessionOf,
+    hasSession,
+    startSession,
+    approverOf,
+    sameOriginJson,
+    tooLarge,
+  } = kit;
+  const page = (c: Context) => {
+    const token = c.req.query('token');
+    if (token !== undefined) {
+      if (options.accessToken === undefined || !sameToken(token, options.accessToken)) {
+        return c.text('invalid token', 401);
+      }
+      // Drop the token from the address bar and history. The target is the path
+      // as sent (still percent-encoded), so no decoded CR/LF can reach a header;
+      // anything else is refused before a session is opened.
+      const target = new URL(c.req.url).pathname;
+      if (!/^\/[\x21-\x7e]*$/.test(target)) return fail(c, 400, { error: 'invalid_path' });
+      startSession(c, { kind: 'reader' });
+      return c.redirect(target, 303);
+    }
+    return c.body(assets.html, 200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': CSP,
+      'cache-control': 'no-store',
+    });
+  };
+  app.get('/', page);
+  app.get('/actors/:id', page);
+  app.post('/logout', (c) => {
+    const id = getCookie(c, SESSION_COOKIE);
+    sessions.close(id);
+    // Its streams end with it.
+    if (id !== undefined) hub.closePrincipal(`session:${id}`);
+    deleteCookie(c, SESSION_COOKIE, { path: '/' });
+    return c.redirect('/', 303);
+  });
+
+  app.get('/assets/app.js', (c) =>
+    c.body(assets.js, 200, { 'content-type': 'text/javascript; charset=utf-8' }),
+  );
+  app.get('/assets/app.css', (c) =>
+    c.body(assets.css, 200, { 'content-type': 'text/css; charset=utf-8' }),
+  );
+  app.get('/assets/mermaid.min.js', (c) => {
+    if (mermaidPath === undefined) return fail(c, 404, { error: 'mermaid_not_installed' });
+    mermaidCache.js ??= readFileSync(mermaidPath, 'utf8');
+    return c.body(mermaidCache.js, 200, {
+      'content-type': 'text/javascript; charset=utf-8',
+      'cache-control': 'public, max-age=86400',
+    });
+  });
+
+  app.get('/api/session', (c) => {
+    const approver = approverOf(c);
+    return c.json({
+      authenticated: options.publicRead === true || hasSession(c),
+      /** Whether approvers may sign in here. */
+      approvals: dashboardApprovals,
+      /** The approver signed in on this session (their key id), or null for a reader. */
+      approver: approver ?? null,
+    });
+  });
+
+  /**
+   * An approver signs in as themselves: their key id and secret, checked like a
+   * signature's key. The session then approves in their name only.
+   */
+  app.post('/dashboard/sign-in', async (c) => {
+    const refused = sameOriginJson(c);
+    if (refused) return refused;
+    if (!dashboardApprovals) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
+    const raw = await readBody(c, 4096);
+    if (raw === undefined) return tooLarge(c);
+    const parsed = signInSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
+    if (!parsed.success) return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    const key = verifier.key(parsed.data.keyId);
+    // The same answer for an unknown key, a wrong secret and a non-approver key.
+    const secretOk = key !== undefined && sameToken(parsed.data.secret, key.secret);
+    if (!key || !secretOk || key.role !== 'approver') {
+      logger.warn({ keyId: parsed.data.keyId }, 'dashboard sign-in refused');
+      return fail(c, 401, { error: 'invalid_credentials' });
+    }
+    startSession(c, { kind: 'approver', keyId: key.id });
+    logger.info({ keyId: key.id }, 'approver signed in to the dashboard');
+    return c.json({ ok: true, approver: key.id });
+  });
+
+  /**
+   * Approve/Deny from the dashboard: the browser holds only its session cookie;
+   * the server builds seed 001's approval body, signs it with the dashboard's
+   * approver key and sends it through `/api/approval-callback` like any client.
+   */
+  app.post('/dashboard/decision', async (c) => {
+    const principal = sessionOf(c);
+    if (!principal) return fail(c, 401, { error: 'unauthorized' });
+    const refused = sameOriginJson(c);
+    if (refused) return refused;
+    if (!dashboardApprovals) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
+    // Reading never approves: only an approver's own session decides.
+    if (principal.kind !== 'approver') return fail(c, 403, { error: 'approver_sign_in_required' });
+    const approverKey = verifier.key(principal.keyId);
+    if (approverKey?.role !== 'approver') {
+      sessions.closeFor(principal.keyId);
+      return fail(c, 403, { error: 'approver_sign_in_required' });
+    }
+    const raw = await readBody(c, maxBodyBytes);
+    if (raw === undefined) return tooLarge(c);
+    const parsed = decisionSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
+    if (!parsed.success) {
+      return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    }
+    const body = JSON.stringify({
+      task_id: parsed.data.actorId,
+      decision: parsed.data.decision,
+      approver: approverKey.id,
+      ...(parsed.data.comment ? { comment: parsed.data.comment } : {}),
+      timestamp: new Date().toISOString(),
+    });
+    const nowSeconds = options.nowSeconds?.() ?? Math.floor(Date.now() / 1000);
+    const request = new Request(new URL('/api/approval-callback', c.req.url), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...signRequest(
+          approverKey,
+          { method: 'POST', path: '/api/approval-callback', body },
+          nowSeconds,
+        ),
+      },
+      body,
+    });
+    return app.fetch(request);
+  });
+}
