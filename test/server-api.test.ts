@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog, charts } from '../machines/index.ts';
 import { createDurableActor, getRuntime } from '../src/durable/index.ts';
@@ -837,6 +838,21 @@ describe('deployment', () => {
       expect(await status('http://db.internal:8080/healthz')).toBe(200);
       expect(await status('http://attacker.example/api/actors')).toBe(421);
       expect(await status('http://internal.attacker.example/api/actors')).toBe(421);
+    } finally {
+      await local.close();
+    }
+  });
+
+  test('logs one INFO line per request through hono’s logger into pino', async () => {
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => void lines.push(JSON.parse(line)) },
+    );
+    const local = createServer({ store, charts, keys: [], accessToken: TOKEN, pollMs: 0, logger });
+    try {
+      await local.app.fetch(new Request('http://127.0.0.1/healthz'));
+      expect(lines.some((l) => l.level === 30 && /--> GET \/healthz .*200/.test(l.msg))).toBe(true);
     } finally {
       await local.close();
     }

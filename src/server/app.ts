@@ -12,14 +12,16 @@
  * Routes live one resource a file under routes/; what they share (state,
  * authentication, the write path) is built once in kit.ts. See docs/server.md.
  */
-
-import type { TransitionFeed } from '../observe/feed.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { logger as honoLogger } from 'hono/logger';
 import { secureHeaders } from 'hono/secure-headers';
+import { timeout } from 'hono/timeout';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { type DurableRuntime } from '../durable/runtime.ts';
+import type { TransitionFeed } from '../observe/feed.ts';
 import { createKit } from './kit.ts';
 import { allowedHosts } from './middleware/hosts.ts';
 import type { ServerOptions } from './options.ts';
@@ -53,8 +55,24 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   app.use('*', allowedHosts(options.allowedHosts ?? []));
   // nosniff, no-referrer, frame and opener policies: hono's own middleware.
   app.use('*', secureHeaders({ crossOriginEmbedderPolicy: false }));
+  // One line per request at INFO, through hono's logger into the server's pino
+  // (off with `requestLogs: false`, e.g. under a load test).
+  if (options.requestLogs !== false)
+    app.use(
+      '*',
+      honoLogger((line) => logger.info(line)),
+    );
+  // A request that takes longer than this gets 504 (the stream is exempt).
+  const requestTimeout = timeout(options.requestTimeoutMs ?? 30_000);
+  app.use('/api/*', async (c, next) =>
+    c.req.path === '/api/stream' ? next() : requestTimeout(c, next),
+  );
 
   app.onError((error, c) => {
+    // hono's own refusals (the request timeout's 504) keep their status.
+    if (error instanceof HTTPException) {
+      return fail(c, error.status, { error: error.status === 504 ? 'timeout' : 'refused' });
+    }
     // A client that went away mid-request is not a server fault.
     const code = (error as { code?: unknown }).code;
     if (
@@ -107,7 +125,12 @@ export interface ListeningServer {
  */
 export async function listen(
   server: AgentchartsServer,
-  options: { port?: number; hostname?: string } = {},
+  options: {
+    port?: number;
+    hostname?: string;
+    /** Open connections at most; more wait in the kernel's backlog. Default 10,000. */
+    maxConnections?: number;
+  } = {},
 ): Promise<ListeningServer> {
   await server.ready;
   const hostname = options.hostname ?? '127.0.0.1';
@@ -117,6 +140,13 @@ export async function listen(
     );
     s.once('error', reject);
   });
+  // Slow clients cannot hold a connection open forever: headers within 10 s,
+  // a whole request within 60 s (streams are responses, not requests).
+  if ('headersTimeout' in http) {
+    http.headersTimeout = 10_000;
+    http.requestTimeout = 60_000;
+  }
+  http.maxConnections = options.maxConnections ?? 10_000;
   const port = (http.address() as AddressInfo).port;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
   return {

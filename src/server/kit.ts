@@ -83,7 +83,7 @@ export function createKit(options: ServerOptions) {
   // ---- helpers ----------------------------------------------------------
 
   const fail = (c: Context, status: number, body: ErrorBody) =>
-    c.json(body, status as 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503);
+    c.json(body, status as 400 | 401 | 403 | 404 | 409 | 413 | 421 | 429 | 500 | 503 | 504);
 
   const signatureFailure = (c: Context, error: SignatureFailure) =>
     error === 'rate_limited' ? fail(c, 429, { error, retryable: true }) : fail(c, 401, { error });

@@ -57,4 +57,8 @@ export interface ServerOptions {
   logger?: Logger | undefined;
   /** Seconds clock for signature freshness (tests). */
   nowSeconds?: (() => number) | undefined;
+  /** One INFO log line per request. Default true. */
+  requestLogs?: boolean | undefined;
+  /** API requests taking longer get 504 (the stream is exempt). Default 30 s. */
+  requestTimeoutMs?: number | undefined;
 }
