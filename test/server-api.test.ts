@@ -1110,6 +1110,38 @@ describe('bounds', () => {
     hub.close();
   });
 
+  test('1,000 clients that never read, then 1,000 resuming from 0: memory stays within the byte bounds', async () => {
+    const maxQueuedBytes = 64 * 1024;
+    const hub = new SseHub({
+      maxQueuedBytes,
+      maxBufferBytes: 1024 * 1024,
+      maxStreamsPerPrincipal: 5_000,
+      keepAliveMs: 0,
+    });
+    const payload = 'y'.repeat(1_000);
+    const slow = Array.from({ length: 1_000 }, () =>
+      hub.connect({ filter: {}, principal: 'slow' }),
+    );
+    expect(hub.size).toBe(1_000);
+    for (let i = 0; i < 200; i++) {
+      hub.publish({ actorId: `a${i % 7}`, machineId: 'm', data: { i, payload } });
+      if (i % 20 === 19) await new Promise((r) => setImmediate(r));
+    }
+    await new Promise((r) => setImmediate(r));
+    // ~200 kB were published to each: every client passed its 64 KiB queue and was dropped.
+    expect(hub.dropped).toBe(1_000);
+    expect(hub.size).toBe(0);
+    for (const response of slow) await response.body?.cancel();
+    // Resuming from 0, the head each one would get is bounded by its queue: a resync.
+    const resumed = Array.from({ length: 1_000 }, () =>
+      readStream(hub.connect({ filter: {}, principal: 'resume', lastEventId: 0 })),
+    );
+    const first = await resumed[0]!.until((f) => f.event === 'resync');
+    expect(first.data).toEqual({ lastEventId: 200 });
+    expect(hub.size).toBe(1_000);
+    hub.close();
+  });
+
   test('streams are capped per principal and end with their principal', () => {
     const hub = new SseHub({ maxStreamsPerPrincipal: 2, keepAliveMs: 0 });
     hub.connect({ filter: {}, principal: 'session:a' });
