@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The installed package runs its built CLI (dist/, plain JavaScript). A checkout
-// without a build runs the TypeScript sources through tsx instead.
+// The installed package (which ships dist/, not src/) runs its built CLI as plain
+// JavaScript. A checkout runs the TypeScript sources through tsx, even when a
+// dist/ from `npm pack` is lying around, so it never runs stale output.
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -9,13 +10,14 @@ import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const built = join(root, 'dist', 'src', 'cli.js');
-if (existsSync(built)) {
+const sources = join(root, 'src', 'cli.ts');
+if (!existsSync(sources) && existsSync(built)) {
   await import(pathToFileURL(built).href);
 } else {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const result = spawnSync(
     process.execPath,
-    ['--import', tsx, join(root, 'src', 'cli.ts'), ...process.argv.slice(2)],
+    ['--import', tsx, sources, ...process.argv.slice(2)],
     { stdio: 'inherit' },
   );
   process.exit(result.status ?? 1);

@@ -35,6 +35,8 @@ beforeAll(() => {
     encoding: 'utf8',
   });
   tarball = join(dir, packed.trim().split('\n').at(-1) ?? '');
+  // The build is in the tarball; the checkout keeps running its sources.
+  rmSync(join(root, 'dist'), { recursive: true, force: true });
   app = join(dir, 'app');
   execFileSync('mkdir', ['-p', app]);
   writeFileSync(
