@@ -15,10 +15,8 @@ if (!existsSync(sources) && existsSync(built)) {
   await import(pathToFileURL(built).href);
 } else {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const result = spawnSync(
-    process.execPath,
-    ['--import', tsx, sources, ...process.argv.slice(2)],
-    { stdio: 'inherit' },
-  );
+  const result = spawnSync(process.execPath, ['--import', tsx, sources, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
   process.exit(result.status ?? 1);
 }
