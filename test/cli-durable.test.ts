@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import type { AnyStateMachine } from 'xstate';
 import { taskLifecycle } from '../machines/index.ts';
 import { retryDelay } from '../machines/task-lifecycle/index.ts';
 import { createDurableActor, getRuntime, openStore } from '../src/index.ts';
@@ -208,5 +209,45 @@ describe('agentcharts recover', () => {
 
     expectCleanFailure(await cli(dir, 'recover', '--db', 'missing.db'), /no database at/);
     expectCleanFailure(await cli(dir, 'recover', '--store', 'ftp://host/db'), /unknown scheme/);
+  });
+});
+
+describe('your own charts on the command line (--charts)', () => {
+  test('verify, recover and status load a module of your charts, made with defineChart(machine)', async () => {
+    // The module lives inside the checkout so that it resolves xstate as a user's would.
+    const moduleDir = join(import.meta.dirname, '..', 'test-artifacts', 'own-chart');
+    mkdirSync(moduleDir, { recursive: true });
+    const module = join(moduleDir, 'door.ts');
+    writeFileSync(
+      module,
+      `import { setup } from 'xstate';
+import { defineChart } from '../../src/index.ts';
+export const machine = setup({}).createMachine({
+  id: 'door',
+  initial: 'closed',
+  states: { closed: { on: { OPEN: 'open' } }, open: { meta: { class: 'waiting' }, on: { CLOSE: 'closed' } } },
+});
+export const chart = defineChart(machine);
+`,
+    );
+    const { machine } = (await import(module)) as { machine: AnyStateMachine };
+    const store = openStore(`sqlite:${file}`);
+    const door = await createDurableActor(machine, { id: 'front-door', store });
+    await door.send({ type: 'OPEN' });
+    await getRuntime(store).close();
+    await store.close();
+
+    const without = await cli(dir, 'verify');
+    expect(without.code).toBe(1);
+    const verified = await cli(dir, 'verify', '--charts', module);
+    expect(verified.stderr).toBe('');
+    expect(verified.code).toBe(0);
+    expect(verified.stdout).toContain('actors  1');
+    expect((await cli(dir, 'recover', '--charts', module)).code).toBe(0);
+    const status = await cli(dir, 'status', '--charts', module, '--json');
+    expect(JSON.parse(status.stdout).statistics.groups).toEqual([
+      expect.objectContaining({ machine_id: 'door', state: 'open', class: 'waiting' }),
+    ]);
+    expectCleanFailure(await cli(dir, 'verify', '--charts', 'no/such/module.ts'), /no such file/);
   });
 });

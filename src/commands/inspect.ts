@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { catalog, charts } from '../../machines/index.ts';
+import { catalog } from '../../machines/index.ts';
+import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { getRuntime } from '../durable/open.ts';
 import { inspectStore } from '../inspect/inspector.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
@@ -44,10 +45,12 @@ export function registerInspect(program: Command): void {
     .option('--actor <id>', 'only this actor')
     .option('--limit <n>', 'most existing actors to announce, most recent first', '50')
     .option('--poll <ms>', 'how often to look for new transitions', '500')
-    .action(async (machine: string, opts: InspectOptions): Promise<void> => {
+    .option(...CHARTS_FLAGS)
+    .action(async (machine: string, opts: InspectOptions & ChartsOption): Promise<void> => {
+      const charts = await chartsFor(opts);
       const chart =
         (Object.hasOwn(catalog, machine) ? catalog[machine as keyof typeof catalog] : undefined) ??
-        charts.find((c) => c.machine.id === machine);
+        charts.find((c) => c.name === machine || c.machine.id === machine);
       if (!chart) {
         throw new CliOptionError(
           '<machine>',

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { charts } from '../../machines/index.ts';
+import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { clockTime, eventLabel, table } from '../demo/format.ts';
 import { recover } from '../durable/recover.ts';
 import { getRuntime } from '../durable/open.ts';
@@ -8,15 +8,17 @@ import { openExistingStore, type StoreOptions } from './verify.ts';
 
 /** `agentcharts recover`: what a restarted process does first, run once from the command line. */
 export function registerRecover(program: Command): void {
-  program
+  const command = program
     .command('recover')
     .description(
       "Recover every unfinished actor: fire overdue durable timers and apply each chart's recovery policy (interrupted steps are reported, not re-run)",
     )
     .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
     .option('--db <file>', 'a SQLite file instead of --store')
-    .option('--json', 'print the report as JSON')
-    .action(async (opts: StoreOptions & { json?: boolean }): Promise<void> => {
+    .option('--json', 'print the report as JSON');
+  withChartsOption(command).action(
+    async (opts: StoreOptions & ChartsOption & { json?: boolean }): Promise<void> => {
+      const charts = await chartsFor(opts);
       const { store, where } = openExistingStore(opts);
       try {
         const report = await recover(store, { charts });
@@ -89,5 +91,6 @@ export function registerRecover(program: Command): void {
       } finally {
         await store.close();
       }
-    });
+    },
+  );
 }

@@ -76,7 +76,7 @@ interface ChartLike {
   serializeState?: (snapshot: AnyMachineSnapshot) => string;
 }
 
-function isChartLike(value: unknown): value is ChartLike {
+export function isChartLike(value: unknown): value is ChartLike {
   return (
     value !== null &&
     typeof value === 'object' &&

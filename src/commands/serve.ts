@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { charts } from '../../machines/index.ts';
+import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { attachInspector } from '../inspect/inspector.ts';
 import { loadKeysFile, type ApiKey } from '../server/auth.ts';
 import { createServer, listen } from '../server/app.ts';
@@ -106,7 +106,9 @@ export function registerServe(program: Command): void {
       '--inspect [url]',
       'also send every transition to a Stately inspector WebSocket (default ws://localhost:8080)',
     )
-    .action(async (opts: ServeOptions): Promise<void> => {
+    .option(...CHARTS_FLAGS)
+    .action(async (opts: ServeOptions & ChartsOption): Promise<void> => {
+      const charts = await chartsFor(opts);
       const port = integer('--port', opts.port, 0, 65_535);
       const pollMs = integer('--poll', opts.poll, 0, 3_600_000);
       const keys: ApiKey[] = opts.keys !== undefined ? loadKeysFile(opts.keys) : [];

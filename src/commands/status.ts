@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import '../../machines/index.ts'; // the built-in charts' meaning (document names, classes)
+import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { labelsFor, stateName } from '../core/meanings.ts';
 import { table } from '../demo/format.ts';
 import { progressLine } from '../observe/progress.ts';
@@ -90,7 +90,10 @@ export function registerStatus(program: Command): void {
     .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
     .option('--db <file>', 'a SQLite file instead of --store')
     .option('--json', 'print JSON (seed 003 statistics field names)')
-    .action(async (opts: StatusOptions): Promise<void> => {
+    .option(...CHARTS_FLAGS)
+    .action(async (opts: StatusOptions & ChartsOption): Promise<void> => {
+      // Loading the charts makes their meaning known (document names, classes).
+      await chartsFor(opts);
       const limit = parseLimit(opts.limit);
       const { store, where } = openExistingStore(opts);
       const progress = progressLine();

@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { charts } from '../../machines/index.ts';
 import { table } from '../demo/format.ts';
 import { verify } from '../durable/verify.ts';
 import { DEFAULT_SQLITE_FILE, openStore, parseStoreUrl } from '../store/open.ts';
 import type { Store } from '../store/types.ts';
+import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { CliOptionError } from './paths.ts';
 
 /** The store options shared by `verify` and `recover`. */
@@ -48,15 +48,17 @@ export function openExistingStore(opts: StoreOptions): { store: Store; where: st
 
 /** `agentcharts verify`: replays every actor's audit trail and checks hash chains and snapshots. */
 export function registerVerify(program: Command): void {
-  program
+  const command = program
     .command('verify')
     .description(
       "Check every actor's audit trail: hash chain, sequence, and a replay of its events that must land on the stored snapshot",
     )
     .option('--db <file>', `the SQLite file (default ${DEFAULT_SQLITE_FILE})`)
     .option('--store <url>', 'a store URL instead: sqlite:<file>')
-    .option('--json', 'print the report as JSON')
-    .action(async (opts: StoreOptions & { json?: boolean }): Promise<void> => {
+    .option('--json', 'print the report as JSON');
+  withChartsOption(command).action(
+    async (opts: StoreOptions & ChartsOption & { json?: boolean }): Promise<void> => {
+      const charts = await chartsFor(opts);
       const { store, where } = openExistingStore(opts);
       try {
         const report = await verify(store, { charts });
@@ -92,5 +94,6 @@ export function registerVerify(program: Command): void {
       } finally {
         await store.close();
       }
-    });
+    },
+  );
 }

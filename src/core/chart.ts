@@ -1,7 +1,7 @@
 import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
 import { chartMeta } from './meta.ts';
-import type { RecoveryPolicy } from './recovery.ts';
+import { resumeAll, type RecoveryPolicy } from './recovery.ts';
 
 /**
  * Event schemas of a machine, keyed by event type. Each schema is a strict zod
@@ -58,14 +58,50 @@ export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   serializeState?: (snapshot: SnapshotFrom<TLogic>) => string;
 }
 
+/** What {@link defineChart} needs besides the machine; every field has a default. */
+export type ChartOptions<TLogic extends AnyStateMachine> = Partial<
+  Omit<ChartDefinition<TLogic>, 'machine'>
+>;
+
 /**
- * Declares a chart. Its metadata (state names and classes, event kinds and roles,
- * delay names) is checked here, so an ill-formed chart fails where it is defined
- * with a ChartMetadataError.
+ * Declares a chart: `defineChart(machine)` or `defineChart(machine, { … })` with
+ * any fields to set (name = the machine id, no event schemas, no samples, recovery
+ * resumes every actor, version 1), or a whole definition object. Its metadata
+ * (state names and classes, event kinds and roles, delay names) is checked here,
+ * so an ill-formed chart fails where it is defined with a ChartMetadataError.
+ *
+ * @example
+ * export const chart = defineChart(machine, { eventSamples: { GO: [{ type: 'GO' }] } });
  */
 export function defineChart<TLogic extends AnyStateMachine>(
   chart: ChartDefinition<TLogic>,
+): ChartDefinition<TLogic>;
+export function defineChart<TLogic extends AnyStateMachine>(
+  machine: TLogic,
+  options?: ChartOptions<TLogic>,
+): ChartDefinition<TLogic>;
+export function defineChart<TLogic extends AnyStateMachine>(
+  chartOrMachine: ChartDefinition<TLogic> | TLogic,
+  options: ChartOptions<TLogic> = {},
 ): ChartDefinition<TLogic> {
+  const isDefinition = (v: ChartDefinition<TLogic> | TLogic): v is ChartDefinition<TLogic> =>
+    'machine' in v && !('root' in v);
+  const machine = isDefinition(chartOrMachine) ? undefined : chartOrMachine;
+  const chart: ChartDefinition<TLogic> =
+    machine === undefined
+      ? (chartOrMachine as ChartDefinition<TLogic>)
+      : {
+          name: machine.id,
+          description: machine.config.description ?? '',
+          machine,
+          events: {},
+          eventSamples: {},
+          defaultInput: undefined as InputFrom<TLogic>,
+          recovery: resumeAll,
+          version: 1,
+          migrations: {},
+          ...options,
+        };
   chartMeta(chart.machine);
   return chart;
 }

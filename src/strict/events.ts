@@ -207,7 +207,9 @@ export function validateEvent(
     throw fail(problem.reason, type, field, problem.detail);
   }
 
-  const schemas = options.schemas ?? getEventSchemas(machine);
+  const declared = options.schemas ?? getEventSchemas(machine);
+  // An empty set of schemas is no schemas (a chart defined from a bare machine).
+  const schemas = declared && Object.keys(declared).length > 0 ? declared : undefined;
   if (!schemas) {
     // No schemas declared: accept any event type the chart names.
     if (!machine.events.includes(type)) throw fail('unknown_type', type);
