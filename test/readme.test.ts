@@ -10,10 +10,13 @@ const root = join(import.meta.dirname, '..');
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 // Self-contained programs (they start with an import) are run; shorter fragments
-// that continue one of them are not.
-const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
-  .map((m) => m[1] ?? '')
-  .filter((code) => code.startsWith('import '));
+// that continue one of them are not. The guides' programs too.
+const programs = (text: string) =>
+  [...text.matchAll(/```ts\n([\s\S]*?)```/g)]
+    .map((m) => m[1] ?? '')
+    .filter((code) => code.startsWith('import '));
+const guide = readFileSync(join(root, 'docs', 'your-own-chart.md'), 'utf8');
+const blocks = [...programs(readme), ...programs(guide)];
 
 describe('the README', () => {
   test('shows the two-command Quick start', () => {
@@ -53,4 +56,20 @@ describe('the README', () => {
       }
     },
   );
+
+  test("its programs and the guide's type-check (strict, as a user compiles them)", () => {
+    const dir = join(root, 'test-artifacts', 'readme');
+    mkdirSync(dir, { recursive: true });
+    blocks.forEach((code, i) => writeFileSync(join(dir, `block-${i + 1}.ts`), code));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ extends: '../../tsconfig.json', include: ['block-*.ts'] }),
+    );
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    const run = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], {
+      encoding: 'utf8',
+    });
+    expect(run.stdout + run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  }, 120_000);
 });
