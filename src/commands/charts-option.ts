@@ -5,13 +5,10 @@
  * `defineChart(machine)`); they join the six built-in charts, and a chart of the
  * same machine id replaces the built-in one.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { charts as builtIn } from '../../machines/index.ts';
 import { defineChart, type ChartDefinition } from '../core/chart.ts';
-import { ModuleLoadError, NoMachineError, isChartLike, isStateMachine } from './resolve-chart.ts';
+import { NoMachineError, importModule, isChartLike, isStateMachine } from './resolve-chart.ts';
 
 export interface ChartsOption {
   charts?: string[];
@@ -35,16 +32,7 @@ export async function chartsFor(
 ): Promise<ChartDefinition[]> {
   const byId = new Map<string, ChartDefinition>(builtIn.map((c) => [c.machine.id, c]));
   for (const spec of opts.charts ?? []) {
-    const file = resolve(cwd, spec);
-    if (!existsSync(file)) throw new ModuleLoadError(spec, 'no such file');
-    let mod: Record<string, unknown>;
-    try {
-      mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-    } catch (error) {
-      const detail =
-        error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
-      throw new ModuleLoadError(spec, detail, { cause: error });
-    }
+    const mod = await importModule(spec, cwd);
     const values = Object.values(mod).flatMap((v) => (Array.isArray(v) ? v : [v]));
     // A chart and the machine it wraps may both be exported: the chart wins.
     const mine = new Map<string, ChartDefinition>();

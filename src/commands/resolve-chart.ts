@@ -144,21 +144,25 @@ async function resolveCatalogChart(name: string): Promise<ResolvedChart> {
   };
 }
 
-async function resolveModuleChart(
-  spec: string,
-  exportName: string | undefined,
-  cwd: string,
-): Promise<ResolvedChart> {
+/** Imports a user's module named on the command line; a typed error when it cannot. */
+export async function importModule(spec: string, cwd: string): Promise<Record<string, unknown>> {
   const file = resolve(cwd, spec);
   if (!existsSync(file)) throw new ModuleLoadError(spec, 'no such file');
-  let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
     const detail =
       error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
     throw new ModuleLoadError(spec, detail, { cause: error });
   }
+}
+
+async function resolveModuleChart(
+  spec: string,
+  exportName: string | undefined,
+  cwd: string,
+): Promise<ResolvedChart> {
+  const mod = await importModule(spec, cwd);
 
   let picked: { exportName: string; value: AnyStateMachine | ChartLike } | undefined;
   if (exportName !== undefined) {
