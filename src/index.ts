@@ -6,3 +6,4 @@ export * from './core/chart.ts';
 export * from './durable/index.ts';
 export * from './store/index.ts';
 export * from './server/index.ts';
+export * from './agents/index.ts';

@@ -1,0 +1,6 @@
+export {
+  legalEvents,
+  type ActorLike,
+  type LegalEvent,
+  type LegalEventsOptions,
+} from './legal-events.ts';

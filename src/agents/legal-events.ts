@@ -1,0 +1,103 @@
+/**
+ * Legal moves as data: the events an actor accepts in its current state, each
+ * with its JSON Schema, its description, kind and roles from the chart's
+ * metadata. Offered to a model as its only moves, an illegal one is not even on
+ * the menu. Timer-only and internal events never appear.
+ */
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import { z } from 'zod';
+import type { EventCatalog, EventSchemas } from '../core/chart.ts';
+import { chartMeta, type EventKind } from '../core/meta.ts';
+
+/** One event an actor accepts now. */
+export interface LegalEvent {
+  type: string;
+  kind: EventKind;
+  /** Roles that may send it from outside (the server's keys). */
+  roles: readonly string[];
+  description: string | undefined;
+  /** The payload field naming the sender, filled from the caller's identity. */
+  signer: string | undefined;
+  /** JSON Schema of the whole event (`type` included), when the chart has a schema for it. */
+  schema: Record<string, unknown> | undefined;
+  /**
+   * `evaluated`: its guards passed for the event type alone; `by-sample`: only for
+   * one of the chart's sample payloads (the guards read the payload).
+   */
+  decidedBy: 'evaluated' | 'by-sample';
+}
+
+/** What {@link legalEvents} reads: a strict or durable actor, or any snapshot holder. */
+export interface ActorLike {
+  readonly machine: AnyStateMachine;
+  getSnapshot(): AnyMachineSnapshot;
+}
+
+export interface LegalEventsOptions {
+  /** Event payload schemas (a chart's `events`); without them no schema is given. */
+  schemas?: EventSchemas | undefined;
+  /** Sample events (a chart's `eventSamples`), tried when a guard reads the payload. */
+  samples?: EventCatalog | undefined;
+}
+
+const jsonSchemas = new WeakMap<object, Record<string, unknown>>();
+
+function toJsonSchema(schema: z.ZodType): Record<string, unknown> | undefined {
+  let found = jsonSchemas.get(schema);
+  if (!found) {
+    try {
+      found = z.toJSONSchema(schema, { unrepresentable: 'any' });
+    } catch {
+      return undefined;
+    }
+    jsonSchemas.set(schema, found);
+  }
+  return found;
+}
+
+/** Whether `event` is enabled in `snapshot` (a guard that throws on a missing field is not). */
+function enabled(snapshot: AnyMachineSnapshot, event: EventObject): boolean {
+  try {
+    return snapshot.can(event);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The events `actor` accepts in its current state, in the chart's order.
+ *
+ * @example
+ * legalEvents(task, { schemas: chart.events, samples: chart.eventSamples })
+ *   .map((e) => e.type); // ['APPROVAL_DENIED', 'APPROVAL_GRANTED'] while paused
+ */
+export function legalEvents(actor: ActorLike, options: LegalEventsOptions = {}): LegalEvent[] {
+  const snapshot = actor.getSnapshot();
+  if (snapshot.status !== 'active') return [];
+  const meta = chartMeta(actor.machine);
+  const out: LegalEvent[] = [];
+  for (const info of meta.events) {
+    if (info.kind === 'timer-only' || info.kind === 'internal') continue;
+    let decidedBy: LegalEvent['decidedBy'] | undefined;
+    if (enabled(snapshot, { type: info.type })) decidedBy = 'evaluated';
+    else {
+      const samples = options.samples?.[info.type] ?? [];
+      if (samples.some((sample) => enabled(snapshot, sample))) decidedBy = 'by-sample';
+    }
+    if (decidedBy === undefined) continue;
+    const schema =
+      options.schemas && Object.hasOwn(options.schemas, info.type)
+        ? options.schemas[info.type]
+        : undefined;
+    out.push({
+      type: info.type,
+      kind: info.kind,
+      roles: info.roles,
+      description: info.description,
+      signer: info.signer,
+      schema: schema ? toJsonSchema(schema) : undefined,
+      decidedBy,
+    });
+  }
+  return out;
+}
