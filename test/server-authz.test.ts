@@ -15,11 +15,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
 import { chartMeta } from '../src/core/meta.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
-import { signRequest, type ApiKey, type KeyRole } from '../src/server/auth.ts';
+import { getRuntime } from '../src/durable/index.ts';
 import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
+import { signRequest, type ApiKey, type KeyRole } from '../src/server/auth.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
+import { oneActorPerChart } from './support/actors.ts';
 import { usePostgres } from './support/postgres.ts';
 
 const TOKEN = 'read-token-0123456789abcdef';
@@ -89,14 +90,7 @@ function authzSuite(
 
     beforeAll(async () => {
       ({ store, cleanup } = await open());
-      for (const chart of charts) {
-        await createDurableActor(chart.machine, {
-          id: `authz-${chart.name}`,
-          store,
-          input: chart.defaultInput as never,
-          schemas: chart.events,
-        });
-      }
+      await oneActorPerChart(store, 'authz');
       const server = createServer({ store, charts, keys: KEYS, accessToken: TOKEN, pollMs: 0 });
       http = await listen(server);
     }, 60_000);

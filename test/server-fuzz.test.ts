@@ -11,12 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
-import { signRequest, type ApiKey } from '../src/server/auth.ts';
+import { getRuntime } from '../src/durable/index.ts';
 import { createServer, type AgentchartsServer } from '../src/server/app.ts';
+import { signRequest, type ApiKey } from '../src/server/auth.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
 import { seededRandom } from '../src/testing/random.ts';
+import { oneActorPerChart } from './support/actors.ts';
 
 const TOKEN = 'fuzz-token-0123456789abcdef';
 const AGENT: ApiKey = { id: 'agent', secret: 'agent-secret-0123456789abc', role: 'agent' };
@@ -30,14 +31,7 @@ let server: AgentchartsServer;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agentcharts-fuzz-'));
   store = openStore(`sqlite:${join(dir, 'fuzz.db')}`);
-  for (const chart of charts) {
-    await createDurableActor(chart.machine, {
-      id: `fuzz-${chart.name}`,
-      store,
-      input: chart.defaultInput as never,
-      schemas: chart.events,
-    });
-  }
+  await oneActorPerChart(store, 'fuzz');
   server = createServer({
     store,
     charts,

@@ -80,15 +80,20 @@ function fromNotice(notice: TransitionNotice): FeedTransition {
   };
 }
 
-function fromRow(row: TransitionFeedRow): FeedTransition {
+/** The event a log row stored, or one of its logged type when the JSON is unreadable. */
+function eventOf(row: Pick<TransitionRow, 'event' | 'eventType'>): EventObject {
   const event = parse(row.event) as EventObject | undefined;
+  return event && typeof event.type === 'string' ? event : { type: row.eventType };
+}
+
+function fromRow(row: TransitionFeedRow): FeedTransition {
   return {
     actorId: row.actorId,
     machineId: row.machineId,
     version: row.seq,
     from: row.fromState,
     to: row.toState,
-    event: event && typeof event.type === 'string' ? event : { type: row.eventType },
+    event: eventOf(row),
     eventType: row.eventType,
     at: row.at,
     source: sourceOf(row),
@@ -259,7 +264,6 @@ export function noticesFromTrail(
   const snapshots = snapshotsFromTrail(chart, actor, rows);
   return wanted.map((row): TransitionNotice => {
     const snapshot = snapshots.get(row.seq) as AnyMachineSnapshot;
-    const event = parse(row.event) as EventObject | undefined;
     return {
       actorId: actor.id,
       machineId: actor.machineId,
@@ -267,7 +271,7 @@ export function noticesFromTrail(
       eventType: row.eventType,
       from: row.fromState,
       to: row.toState,
-      event: event && typeof event.type === 'string' ? event : { type: row.eventType },
+      event: eventOf(row),
       source: sourceOf(row),
       at: row.at,
       status: row.seq === actor.version ? actor.status : snapshot.status,

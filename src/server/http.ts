@@ -111,6 +111,7 @@ export function parseJson(text: string): unknown {
 
 export function trailEntry(machineId: string, row: TransitionRow) {
   const metadata = (parseJson(row.metadata) ?? {}) as Record<string, unknown>;
+  const to = badge(machineId, row.toState);
   return {
     seq: row.seq,
     from: row.fromState,
@@ -120,8 +121,8 @@ export function trailEntry(machineId: string, row: TransitionRow) {
     at: row.at,
     source: typeof metadata['source'] === 'string' ? metadata['source'] : null,
     keyId: typeof metadata['keyId'] === 'string' ? metadata['keyId'] : null,
-    toName: badge(machineId, row.toState).name,
-    color: badge(machineId, row.toState).color,
+    toName: to.name,
+    color: to.color,
     fromColor: row.fromState !== null ? badge(machineId, row.fromState).color : null,
   };
 }
