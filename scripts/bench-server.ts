@@ -11,6 +11,12 @@
  * clients child. Each posted event is an agent-status `OUTPUT` with a unique
  * `content`, so it can be found again in the audit trail and in the stream's
  * `output` messages.
+ *
+ * With `--resume`, every SSE client instead reads for 1–4 s, hangs up and comes
+ * back with `Last-Event-ID` (every tenth time from 0), for the whole run; the
+ * server's RSS is sampled every 5 s and reported (start, peak, end):
+ *
+ *   npx tsx scripts/bench-server.ts --resume --clients 1000 --duration 600
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -43,6 +49,8 @@ const { values: args } = parseArgs({
     sockets: { type: 'string', default: '256' },
     db: { type: 'string' },
     url: { type: 'string' },
+    /** Clients hang up and resume with Last-Event-ID all the time; RSS is sampled. */
+    resume: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
   },
 });
@@ -58,7 +66,7 @@ function bounded(name: string, text: string | undefined, min: number, max: numbe
 type Message =
   | { type: 'ready'; url?: string }
   | { type: 'report'; report: ClientsReport }
-  | { type: 'cpu'; cpuMs: number }
+  | { type: 'cpu'; cpuMs: number; rssMiB: number[]; heapMiB: number }
   | { type: 'stop' };
 
 function forkRole(role: string, extra: string[]): ChildProcess {
@@ -91,15 +99,34 @@ function nextMessage<T extends Message['type']>(
 
 async function runServer(): Promise<void> {
   const store = openStore(`sqlite:${args.db}`);
-  const server = createServer({ store, charts, keys: [KEY], accessToken: TOKEN, pollMs: 0 });
+  const server = createServer({
+    store,
+    charts,
+    keys: [KEY],
+    accessToken: TOKEN,
+    pollMs: 0,
+    requestLogs: false,
+    // Every bench client reads with the one token from one address: one principal.
+    sse: { maxStreamsPerPrincipal: 10_000 },
+  });
   const http = await listen(server, { hostname: '127.0.0.1', port: 0 });
   const cpu0 = process.cpuUsage();
+  const mib = (bytes: number) => Number((bytes / 2 ** 20).toFixed(1));
+  const rssMiB: number[] = [mib(process.memoryUsage().rss)];
+  const sampler = setInterval(() => rssMiB.push(mib(process.memoryUsage().rss)), 5000);
   process.send?.({ type: 'ready', url: http.url } satisfies Message);
   await new Promise<void>((resolve) => {
     process.on('message', (m: Message) => {
       if (m.type !== 'stop') return;
+      clearInterval(sampler);
+      rssMiB.push(mib(process.memoryUsage().rss));
       const cpu = process.cpuUsage(cpu0);
-      process.send?.({ type: 'cpu', cpuMs: (cpu.user + cpu.system) / 1000 } satisfies Message);
+      process.send?.({
+        type: 'cpu',
+        cpuMs: (cpu.user + cpu.system) / 1000,
+        rssMiB,
+        heapMiB: mib(process.memoryUsage().heapUsed),
+      } satisfies Message);
     });
     process.once('disconnect', resolve);
   });
@@ -120,6 +147,9 @@ interface ClientsReport {
   clientsWithGaps: number;
   /** `content` of every output message, from the first client (parsed in full). */
   contents: string[];
+  /** With --resume: streams opened in all, and how many resumed from 0. */
+  connects?: number;
+  fromZero?: number;
 }
 
 /** Frame ids in `buf[0..end)`: each `id: <n>` at the start of a line. */
@@ -138,6 +168,95 @@ function* frameIds(buf: Buffer, end: number): Generator<number> {
       i = buf.indexOf('id: ', i + 4);
     }
   }
+}
+
+/**
+ * Clients that keep hanging up and resuming: each reads for 1–4 s, closes, and
+ * reconnects with `Last-Event-ID` (every tenth reconnect from 0), until told to stop.
+ */
+async function runResumingClients(): Promise<void> {
+  const count = bounded('clients', args.clients, 1, 10_000);
+  const url = new URL('/api/stream?machine=agent-status', args.url);
+  const agent = new Agent({ keepAlive: false, maxSockets: count });
+  let stopping = false;
+  let connects = 0;
+  let fromZero = 0;
+  let frames = 0;
+  let failures = 0;
+  const connectOnce = (lastId: number, first: () => void): Promise<number> =>
+    new Promise((resolve) => {
+      let last = lastId;
+      const resumeFrom = connects % 10 === 9 ? 0 : lastId;
+      if (resumeFrom === 0 && lastId !== 0) fromZero++;
+      connects++;
+      const req = request(url, {
+        agent,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          accept: 'text/event-stream',
+          ...(resumeFrom > 0 || lastId !== 0 ? { 'last-event-id': String(resumeFrom) } : {}),
+        },
+      });
+      const done = () => resolve(last);
+      req.once('error', () => {
+        failures++;
+        first();
+        done();
+      });
+      req.once('response', (res) => {
+        first();
+        res.on('data', (chunk: Buffer) => {
+          for (const id of frameIds(chunk, chunk.length)) {
+            last = Math.max(last, id);
+            frames++;
+          }
+        });
+        res.once('close', done);
+        setTimeout(() => req.destroy(), 1000 + Math.random() * 3000);
+      });
+      req.end();
+    });
+  let connected = 0;
+  let ready = (): void => undefined;
+  const allConnected = new Promise<void>((resolve) => {
+    ready = () => {
+      if (++connected === count) resolve();
+    };
+  });
+  const loops = Array.from({ length: count }, async (_, i) => {
+    let lastId = 0;
+    let announced = false;
+    await new Promise((r) => setTimeout(r, (i % 100) * 10));
+    while (!stopping) {
+      lastId = await connectOnce(lastId, () => {
+        if (!announced) {
+          announced = true;
+          ready();
+        }
+      });
+    }
+  });
+  await allConnected;
+  process.send?.({ type: 'ready' } satisfies Message);
+  await new Promise<void>((resolve) => {
+    process.on('message', (m: Message) => {
+      if (m.type === 'stop') resolve();
+    });
+  });
+  stopping = true;
+  agent.destroy();
+  await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 6000))]);
+  const report: ClientsReport = {
+    clients: count,
+    ended: failures,
+    minFrames: frames,
+    maxFrames: frames,
+    clientsWithGaps: 0,
+    contents: [],
+    connects,
+    fromZero,
+  };
+  process.send?.({ type: 'report', report } satisfies Message, () => process.disconnect());
 }
 
 async function runClients(): Promise<void> {
@@ -295,7 +414,13 @@ async function runMain(): Promise<void> {
   try {
     const { url } = await nextMessage(server, 'ready', 60_000);
     if (!url?.startsWith('http://127.0.0.1:')) throw new Error('server is not on loopback');
-    const clients = forkRole('clients', ['--url', url, '--clients', String(clientCount)]);
+    const clients = forkRole('clients', [
+      '--url',
+      url,
+      '--clients',
+      String(clientCount),
+      ...(args.resume ? ['--resume'] : []),
+    ]);
     children.push(clients);
     await nextMessage(clients, 'ready', 60_000);
     log(
@@ -358,7 +483,7 @@ async function runMain(): Promise<void> {
     clients.send({ type: 'stop' } satisfies Message);
     const { report } = await nextMessage(clients, 'report', 120_000);
     server.send({ type: 'stop' } satisfies Message);
-    const { cpuMs } = await nextMessage(server, 'cpu', 30_000);
+    const { cpuMs, rssMiB, heapMiB } = await nextMessage(server, 'cpu', 30_000);
 
     // The store: every acknowledged event is in its actor's audit trail.
     const check = openStore(`sqlite:${db}`);
@@ -372,7 +497,10 @@ async function runMain(): Promise<void> {
     await check.close();
     const streamed = new Set(report.contents);
     const missingFromStore = acked.filter((a) => !stored.has(a.content)).length;
-    const missingFromStream = acked.filter((a) => !streamed.has(a.content)).length;
+    // Resuming clients hang up on purpose: only the first, steady client's stream is checked.
+    const missingFromStream = args.resume
+      ? 0
+      : acked.filter((a) => !streamed.has(a.content)).length;
 
     latencies.sort((a, b) => a - b);
     const result = {
@@ -395,6 +523,22 @@ async function runMain(): Promise<void> {
       serverCpuMsPerEvent: Number((cpuMs / Math.max(1, acked.length)).toFixed(3)),
       missingFromStore,
       missingFromStream,
+      serverRssMiB: {
+        start: rssMiB[0],
+        peak: Math.max(...rssMiB),
+        end: rssMiB.at(-1),
+        heapEnd: heapMiB,
+      },
+      ...(args.resume
+        ? {
+            resume: {
+              streamsOpened: report.connects,
+              resumedFromZero: report.fromZero,
+              framesReceived: report.minFrames,
+              failedConnects: report.ended,
+            },
+          }
+        : {}),
       stream: {
         clientsEndedEarly: report.ended,
         clientsWithGaps: report.clientsWithGaps,
@@ -411,6 +555,12 @@ async function runMain(): Promise<void> {
           `  acknowledged ${result.acknowledged}/${total} (statuses ${JSON.stringify(result.statuses)}, network failures ${failed}), ${result.achievedRate} events/s`,
           `  latency p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, max ${result.latencyMs.max} ms (max in flight ${maxInFlight})`,
           `  server CPU ${result.serverCpuMsPerEvent} ms per event (incl. SSE fan-out to ${clientCount} clients)`,
+          `  server RSS ${result.serverRssMiB.start} MiB at start, peak ${result.serverRssMiB.peak}, end ${result.serverRssMiB.end} (heap ${heapMiB} MiB)`,
+          ...(args.resume
+            ? [
+                `  resuming clients: ${report.connects} streams opened (${report.fromZero} resumed from 0), ${report.minFrames} frames, ${report.ended} failed connects`,
+              ]
+            : []),
           `  missing from store: ${missingFromStore}; missing from stream: ${missingFromStream}`,
           `  stream: ${report.ended} client(s) ended early, ${report.clientsWithGaps} with id gaps, frames per client ${report.minFrames}..${report.maxFrames}`,
         ].join('\n') + '\n',
@@ -443,5 +593,6 @@ async function runMain(): Promise<void> {
 }
 
 if (args.role === 'server') await runServer();
+else if (args.role === 'clients' && args.resume) await runResumingClients();
 else if (args.role === 'clients') await runClients();
 else await runMain();

@@ -1049,7 +1049,12 @@ describe('store failures', () => {
       });
       failures.push(new Error('disk on fire at /var/lib/secret-path'));
       const broken = await send();
-      expect(broken).toEqual({ status: 500, body: { error: 'internal' } });
+      // A request id to find the logged error by; nothing of the error itself.
+      expect(broken).toEqual({
+        status: 500,
+        body: { error: 'internal', requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) },
+      });
+      expect(JSON.stringify(broken)).not.toContain('secret-path');
       expect(await send()).toMatchObject({ status: 200, body: { state: 'running' } });
     } finally {
       await local.close();

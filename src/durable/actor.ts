@@ -206,6 +206,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * in the same batch.
    */
   private enqueue<T>(work: () => Promise<T>): Promise<T> {
+    this.runtime.touch(this);
     const idle = this.pending === 0;
     this.pending++;
     const run = idle ? work() : this.tail.then(work, work);
@@ -280,6 +281,23 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
       decision,
       this.runtime.clock.now(),
     );
+  }
+
+  /** @internal Whether the runtime may drop it from its cache (see `limitLiveActors`). */
+  idle(): boolean {
+    const core = this.core;
+    return (
+      this.pending === 0 &&
+      this.stepsInFlight.size === 0 &&
+      !core.invokes?.size &&
+      !core.listeners?.size &&
+      !core.emittedListeners?.size
+    );
+  }
+
+  /** @internal The next send reloads first. */
+  markStale(): void {
+    this.core.stale = true;
   }
 
   /** Detaches this in-memory actor from the runtime. Its durable timers stay pending. */

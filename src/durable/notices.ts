@@ -89,4 +89,8 @@ export interface LiveActor {
   restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<void>;
   /** Forgets the in-memory actor (its durable state lives on). */
   detach(): void;
+  /** Nothing of it is in flight here: no queued send, running invoke or step, no listener. */
+  idle(): boolean;
+  /** Reads the store again before its next decision (it was out of the runtime's cache). */
+  markStale(): void;
 }

@@ -47,6 +47,7 @@ export function getRuntime(store: Store, options?: RuntimeOptions): DurableRunti
       );
     }
     for (const chart of options?.charts ?? []) runtime.registerChart(chart);
+    if (options?.maxLiveActors !== undefined) runtime.limitLiveActors(options.maxLiveActors);
   }
   return runtime;
 }

@@ -42,6 +42,11 @@ export interface RuntimeOptions {
    * send: `actor.send(event, metadata, { conflictRetries })`.
    */
   conflictRetries?: number;
+  /**
+   * Most actors kept in memory (default: no limit). Past it, the least recently
+   * used idle ones are dropped from the cache; see {@link DurableRuntime.limitLiveActors}.
+   */
+  maxLiveActors?: number;
 }
 
 /** Loads a stored actor into this runtime by id (provided by whoever builds the runtime). */
@@ -68,7 +73,18 @@ export class DurableRuntime {
   private readonly committer: Committer;
   private readonly charts = new ChartRegistry();
   private readonly observers = new Set<RuntimeObserver>();
+  /** The actors of this process, least recently used first when a limit is set. */
   private readonly live = new Map<string, LiveActor>();
+  private maxLive = Number.POSITIVE_INFINITY;
+  /**
+   * Actors dropped from `live` that someone may still hold: `actor(id)` hands the
+   * same object back while it exists, so one process never has two handles (two
+   * mailboxes) for one actor.
+   */
+  private readonly evicted = new Map<string, WeakRef<LiveActor>>();
+  private readonly collected = new FinalizationRegistry<string>((id) => {
+    if (this.evicted.get(id)?.deref() === undefined) this.evicted.delete(id);
+  });
   private closed = false;
 
   private readonly loader: ActorLoader;
@@ -104,6 +120,7 @@ export class DurableRuntime {
       spawn: (message) => hooks.spawn(this, message),
     });
     for (const chart of options.charts ?? []) this.registerChart(chart);
+    if (options.maxLiveActors !== undefined) this.limitLiveActors(options.maxLiveActors);
   }
 
   // ---- charts and observers ----------------------------------------------------
@@ -151,9 +168,32 @@ export class DurableRuntime {
 
   // ---- live actors -----------------------------------------------------------
 
+  /**
+   * Keeps at most `max` actors in memory (a server that touches every actor of a
+   * large store). When more are loaded, the least recently used *idle* ones are
+   * dropped: nothing queued or running for them, no listener, and no timer that
+   * only this process would fire (unless timer polling is on, which finds it in
+   * the store). Actors that are busy stay, so the limit can be passed while they
+   * are; dropping one writes nothing and loses nothing, since its state is in the
+   * store. A handle someone still holds keeps working: `actor(id)` returns that
+   * same handle, which reloads before its next send.
+   */
+  limitLiveActors(max: number): void {
+    if (!(max >= 1)) throw new RangeError(`maxLiveActors must be at least 1, got ${max}`);
+    this.maxLive = max;
+    this.evictIdle();
+  }
+
+  /** Actors held in memory now (see {@link limitLiveActors}). */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
   /** @internal */
   track(actor: LiveActor): void {
     this.live.set(actor.id, actor);
+    this.evicted.delete(actor.id);
+    if (this.live.size > this.maxLive) this.evictIdle(actor);
   }
 
   /** @internal */
@@ -161,6 +201,38 @@ export class DurableRuntime {
     if (this.live.get(actor.id) === actor) {
       this.live.delete(actor.id);
       this.timers.unscheduleAll(actor.id);
+    }
+    if (this.evicted.get(actor.id)?.deref() === actor) this.evicted.delete(actor.id);
+  }
+
+  /**
+   * @internal A handle is used (every send): most recently used now, and back in
+   * the cache, reading the store first, when it had been dropped from it.
+   */
+  touch(actor: LiveActor): void {
+    if (this.maxLive === Number.POSITIVE_INFINITY) return;
+    const id = actor.id;
+    if (this.live.get(id) === actor) {
+      this.live.delete(id);
+      this.live.set(id, actor);
+    } else if (this.evicted.get(id)?.deref() === actor) {
+      actor.markStale();
+      this.track(actor);
+    }
+  }
+
+  /** Drops least recently used idle actors until the limit holds (a bounded scan). */
+  private evictIdle(keep?: LiveActor): void {
+    let budget = 64 + this.live.size - this.maxLive;
+    for (const [id, actor] of this.live) {
+      if (this.live.size <= this.maxLive || budget-- <= 0) return;
+      // The one just loaded or used is never the one to go.
+      if (actor === keep) continue;
+      if (!actor.idle() || (this.timers.hasScheduled(id) && !this.timers.polling)) continue;
+      this.live.delete(id);
+      this.timers.unscheduleAll(id);
+      this.evicted.set(id, new WeakRef(actor));
+      this.collected.register(actor, id);
     }
   }
 
@@ -172,7 +244,21 @@ export class DurableRuntime {
   /** Returns the live actor or loads it from the store through its registered chart. */
   actor(actorId: string): Promise<LiveActor> {
     const live = this.live.get(actorId);
-    return live ? Promise.resolve(live) : this.loader(this, actorId);
+    if (live) {
+      // Most recently used goes last (only kept in order when there is a limit).
+      if (this.maxLive !== Number.POSITIVE_INFINITY) {
+        this.live.delete(actorId);
+        this.live.set(actorId, live);
+      }
+      return Promise.resolve(live);
+    }
+    const kept = this.evicted.get(actorId)?.deref();
+    if (kept) {
+      kept.markStale();
+      this.track(kept);
+      return Promise.resolve(kept);
+    }
+    return this.loader(this, actorId);
   }
 
   // ---- commits, timers, leases -------------------------------------------------

@@ -51,6 +51,16 @@ export class TimerScheduler {
     this.forget(actorId, timerId);
   }
 
+  /** Whether this process has a wake-up armed for one of the actor's timers. */
+  hasScheduled(actorId: string): boolean {
+    return this.handles.has(actorId);
+  }
+
+  /** Whether the store is polled for due timers (then no wake-up needs to stay armed here). */
+  get polling(): boolean {
+    return this.pollMs > 0 && !this.closed;
+  }
+
   /** Disarms every wake-up of an actor (it finished, or left this process). */
   unscheduleAll(actorId: string): void {
     for (const handle of this.handles.get(actorId)?.values() ?? []) this.clock.clearTimeout(handle);

@@ -22,7 +22,9 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { type DurableRuntime } from '../durable/runtime.ts';
 import type { TransitionFeed } from '../observe/feed.ts';
+import { typedErrorResponse } from './errors.ts';
 import { createKit } from './kit.ts';
+import type { ServerEnv } from './middleware/auth.ts';
 import { allowedHosts } from './middleware/hosts.ts';
 import type { ServerOptions } from './options.ts';
 import { registerActorRoutes } from './routes/actors.ts';
@@ -34,7 +36,7 @@ import type { SseHub } from './sse.ts';
 export type { DashboardOptions, ServerOptions } from './options.ts';
 
 export interface AgentchartsServer {
-  app: Hono;
+  app: Hono<ServerEnv>;
   runtime: DurableRuntime;
   hub: SseHub;
   feed: TransitionFeed;
@@ -44,13 +46,19 @@ export interface AgentchartsServer {
   close(): Promise<void>;
 }
 
-/** Builds the server: middleware, one error handler, and the routes, one resource a file. */
+/**
+ * Builds the server: the Hono app (middleware, one error handler, the routes,
+ * one resource a file) plus the runtime, SSE hub and transition feed behind it.
+ * Serve `app.fetch` with any adapter, or use {@link listen}.
+ *
+ * @example
+ * const server = createServer({ store, keys, accessToken });
+ * const { url } = await listen(server, { port: 7878 });
+ */
 export function createServer(options: ServerOptions): AgentchartsServer {
   const kit = createKit(options);
   const { logger, runtime, hub, feed, unobserveEmitted, metrics, fail } = kit;
-  // ---- app ------------------------------------------------------------------
-
-  const app = new Hono();
+  const app = new Hono<ServerEnv>();
 
   app.use('*', allowedHosts(options.allowedHosts ?? []));
   // nosniff, no-referrer, frame and opener policies: hono's own middleware.
@@ -73,6 +81,9 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     if (error instanceof HTTPException) {
       return fail(c, error.status, { error: error.status === 504 ? 'timeout' : 'refused' });
     }
+    // The runtime's typed errors (invalid event or transition, a lost race, the store).
+    const typed = typedErrorResponse(c, error, c.get('fieldPrefix') ?? '', fail, logger);
+    if (typed) return typed;
     // A client that went away mid-request is not a server fault.
     const code = (error as { code?: unknown }).code;
     if (

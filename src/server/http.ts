@@ -202,12 +202,3 @@ export const CSP = [
   "frame-ancestors 'none'",
   "form-action 'self'",
 ].join('; ');
-
-/**
- * Builds the server: the Hono app plus the runtime, SSE hub and transition feed
- * behind it. Serve `app.fetch` with any adapter, or use {@link listen}.
- *
- * @example
- * const server = createServer({ store, keys, accessToken });
- * const { url } = await listen(server, { port: 7878 });
- */

@@ -54,6 +54,11 @@ export interface ServerOptions {
   /** Fire due durable timers from this process (approval timeouts, retries). Default false. */
   fireTimers?: boolean | undefined;
   sse?: SseHubOptions | undefined;
+  /**
+   * Most actors the store's runtime keeps in memory; the least recently used
+   * idle ones go first (see `DurableRuntime.limitLiveActors`). Default 10,000.
+   */
+  maxLiveActors?: number | undefined;
   logger?: Logger | undefined;
   /** Seconds clock for signature freshness (tests). */
   nowSeconds?: (() => number) | undefined;

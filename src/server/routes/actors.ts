@@ -15,24 +15,12 @@ import {
   zodField,
 } from '../http.ts';
 import type { ServerKit } from '../kit.ts';
+import { scopedKey, sessionApprover, type ServerEnv } from '../middleware/auth.ts';
 import { agentsStatusRoute } from './agents-status.ts';
 
-export function registerActorRoutes(app: Hono, kit: ServerKit): void {
-  const {
-    options,
-    runtime,
-    dashboardApprovals,
-    fail,
-    approverOf,
-    readAccess,
-    readScope,
-    actorOutOfScope,
-    wholeStoreRead,
-    errorResponse,
-  } = kit;
-  app.get('/api/actors', async (c) => {
-    const denied = await readAccess(c);
-    if (denied) return denied;
+export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void {
+  const { options, runtime, dashboardApprovals, fail, auth } = kit;
+  app.get('/api/actors', auth.reader, async (c) => {
     const query = listQuerySchema.safeParse(c.req.query());
     if (!query.success) {
       return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
@@ -50,7 +38,7 @@ export function registerActorRoutes(app: Hono, kit: ServerKit): void {
       afterId: query.data.cursor,
       limit: pageSize + 1,
     });
-    const scope = readScope(c);
+    const scope = scopedKey(c.var.principal);
     // A scoped key lists only its actors (the cursor still walks every row read).
     const read = rows.slice(0, pageSize);
     const page = read.filter((row) => scope === undefined || keyCoversActor(scope, row.id));
@@ -60,11 +48,9 @@ export function registerActorRoutes(app: Hono, kit: ServerKit): void {
     });
   });
 
-  agentsStatusRoute(app, { store: options.store, runtime, readAccess: wholeStoreRead, fail });
+  agentsStatusRoute(app, { store: options.store, runtime, guard: auth.wholeStore, fail });
 
-  app.get('/api/counts', async (c) => {
-    const denied = await wholeStoreRead(c);
-    if (denied) return denied;
+  app.get('/api/counts', auth.wholeStore, async (c) => {
     const machine = c.req.query('machine');
     const groups = await options.store.countActors(machine ? { machineId: machine } : {});
     // Per label; its badge is read from the chart of the first machine seen with it.
@@ -94,78 +80,65 @@ export function registerActorRoutes(app: Hono, kit: ServerKit): void {
   });
 
   /** One page of an actor's trail, oldest first: `?after=<seq>&limit=<n>` (at most 500). */
-  app.get('/api/actors/:id/history', async (c) => {
-    const denied = await readAccess(c);
-    if (denied) return denied;
+  app.get('/api/actors/:id/history', auth.reader, async (c) => {
     const id = c.req.param('id');
-    const outOfScope = actorOutOfScope(c, id);
+    const outOfScope = auth.actorOutOfScope(c, id);
     if (outOfScope) return outOfScope;
     const query = historyQuerySchema.safeParse(c.req.query());
     if (!query.success) return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
-    try {
-      const row = await options.store.loadActor(id);
-      if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
-      const limit = query.data.limit ?? 100;
-      const rows = await options.store.history(id, { afterSeq: query.data.after ?? 0, limit });
-      return c.json({
-        trail: rows.map((r) => trailEntry(row.machineId, r)),
-        next: rows.length === limit ? (rows.at(-1)?.seq ?? null) : null,
-        total: row.version,
-      });
-    } catch (error) {
-      return errorResponse(c, error, '');
-    }
+    const row = await options.store.loadActor(id);
+    if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+    const limit = query.data.limit ?? 100;
+    const rows = await options.store.history(id, { afterSeq: query.data.after ?? 0, limit });
+    return c.json({
+      trail: rows.map((r) => trailEntry(row.machineId, r)),
+      next: rows.length === limit ? (rows.at(-1)?.seq ?? null) : null,
+      total: row.version,
+    });
   });
 
-  app.get('/api/actors/:id', async (c) => {
-    const denied = await readAccess(c);
-    if (denied) return denied;
+  app.get('/api/actors/:id', auth.reader, async (c) => {
     const id = c.req.param('id');
-    const outOfScope = actorOutOfScope(c, id);
+    const outOfScope = auth.actorOutOfScope(c, id);
     if (outOfScope) return outOfScope;
-    try {
-      const row = await options.store.loadActor(id);
-      if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
-      const chart = runtime.chartFor(row.machineId);
-      // The last page of the trail only (one indexed range read, however long the
-      // history); older rows come from /api/actors/:id/history.
-      const history = await options.store.history(id, {
-        afterSeq: Math.max(0, row.version - TRAIL_LIMIT),
-        limit: TRAIL_LIMIT,
-      });
-      const trail = history.map((r) => trailEntry(row.machineId, r));
-      const base = {
-        actor: summary(row),
-        trail,
-        trailTotal: row.version,
-      };
-      if (!chart) return c.json({ ...base, context: null, diagram: null, accepts: [] });
-      const snapshot = decodeActorRow(
-        chart.machine,
-        { version: chart.version, migrations: chart.migrations },
-        row,
-      );
-      const accepts =
-        snapshot.status !== 'active'
-          ? []
-          : Object.entries(chart.eventSamples ?? {})
-              .filter(([, samples]) =>
-                (samples as readonly EventObject[]).some((sample) => snapshot.can(sample)),
-              )
-              .map(([type]) => type)
-              .sort();
-      return c.json({
-        ...base,
-        context: snapshot.context as unknown,
-        diagram: highlightedDiagram(chart.machine, snapshot.value, summary(row).color),
-        accepts,
-        awaitingApproval:
-          accepts.includes('APPROVAL_GRANTED') && accepts.includes('APPROVAL_DENIED'),
-        approvalsEnabled: dashboardApprovals,
-        signedInApprover: approverOf(c) ?? null,
-      });
-    } catch (error) {
-      return errorResponse(c, error, '');
-    }
+    const row = await options.store.loadActor(id);
+    if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+    const chart = runtime.chartFor(row.machineId);
+    // The last page of the trail only (one indexed range read, however long the
+    // history); older rows come from /api/actors/:id/history.
+    const history = await options.store.history(id, {
+      afterSeq: Math.max(0, row.version - TRAIL_LIMIT),
+      limit: TRAIL_LIMIT,
+    });
+    const trail = history.map((r) => trailEntry(row.machineId, r));
+    const base = {
+      actor: summary(row),
+      trail,
+      trailTotal: row.version,
+    };
+    if (!chart) return c.json({ ...base, context: null, diagram: null, accepts: [] });
+    const snapshot = decodeActorRow(
+      chart.machine,
+      { version: chart.version, migrations: chart.migrations },
+      row,
+    );
+    const accepts =
+      snapshot.status !== 'active'
+        ? []
+        : Object.entries(chart.eventSamples ?? {})
+            .filter(([, samples]) =>
+              (samples as readonly EventObject[]).some((sample) => snapshot.can(sample)),
+            )
+            .map(([type]) => type)
+            .sort();
+    return c.json({
+      ...base,
+      context: snapshot.context as unknown,
+      diagram: highlightedDiagram(chart.machine, snapshot.value, summary(row).color),
+      accepts,
+      awaitingApproval: accepts.includes('APPROVAL_GRANTED') && accepts.includes('APPROVAL_DENIED'),
+      approvalsEnabled: dashboardApprovals,
+      signedInApprover: sessionApprover(c.var.principal) ?? null,
+    });
   });
 }

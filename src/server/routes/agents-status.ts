@@ -8,12 +8,13 @@
  * working or waiting), and `state` is the document's flat name (`executing`, not
  * the stored path `active.executing`).
  */
-import type { Context, Hono } from 'hono';
+import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import { isActiveClass, knownChartMeta } from '../../core/meta.ts';
 import { decodeActorRow } from '../../durable/codec.ts';
 import type { DurableRuntime } from '../../durable/runtime.ts';
 import type { Store } from '../../store/types.ts';
+import type { ServerEnv } from '../middleware/auth.ts';
 
 /** The chart seed 000's API reads. */
 export const AGENT_LIFECYCLE = 'agent-lifecycle';
@@ -48,14 +49,13 @@ function metadataOf(context: Record<string, unknown>): Record<string, unknown> {
 export interface AgentsStatusDeps {
   store: Store;
   runtime: DurableRuntime;
-  readAccess: (c: Context) => Promise<Response | undefined>;
+  /** The middleware that admits a read over every actor. */
+  guard: MiddlewareHandler<ServerEnv>;
   fail: (c: Context, status: 400, body: { error: string } & Record<string, unknown>) => Response;
 }
 
-export function agentsStatusRoute(app: Hono, deps: AgentsStatusDeps): void {
-  app.get('/api/agents/status', async (c) => {
-    const denied = await deps.readAccess(c);
-    if (denied) return denied;
+export function agentsStatusRoute(app: Hono<ServerEnv>, deps: AgentsStatusDeps): void {
+  app.get('/api/agents/status', deps.guard, async (c) => {
     const query = querySchema.safeParse(c.req.query());
     if (!query.success) {
       const issue = query.error.issues[0];

@@ -15,8 +15,9 @@ import {
   zodField,
 } from '../http.ts';
 import type { ServerKit } from '../kit.ts';
+import { sessionApprover, type ServerEnv } from '../middleware/auth.ts';
 
-export function registerDashboardRoutes(app: Hono, kit: ServerKit): void {
+export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): void {
   const {
     mermaidCache,
     options,
@@ -29,12 +30,8 @@ export function registerDashboardRoutes(app: Hono, kit: ServerKit): void {
     assets,
     mermaidPath,
     fail,
-    sessionOf,
-    hasSession,
     startSession,
-    approverOf,
-    sameOriginJson,
-    tooLarge,
+    auth,
   } = kit;
   const page = (c: Context) => {
     const token = c.req.query('token');
@@ -83,9 +80,10 @@ export function registerDashboardRoutes(app: Hono, kit: ServerKit): void {
   });
 
   app.get('/api/session', (c) => {
-    const approver = approverOf(c);
+    const session = auth.sessionOf(c);
+    const approver = session && sessionApprover(session);
     return c.json({
-      authenticated: options.publicRead === true || hasSession(c),
+      authenticated: options.publicRead === true || session !== undefined,
       /** Whether approvers may sign in here. */
       approvals: dashboardApprovals,
       /** The approver signed in on this session (their key id), or null for a reader. */
@@ -97,12 +95,10 @@ export function registerDashboardRoutes(app: Hono, kit: ServerKit): void {
    * An approver signs in as themselves: their key id and secret, checked like a
    * signature's key. The session then approves in their name only.
    */
-  app.post('/dashboard/sign-in', async (c) => {
-    const refused = sameOriginJson(c);
-    if (refused) return refused;
+  app.post('/dashboard/sign-in', auth.sameOriginJson, async (c) => {
     if (!dashboardApprovals) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
     const raw = await readBody(c, 4096);
-    if (raw === undefined) return tooLarge(c);
+    if (raw === undefined) return auth.tooLarge(c);
     const parsed = signInSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
     if (!parsed.success) return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
     const key = verifier.key(parsed.data.keyId);
@@ -122,21 +118,12 @@ export function registerDashboardRoutes(app: Hono, kit: ServerKit): void {
    * the server builds seed 001's approval body, signs it with the dashboard's
    * approver key and sends it through `/api/approval-callback` like any client.
    */
-  app.post('/dashboard/decision', async (c) => {
-    const principal = sessionOf(c);
-    if (!principal) return fail(c, 401, { error: 'unauthorized' });
-    const refused = sameOriginJson(c);
-    if (refused) return refused;
-    if (!dashboardApprovals) return fail(c, 403, { error: 'dashboard_approvals_disabled' });
-    // Reading never approves: only an approver's own session decides.
-    if (principal.kind !== 'approver') return fail(c, 403, { error: 'approver_sign_in_required' });
-    const approverKey = verifier.key(principal.keyId);
-    if (approverKey?.role !== 'approver') {
-      sessions.closeFor(principal.keyId);
-      return fail(c, 403, { error: 'approver_sign_in_required' });
-    }
+  // Reading never approves: only an approver's own session decides.
+  app.post('/dashboard/decision', auth.approverSession, async (c) => {
+    const approverKey = verifier.key(sessionApprover(c.var.principal) ?? '');
+    if (!approverKey) return fail(c, 403, { error: 'approver_sign_in_required' });
     const raw = await readBody(c, maxBodyBytes);
-    if (raw === undefined) return tooLarge(c);
+    if (raw === undefined) return auth.tooLarge(c);
     const parsed = decisionSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
     if (!parsed.success) {
       return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });

@@ -1,9 +1,10 @@
 /** Health, metrics and the list of charts. */
 import type { Hono } from 'hono';
 import type { ServerKit } from '../kit.ts';
+import type { ServerEnv } from '../middleware/auth.ts';
 
-export function registerOpsRoutes(app: Hono, kit: ServerKit): void {
-  const { chartList, options, hub, metrics, fail, readAccess, wholeStoreRead } = kit;
+export function registerOpsRoutes(app: Hono<ServerEnv>, kit: ServerKit): void {
+  const { chartList, options, hub, metrics, fail, auth } = kit;
   app.get('/healthz', async (c) => {
     try {
       await options.store.listActors({ limit: 1 });
@@ -13,16 +14,12 @@ export function registerOpsRoutes(app: Hono, kit: ServerKit): void {
     }
   });
 
-  app.get('/metrics', async (c) => {
-    const denied = await wholeStoreRead(c);
-    if (denied) return denied;
+  app.get('/metrics', auth.wholeStore, async (c) => {
     const text = await metrics.metrics();
     return c.body(text, 200, { 'content-type': metrics.registry.contentType });
   });
 
-  app.get('/api/machines', async (c) => {
-    const denied = await readAccess(c);
-    if (denied) return denied;
+  app.get('/api/machines', auth.reader, (c) => {
     return c.json({
       machines: chartList.map((chart) => ({
         id: chart.machine.id,

@@ -5,12 +5,11 @@ import type { ServerResponse } from 'node:http';
 import { keyCoversActor } from '../auth.ts';
 import { incomingOf } from '../http.ts';
 import type { ServerKit } from '../kit.ts';
+import { scopedKey, streamOwner, type ServerEnv } from '../middleware/auth.ts';
 
-export function registerStreamRoute(app: Hono, kit: ServerKit): void {
-  const { hub, fail, readAccess, readScope, streamPrincipal } = kit;
-  app.get('/api/stream', async (c) => {
-    const denied = await readAccess(c);
-    if (denied) return denied;
+export function registerStreamRoute(app: Hono<ServerEnv>, kit: ServerKit): void {
+  const { hub, fail, auth } = kit;
+  app.get('/api/stream', auth.reader, (c) => {
     const header = c.req.header('last-event-id') ?? c.req.query('lastEventId');
     const lastEventId = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
     const filter = {
@@ -18,11 +17,11 @@ export function registerStreamRoute(app: Hono, kit: ServerKit): void {
       machineId: c.req.query('machine') || undefined,
     };
     // A key limited to some actors follows one of them, never the whole stream.
-    const scope = readScope(c);
+    const scope = scopedKey(c.var.principal);
     if (scope && (filter.actorId === undefined || !keyCoversActor(scope, filter.actorId))) {
       return fail(c, 403, { error: 'forbidden', keyId: scope.id, reason: 'scope_too_narrow' });
     }
-    const principal = streamPrincipal(c);
+    const principal = streamOwner(c.var.principal, c);
     if (!hub.admits(principal)) return fail(c, 429, { error: 'too_many_streams', retryable: true });
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (incomingOf(c) && outgoing && typeof outgoing.writeHead === 'function') {
