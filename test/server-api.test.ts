@@ -1187,3 +1187,41 @@ describe('bounds', () => {
     hub.close();
   });
 });
+
+describe('the live-actor cache', () => {
+  test('a server touching more actors than its limit keeps only the recent idle ones in memory, and every write lands', async () => {
+    const own = openStore('memory:');
+    const ids = Array.from({ length: 12 }, (_, i) => `refund-lru-${i}`);
+    for (const id of ids) {
+      await createDurableActor(task.machine, {
+        id,
+        store: own,
+        input: { taskId: id },
+        schemas: task.events,
+      });
+    }
+    await getRuntime(own).close(); // the server starts with nothing in memory
+    const server = createServer({ store: own, keys: [AGENT], pollMs: 0, maxLiveActors: 4 });
+    const local = await listen(server);
+    try {
+      for (const id of ids) {
+        const text = JSON.stringify({ actorId: id, event: { type: 'START' } });
+        const response = await fetch(`${local.url}/api/events`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...signRequest(AGENT, { method: 'POST', path: '/api/events', body: text }),
+          },
+          body: text,
+        });
+        expect(response.status).toBe(200);
+      }
+      expect(server.runtime.liveCount).toBe(4);
+      for (const id of ids) expect((await own.loadActor(id))?.state).toBe('running');
+    } finally {
+      await local.close();
+      await getRuntime(own).close();
+      await own.close();
+    }
+  });
+});
