@@ -13,7 +13,9 @@
  * - WAL pages per commit by kind of send (≤ 5 without timer changes, ≤ 7 with);
  * - strict in-memory send vs bare XState send — ≥ 0.85;
  * - recover of 100k persisted actors, 1k unfinished (≤ 0.2 s) and all unfinished (≤ 2 s);
- * - heap per idle durable actor — ≤ 4 KB (bare XState actor shown for scale).
+ * - heap per idle durable actor — ≤ 4 KB (bare XState actor shown for scale);
+ * - an invoke round trip vs two plain durable sends, and a parent → 100 children →
+ *   all done, per child (for information).
  * The PostgreSQL figures are `npm run bench:postgres`.
  *
  * `ratio` reads "as good as the baseline" at 1: ours ÷ baseline for rates,
@@ -21,6 +23,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { fmt, makeTempDir, removeDir, type BenchOptions, type BenchRow } from './bench/common.ts';
+import { benchChildren, benchInvoke } from './bench/actors.ts';
 import { benchGroupCommit, benchSequential } from './bench/durable.ts';
 import { benchCpu } from './bench/cpu.ts';
 import { benchHeap, benchRecover } from './bench/memory.ts';
@@ -90,6 +93,8 @@ try {
   rows.push(benchStrict(options));
   rows.push(...(await benchRecover(options)));
   rows.push(await benchHeap(options));
+  rows.push(await benchInvoke(options));
+  rows.push(await benchChildren(options));
 } finally {
   removeDir(dir);
 }

@@ -13,6 +13,7 @@ import {
   sendParent,
   sendTo,
   setup,
+  spawnChild,
   toPromise,
   type AnyStateMachine,
 } from 'xstate';
@@ -187,6 +188,54 @@ describe('a child machine is a durable actor of its own', () => {
     }
     expect(durable.getSnapshot().value).toEqual(plain.getSnapshot().value);
     expect(durable.getSnapshot().context).toEqual(plain.getSnapshot().context);
+  });
+
+  test('a child whose initial state is final reports done at once, as in plain XState', async () => {
+    const instant = setup({ types: { input: {} as { n: number } } }).createMachine({
+      id: 'instant',
+      initial: 'done',
+      context: ({ input }) => ({ n: input.n }),
+      states: { done: { type: 'final' } },
+      output: ({ context }) => context.n * 10,
+    });
+    const fan = setup({
+      types: { context: {} as { outputs: number[] } },
+      actors: { instant },
+    }).createMachine({
+      id: 'fan',
+      initial: 'idle',
+      context: { outputs: [] },
+      states: {
+        idle: { on: { GO: 'waiting' } },
+        waiting: {
+          entry: [
+            spawnChild('instant', { id: 'a', input: { n: 1 } }),
+            spawnChild('instant', { id: 'b', input: { n: 2 } }),
+          ],
+          on: {
+            'xstate.done.actor.*': {
+              actions: assign({
+                outputs: ({ context, event }) => [...context.outputs, event.output as number],
+              }),
+            },
+          },
+          always: { guard: ({ context }) => context.outputs.length === 2, target: 'done' },
+        },
+        done: { type: 'final' },
+      },
+    });
+    const plain = createActor(fan).start();
+    plain.send({ type: 'GO' });
+    const store = open();
+    const durable = await createDurableActor(fan, { id: 'fan-1', store });
+    await durable.send({ type: 'GO' });
+    await settle(store);
+    expect(durable.getSnapshot().value).toBe('done');
+    expect(plain.getSnapshot().value).toBe('done');
+    expect([...durable.getSnapshot().context.outputs].sort()).toEqual([10, 20]);
+    expect(
+      (await verify(store, { charts: [{ machine: fan, version: 1, migrations: {} }] })).ok,
+    ).toBe(true);
   });
 });
 

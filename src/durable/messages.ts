@@ -79,7 +79,9 @@ export function planMessages(t: Transition): OutgoingMessage[] {
     if (action.type !== 'xstate.sendTo' || !action.params) continue;
     out.push(sendMessage(t, action.params, { ...before, ...after }));
   }
-  if (t.next.status !== 'active' && t.parentId !== undefined && t.previous?.status === 'active') {
+  // A child that finishes, in a transition or already at creation (its initial state is final).
+  const finishes = t.previous === undefined || t.previous.status === 'active';
+  if (t.next.status !== 'active' && t.parentId !== undefined && finishes) {
     const childId = t.actorId.slice(t.parentId.length + 1);
     const event =
       t.next.status === 'done'
