@@ -13,7 +13,8 @@
  *   phases alternate block by block, all workers in step, so both see the same
  *   server and disk conditions; figures are medians over blocks.
  * - contention: 4 worker processes send to 4 shared actors as fast as they can,
- *   retrying on ConcurrencyError; transitions/s and conflicts counted (no target).
+ *   retrying on ConcurrencyError; transitions/s and conflicts counted (no target);
+ * - a parent → 100 child machines → all done, per child (no target).
  *
  * The lead wires it into `npm run bench`; `benchPostgres()` returns its rows.
  */
@@ -27,6 +28,7 @@ import { createDurableActor } from '../src/durable/open.ts';
 import { type DurableActor } from '../src/durable/actor.ts';
 import { getRuntime } from '../src/durable/open.ts';
 import { openStore } from '../src/store/open.ts';
+import { benchChildren } from './bench/actors.ts';
 import { ConcurrencyError, InvalidTransitionError } from '../src/core/errors.ts';
 import { writeStatement } from '../src/store/postgres/store.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
@@ -370,6 +372,11 @@ export async function benchPostgres(options: PostgresBenchOptions): Promise<Benc
     await benchPaired(options, 1),
     await benchPaired(options, 4),
     await benchContention(options),
+    await benchChildren(
+      { quick: options.quick, dir: '', log: options.log },
+      withSchema(options.url, freshSchema('children')),
+      'PostgreSQL',
+    ),
   ];
 }
 
@@ -393,6 +400,7 @@ function table(rows: readonly BenchRow[]): string {
   const notes = rows.flatMap((r) => {
     const d = r.details ?? {};
     if (r.baselineName) return [`  ${r.name}: baseline = ${r.baselineName}`];
+    if (d['conflicts'] === undefined) return [];
     return [`  ${r.name}: ${String(d['conflicts'])} conflicts, ${String(d['invalid'])} re-choices`];
   });
   return [

@@ -20,6 +20,7 @@ import {
 import {
   buildTransitionRow,
   createDurableActor,
+  defineChart,
   getRuntime,
   openStore,
   recover,
@@ -233,9 +234,7 @@ describe('a child machine is a durable actor of its own', () => {
     expect(durable.getSnapshot().value).toBe('done');
     expect(plain.getSnapshot().value).toBe('done');
     expect([...durable.getSnapshot().context.outputs].sort()).toEqual([10, 20]);
-    expect(
-      (await verify(store, { charts: [{ machine: fan, version: 1, migrations: {} }] })).ok,
-    ).toBe(true);
+    expect((await verify(store, { charts: [defineChart(fan)] })).ok).toBe(true);
   });
 });
 

@@ -11,5 +11,5 @@ generateTransitionTests(chart.machine, {
   input: chart.input,
   ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
   describe: 'team-workflow',
-  expect: { states: 11, legal: 4170, illegal: 6020, paths: 490 },
+  expect: { states: 11, legal: 3590, illegal: 3420, paths: 390 },
 });

@@ -6,6 +6,8 @@ import { stateLabel } from '../src/core/state.ts';
 import { roundTripDifferences } from '../src/testing/round-trip.ts';
 import { exploreMachine, transitionTable } from '../src/testing/explore.ts';
 import * as planWorkflow from '../machines/plan-workflow/index.ts';
+import { teamTask, type TeamTaskInput } from '../machines/team-workflow/team-task.machine.ts';
+import { taskEvents, type TeamTaskEvent } from '../machines/team-workflow/team-workflow.types.ts';
 import {
   chart,
   defaultInput,
@@ -91,7 +93,10 @@ const REALISED_BY: Readonly<Record<string, readonly string[]>> = {
   // A Team Leader's decision stands in for the vote (seed 004: "Team Leader or Consensus Vote").
   CONSENSUS_APPROVED: ['VOTE', 'LEADER_DECISION'],
   CHANGES_REQUESTED: ['VOTE', 'LEADER_DECISION'],
-  ALL_DONE: ['TASK_DONE', 'TASK_FAILED'],
+  // Each task is its own actor; its reports reach the workflow as TASK_STATUS.
+  ALL_DONE: ['TASK_STATUS'],
+  BLOCKER_RAISED: ['TASK_STATUS'],
+  BLOCKER_RESOLVED: ['TASK_STATUS'],
   ALL_APPROVED: ['CROSS_REVIEW'],
 };
 
@@ -150,14 +155,9 @@ const EXTRAS = [
   'TASK_CREATION.Team_Review --VOTE--> TASK_CREATION.Team_Review',
   'TASK_CREATION.Team_Review --VOTE--> TASK_CREATION.Architect_Decomposes',
   'TASK_CREATION.Team_Review --LEADER_DECISION--> TASK_CREATION.Architect_Decomposes',
-  'EXECUTION.Parallel_Work --TASK_STARTED--> EXECUTION.Parallel_Work',
-  'EXECUTION.Parallel_Work --TASK_DONE--> EXECUTION.Parallel_Work',
-  'EXECUTION.Parallel_Work --TASK_FAILED--> EXECUTION.Parallel_Work',
-  'EXECUTION.Blocked --TASK_STARTED--> EXECUTION.Blocked',
-  'EXECUTION.Blocked --TASK_DONE--> EXECUTION.Blocked',
-  'EXECUTION.Blocked --TASK_FAILED--> EXECUTION.Blocked',
-  'EXECUTION.Blocked --BLOCKER_RAISED--> EXECUTION.Blocked',
-  'EXECUTION.Blocked --BLOCKER_RESOLVED--> EXECUTION.Blocked',
+  // A task's progress, or a second blocker, while the team works or waits.
+  'EXECUTION.Parallel_Work --TASK_STATUS--> EXECUTION.Parallel_Work',
+  'EXECUTION.Blocked --TASK_STATUS--> EXECUTION.Blocked',
   'VERIFICATION.Cross_Review --CROSS_REVIEW--> VERIFICATION.Cross_Review',
   'VERIFICATION.Cross_Review --CROSS_REVIEW--> EXECUTION.Dispatch',
 ];
@@ -179,11 +179,44 @@ function restore(snapshot: Snap) {
   }).start();
 }
 
-function drive(steps: readonly TeamWorkflowEvent[], team: TeamWorkflowInput = input) {
+/** A step of a run: an event of the workflow, or of one of its task actors. */
+type Step = TeamWorkflowEvent | TeamTaskEvent;
+const TASK_EVENT_TYPES: ReadonlySet<string> = new Set(Object.keys(taskEvents));
+
+function isTaskEvent(step: Step): step is TeamTaskEvent {
+  return TASK_EVENT_TYPES.has(step.type);
+}
+
+/** Sends a task event to the task's own actor (a child of the workflow named by the task id). */
+function sendToTask(
+  actor: ReturnType<typeof createStrictActor<typeof machine>>,
+  step: TeamTaskEvent,
+) {
+  const child = (actor.getSnapshot().children as Record<string, { send(e: TeamTaskEvent): void }>)[
+    step.taskId
+  ];
+  if (!child) throw new Error(`no task actor ${step.taskId}`);
+  child.send(step);
+}
+
+function drive(steps: readonly Step[], team: TeamWorkflowInput = input) {
   const actor = createStrictActor(machine, { id: 'team-1', input: team }).start();
-  for (const step of steps) actor.send(step);
+  for (const step of steps) {
+    if (isTaskEvent(step)) sendToTask(actor, step);
+    else actor.send(step);
+  }
   return actor;
 }
+
+const taskInput: TeamTaskInput = {
+  taskId: 't1',
+  title: 'Toggle',
+  role: 'developer',
+  assignee: 'dev',
+  attempt: 1,
+  maxRetries: 2,
+  timeoutMs: 60_000,
+};
 
 function rejection(send: () => unknown): unknown {
   try {
@@ -221,18 +254,18 @@ const dispatchBoth: TeamWorkflowEvent = {
     { taskId: 't2', assignee: 'qa' },
   ],
 };
-const toWork: TeamWorkflowEvent[] = [
+const toWork: Step[] = [
   ...toExecution,
   dispatchBoth,
   { type: 'TASK_STARTED', taskId: 't1' },
   { type: 'TASK_STARTED', taskId: 't2' },
 ];
-const toVerification: TeamWorkflowEvent[] = [
+const toVerification: Step[] = [
   ...toWork,
   { type: 'TASK_DONE', taskId: 't1' },
   { type: 'TASK_DONE', taskId: 't2' },
 ];
-const toCrossReview: TeamWorkflowEvent[] = [...toVerification, { type: 'QA_PASS', by: 'qa' }];
+const toCrossReview: Step[] = [...toVerification, { type: 'QA_PASS', by: 'qa' }];
 
 describe('team-workflow conformance with seed 004 (team diagram)', () => {
   const table = transitionTable(machine, { events: samples, input, serializeState });
@@ -512,50 +545,84 @@ describe('team-workflow per-task work', () => {
     expect(next.context.tasks.t2).toMatchObject({ status: 'ASSIGNED', assignee: 'qa' });
   });
 
-  it('moves each task ASSIGNED → IN_PROGRESS → DONE and rejects moves out of order', () => {
+  it('spawns one actor per assigned task, named by the task id', () => {
     const actor = drive([...toExecution, dispatchBoth]);
-    const before = actor.getSnapshot();
-    const done = rejection(() => actor.send({ type: 'TASK_DONE', taskId: 't1' }));
+    const children = actor.getSnapshot().children as Record<string, { getSnapshot(): any }>;
+    expect(Object.keys(children).sort()).toEqual(['t1', 't2']);
+    expect(children.t2?.getSnapshot().value).toBe('ASSIGNED');
+    expect(children.t2?.getSnapshot().context).toMatchObject({
+      taskId: 't2',
+      assignee: 'qa',
+      role: 'qa',
+      attempt: 1,
+      maxRetries: 2,
+      timeoutMs: 4 * 60 * 60 * 1000,
+    });
+  });
+
+  it('moves a task ASSIGNED → IN_PROGRESS → DONE on its own actor, refusing moves out of order', () => {
+    const task = createStrictActor(teamTask, { id: 'team-1/t1', input: taskInput }).start();
+    const before = task.getSnapshot();
+    const done = rejection(() => task.send({ type: 'TASK_DONE', taskId: 't1' }));
     expect(done).toBeInstanceOf(InvalidTransitionError);
     expect(done).toMatchObject({
-      machineId: 'team-workflow',
-      actorId: 'team-1',
-      state: 'EXECUTION.Parallel_Work',
+      machineId: 'team-task',
+      state: 'ASSIGNED',
       eventType: 'TASK_DONE',
     });
     expect(
-      rejection(() => actor.send({ type: 'TASK_FAILED', taskId: 't1', reason: 'x' })),
+      rejection(() => task.send({ type: 'TASK_FAILED', taskId: 't1', reason: 'x' })),
     ).toBeInstanceOf(InvalidTransitionError);
-    expect(actor.getSnapshot()).toBe(before);
-    actor.send({ type: 'TASK_STARTED', taskId: 't1' });
-    expect(rejection(() => actor.send({ type: 'TASK_STARTED', taskId: 't1' }))).toBeInstanceOf(
+    expect(task.getSnapshot()).toBe(before);
+    task.send({ type: 'TASK_STARTED', taskId: 't1' });
+    expect(rejection(() => task.send({ type: 'TASK_STARTED', taskId: 't1' }))).toBeInstanceOf(
       InvalidTransitionError,
     );
-    const next = actor.send({ type: 'TASK_DONE', taskId: 't1', summary: 'merged' });
-    expect(next.context.tasks.t1).toMatchObject({ status: 'DONE', outcome: 'merged' });
-    expect(next.value).toEqual({ EXECUTION: 'Parallel_Work' });
-    expect(rejection(() => actor.send({ type: 'TASK_DONE', taskId: 't1' }))).toBeInstanceOf(
-      InvalidTransitionError,
-    );
+    const next = task.send({ type: 'TASK_DONE', taskId: 't1', summary: 'merged' });
+    expect(next.status).toBe('done');
+    expect(next.output).toEqual({ taskId: 't1', outcome: 'merged' });
   });
 
-  it('rejects unknown task ids, including inherited property names', () => {
-    const actor = drive(toWork);
+  it("refuses another task's id, including inherited property names", () => {
+    const task = createStrictActor(teamTask, { id: 'team-1/t1', input: taskInput }).start();
     for (const taskId of ['t9', 'constructor', 'toString', 'hasOwnProperty']) {
-      expect(rejection(() => actor.send({ type: 'TASK_DONE', taskId }))).toBeInstanceOf(
-        InvalidTransitionError,
-      );
-      expect(rejection(() => actor.send({ type: 'TASK_STARTED', taskId }))).toBeInstanceOf(
+      expect(rejection(() => task.send({ type: 'TASK_STARTED', taskId }))).toBeInstanceOf(
         InvalidTransitionError,
       );
     }
   });
 
+  it('reports every change of status to the workflow, which mirrors it in its task list', () => {
+    const actor = drive(toWork);
+    expect(actor.getSnapshot().context.tasks.t1).toMatchObject({ status: 'IN_PROGRESS' });
+    sendToTask(actor, { type: 'TASK_DONE', taskId: 't1', summary: 'merged' });
+    expect(actor.getSnapshot().context.tasks.t1).toMatchObject({
+      status: 'DONE',
+      outcome: 'merged',
+    });
+    // A report for a task that is not out (unknown, or settled) is refused by the workflow.
+    for (const taskId of ['t1', 't9', 'constructor']) {
+      expect(
+        rejection(() =>
+          actor.send({
+            type: 'TASK_STATUS',
+            taskId,
+            status: 'DONE',
+            blocker: null,
+            outcome: null,
+            retries: 0,
+          }),
+        ),
+      ).toBeInstanceOf(InvalidTransitionError);
+    }
+  });
+
   it('leaves EXECUTION for QA review once every task is DONE or FAILED', () => {
     const actor = drive(toWork);
-    actor.send({ type: 'TASK_FAILED', taskId: 't2', reason: 'no device' });
+    sendToTask(actor, { type: 'TASK_FAILED', taskId: 't2', reason: 'no device' });
     expect(actor.getSnapshot().value).toEqual({ EXECUTION: 'Parallel_Work' });
-    const next = actor.send({ type: 'TASK_DONE', taskId: 't1' });
+    sendToTask(actor, { type: 'TASK_DONE', taskId: 't1' });
+    const next = actor.getSnapshot();
     expect(next.value).toEqual({ VERIFICATION: 'QA_Review' });
     expect(next.context.tasks.t2).toMatchObject({ status: 'FAILED', outcome: 'no device' });
   });
@@ -576,10 +643,10 @@ describe('team-workflow per-task work', () => {
         assignments: ids.map((taskId) => ({ taskId, assignee: 'dev' })),
       },
     ]);
-    for (const taskId of ids) actor.send({ type: 'TASK_STARTED', taskId });
+    for (const taskId of ids) sendToTask(actor, { type: 'TASK_STARTED', taskId });
     for (const taskId of [...ids].reverse()) {
       expect(actor.getSnapshot().value).toEqual({ EXECUTION: 'Parallel_Work' });
-      actor.send({ type: 'TASK_DONE', taskId });
+      sendToTask(actor, { type: 'TASK_DONE', taskId });
     }
     expect(actor.getSnapshot().value).toEqual({ VERIFICATION: 'QA_Review' });
     expect(Object.values(actor.getSnapshot().context.tasks).every((t) => t.status === 'DONE')).toBe(
@@ -589,29 +656,32 @@ describe('team-workflow per-task work', () => {
 
   it('blocks the team on a blocker while other tasks keep going, until every blocker is resolved', () => {
     const actor = drive(toWork);
-    actor.send({ type: 'BLOCKER_RAISED', taskId: 't1', description: 'tokens' });
+    sendToTask(actor, { type: 'BLOCKER_RAISED', taskId: 't1', description: 'tokens' });
     expect(actor.getSnapshot().value).toEqual({ EXECUTION: 'Blocked' });
     expect(actor.getSnapshot().context.tasks.t1?.blocker).toBe('tokens');
-    expect(rejection(() => actor.send({ type: 'TASK_DONE', taskId: 't1' }))).toBeInstanceOf(
-      InvalidTransitionError,
-    );
-    expect(
-      rejection(() => actor.send({ type: 'BLOCKER_RAISED', taskId: 't1', description: 'again' })),
-    ).toBeInstanceOf(InvalidTransitionError);
-    actor.send({ type: 'BLOCKER_RAISED', taskId: 't2', description: 'staging' });
-    actor.send({ type: 'BLOCKER_RESOLVED', taskId: 't1' });
+    sendToTask(actor, { type: 'BLOCKER_RAISED', taskId: 't2', description: 'staging' });
+    sendToTask(actor, { type: 'BLOCKER_RESOLVED', taskId: 't1' });
     expect(actor.getSnapshot().value).toEqual({ EXECUTION: 'Blocked' });
-    actor.send({ type: 'TASK_DONE', taskId: 't1' });
+    expect(actor.getSnapshot().context.tasks.t1?.blocker).toBeNull();
+    sendToTask(actor, { type: 'TASK_DONE', taskId: 't1' });
     expect(actor.getSnapshot().value).toEqual({ EXECUTION: 'Blocked' });
-    expect(rejection(() => actor.send({ type: 'BLOCKER_RESOLVED', taskId: 't1' }))).toBeInstanceOf(
-      InvalidTransitionError,
-    );
-    expect(actor.send({ type: 'BLOCKER_RESOLVED', taskId: 't2' }).value).toEqual({
-      EXECUTION: 'Parallel_Work',
-    });
-    expect(actor.send({ type: 'TASK_DONE', taskId: 't2' }).value).toEqual({
-      VERIFICATION: 'QA_Review',
-    });
+    sendToTask(actor, { type: 'BLOCKER_RESOLVED', taskId: 't2' });
+    expect(actor.getSnapshot().value).toEqual({ EXECUTION: 'Parallel_Work' });
+    sendToTask(actor, { type: 'TASK_DONE', taskId: 't2' });
+    expect(actor.getSnapshot().value).toEqual({ VERIFICATION: 'QA_Review' });
+  });
+
+  it('a blocked task refuses to finish until its blocker is resolved', () => {
+    const task = createStrictActor(teamTask, { id: 'team-1/t1', input: taskInput }).start();
+    task.send({ type: 'TASK_STARTED', taskId: 't1' });
+    task.send({ type: 'BLOCKER_RAISED', taskId: 't1', description: 'tokens' });
+    for (const event of [
+      { type: 'TASK_DONE', taskId: 't1' },
+      { type: 'BLOCKER_RAISED', taskId: 't1', description: 'again' },
+    ] as const) {
+      expect(rejection(() => task.send(event))).toBeInstanceOf(InvalidTransitionError);
+    }
+    expect(task.send({ type: 'BLOCKER_RESOLVED', taskId: 't1' }).value).toBe('IN_PROGRESS');
   });
 });
 
@@ -636,6 +706,7 @@ describe('team-workflow verification', () => {
       { type: 'TASK_DONE', taskId: 't1' },
       { type: 'TASK_FAILED', taskId: 't2', reason: 'flaky' },
     ]);
+    expect(actor.getSnapshot().context.tasks.t2).toMatchObject({ status: 'FAILED' });
     expect(rejection(() => actor.send({ type: 'QA_PASS', by: 'qa' }))).toBeInstanceOf(
       InvalidTransitionError,
     );
@@ -654,10 +725,12 @@ describe('team-workflow verification', () => {
     });
     expect(rejection(() => actor.send(dispatchBoth))).toBeInstanceOf(InvalidTransitionError);
     actor.send({ type: 'TASKS_ASSIGNED', assignments: [{ taskId: 't2', assignee: 'qa' }] });
-    actor.send({ type: 'TASK_STARTED', taskId: 't2' });
-    expect(actor.send({ type: 'TASK_DONE', taskId: 't2' }).value).toEqual({
-      VERIFICATION: 'QA_Review',
-    });
+    // The reopened task runs as a new actor, its second attempt.
+    const again = (actor.getSnapshot().children as Record<string, { getSnapshot(): any }>).t2;
+    expect(again?.getSnapshot().context).toMatchObject({ attempt: 2, retries: 0 });
+    sendToTask(actor, { type: 'TASK_STARTED', taskId: 't2' });
+    sendToTask(actor, { type: 'TASK_DONE', taskId: 't2' });
+    expect(actor.getSnapshot().value).toEqual({ VERIFICATION: 'QA_Review' });
   });
 
   it("requires a cross reviewer whose role differs from the author's", () => {
@@ -719,8 +792,8 @@ describe('team-workflow verification', () => {
     });
     expect(next.context.tasks.t2).toMatchObject({ status: 'DONE', reviewedBy: 'arch' });
     actor.send({ type: 'TASKS_ASSIGNED', assignments: [{ taskId: 't1', assignee: 'dev' }] });
-    actor.send({ type: 'TASK_STARTED', taskId: 't1' });
-    actor.send({ type: 'TASK_DONE', taskId: 't1' });
+    sendToTask(actor, { type: 'TASK_STARTED', taskId: 't1' });
+    sendToTask(actor, { type: 'TASK_DONE', taskId: 't1' });
     actor.send({ type: 'QA_PASS', by: 'qa' });
     const done = actor.send({
       type: 'CROSS_REVIEW',
@@ -761,19 +834,21 @@ describe('team-workflow strict validation', () => {
       'invalid_field',
       'decision',
     ],
-    ['a numeric task id', { type: 'TASK_DONE', taskId: 7 }, 'invalid_field', 'taskId'],
+    ['a numeric task id', { type: 'TASK_STATUS', taskId: 7 }, 'invalid_field', 'taskId'],
     [
       'a __proto__ task id',
-      { type: 'TASK_STARTED', taskId: '__proto__' },
+      {
+        type: 'TASK_STATUS',
+        taskId: '__proto__',
+        status: 'DONE',
+        blocker: null,
+        outcome: null,
+        retries: 0,
+      },
       'invalid_field',
       'taskId',
     ],
-    [
-      'an extra key',
-      { type: 'TASK_STARTED', taskId: 't1', token: 'hunter2' },
-      'unexpected_field',
-      'token',
-    ],
+    ['an extra key', { type: 'QA_PASS', by: 'qa', token: 'hunter2' }, 'unexpected_field', 'token'],
     [
       'a __proto__ key',
       JSON.parse(
@@ -836,6 +911,36 @@ describe('team-workflow strict validation', () => {
       expect(actor.getSnapshot()).toBe(before);
     },
   );
+
+  it.each<[string, unknown, string, string | undefined]>([
+    ['a numeric task id', { type: 'TASK_DONE', taskId: 7 }, 'invalid_field', 'taskId'],
+    [
+      'a __proto__ task id',
+      { type: 'TASK_STARTED', taskId: '__proto__' },
+      'invalid_field',
+      'taskId',
+    ],
+    [
+      'an extra key',
+      { type: 'TASK_STARTED', taskId: 't1', token: 'hunter2' },
+      'unexpected_field',
+      'token',
+    ],
+    [
+      'a non-boolean retryable',
+      { type: 'TASK_FAILED', taskId: 't1', reason: 'x', retryable: 'yes' },
+      'invalid_field',
+      'retryable',
+    ],
+  ])('a task actor rejects %s with InvalidEventError', (_name, event, reason, field) => {
+    const task = createStrictActor(teamTask, { id: 'team-1/t1', input: taskInput }).start();
+    const before = task.getSnapshot();
+    const error = rejection(() => task.send(event as TeamTaskEvent));
+    expect(error).toBeInstanceOf(InvalidEventError);
+    expect(error).toMatchObject({ machineId: 'team-task', reason, field });
+    expect((error as Error).message).not.toContain('hunter2');
+    expect(task.getSnapshot()).toBe(before);
+  });
 
   it.each<[string, unknown]>([
     ['no architect', { members: [{ id: 'qa', role: 'qa' }] }],

@@ -1,5 +1,6 @@
-import { and, assertEvent, assign, setup } from 'xstate';
+import { and, assertEvent, assign, enqueueActions, setup, stateIn } from 'xstate';
 import { globalEventMeta, workspace } from '../plan-workflow/index.ts';
+import { teamTask } from './team-task.machine.ts';
 import {
   DEFAULT_THRESHOLD,
   events,
@@ -13,7 +14,15 @@ import {
   type Threshold,
 } from './team-workflow.types.ts';
 
-type Team = Pick<TeamWorkflowContext, 'workflowId' | 'members' | 'voters' | 'threshold'>;
+type Team = Pick<
+  TeamWorkflowContext,
+  'workflowId' | 'members' | 'voters' | 'threshold' | 'maxTaskRetries' | 'taskTimeoutMs'
+>;
+
+/** Retries per task after a retryable failure, unless the team says otherwise. */
+export const DEFAULT_TASK_RETRIES = 2;
+/** How long a task may stay in progress, unless the team says otherwise: 4 hours. */
+export const DEFAULT_TASK_TIMEOUT_MS = 4 * 60 * 60 * 1000;
 
 /** The context of a run that has not started: the team, an empty workspace. */
 function freshContext(team: Team): TeamWorkflowContext {
@@ -22,6 +31,8 @@ function freshContext(team: Team): TeamWorkflowContext {
     members: team.members.map((m) => ({ ...m })),
     voters: [...team.voters],
     threshold: team.threshold,
+    maxTaskRetries: team.maxTaskRetries,
+    taskTimeoutMs: team.taskTimeoutMs,
     request: null,
     plan: null,
     taskDrafts: [],
@@ -41,6 +52,8 @@ export function teamWorkflowContext({ input }: { input: TeamWorkflowInput }): Te
     members: team.members,
     voters: team.voters ?? team.members.map((m) => m.id),
     threshold: team.threshold ?? DEFAULT_THRESHOLD,
+    maxTaskRetries: team.maxTaskRetries ?? DEFAULT_TASK_RETRIES,
+    taskTimeoutMs: team.taskTimeoutMs ?? DEFAULT_TASK_TIMEOUT_MS,
   });
 }
 
@@ -107,6 +120,7 @@ export const machine = setup({
     input: {} as TeamWorkflowInput,
   },
   schemas: { events, input: teamWorkflowInputSchema },
+  actors: { teamTask },
   guards: {
     isArchitect: ({ context, event }) => {
       assertEvent(event, ['PLAN_DRAFTED', 'TASKS_DRAFTED']);
@@ -148,24 +162,25 @@ export const machine = setup({
         })
       );
     },
-    taskIsAssigned: ({ context, event }) => {
-      assertEvent(event, 'TASK_STARTED');
-      return taskOf(context, event.taskId)?.status === 'ASSIGNED';
-    },
-    taskIsWorkable: ({ context, event }) => {
-      assertEvent(event, ['TASK_DONE', 'TASK_FAILED', 'BLOCKER_RAISED']);
+    /**
+     * A report a task's actor can send: the task is out (assigned or in progress),
+     * and a blocked task reports only that it is unblocked (or blocked anew).
+     */
+    taskIsLive: ({ context, event }) => {
+      assertEvent(event, 'TASK_STATUS');
       const task = taskOf(context, event.taskId);
-      return task?.status === 'IN_PROGRESS' && task.blocker === null;
+      if (task?.status !== 'ASSIGNED' && task?.status !== 'IN_PROGRESS') return false;
+      return task.blocker === null || event.status === 'IN_PROGRESS';
     },
-    taskIsBlocked: ({ context, event }) => {
-      assertEvent(event, 'BLOCKER_RESOLVED');
-      const blocker = taskOf(context, event.taskId)?.blocker;
-      return blocker !== undefined && blocker !== null;
+    reportsBlocker: ({ event }) => {
+      assertEvent(event, 'TASK_STATUS');
+      return event.blocker !== null;
     },
-    isLastBlocker: ({ context, event }) => {
-      assertEvent(event, 'BLOCKER_RESOLVED');
-      return Object.values(context.tasks).every(
-        (t) => t.blocker === null || t.taskId === event.taskId,
+    clearsLastBlocker: ({ context, event }) => {
+      assertEvent(event, 'TASK_STATUS');
+      return (
+        event.blocker === null &&
+        Object.values(context.tasks).every((t) => t.blocker === null || t.taskId === event.taskId)
       );
     },
     allTasksSettled: ({ context }) => Object.values(context.tasks).every(settled),
@@ -262,32 +277,41 @@ export const machine = setup({
       }
       return { tasks };
     }),
-    startTask: assign(({ context, event }) => {
-      assertEvent(event, 'TASK_STARTED');
-      return { tasks: patchTask(context.tasks, event.taskId, { status: 'IN_PROGRESS' }) };
+    /** One actor per assigned task, with the task's id as its child id. */
+    spawnTasks: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'TASKS_ASSIGNED');
+      for (const a of event.assignments) {
+        const task = taskOf(context, a.taskId);
+        if (!task) continue;
+        enqueue.spawnChild('teamTask', {
+          id: task.taskId,
+          input: {
+            taskId: task.taskId,
+            title: task.title,
+            role: task.role,
+            assignee: a.assignee,
+            attempt: task.attempt,
+            maxRetries: context.maxTaskRetries,
+            timeoutMs: context.taskTimeoutMs,
+          },
+        });
+      }
     }),
-    finishTask: assign(({ context, event }) => {
-      assertEvent(event, 'TASK_DONE');
+    /** Leaving execution early (RESET) stops the tasks still out. */
+    stopOpenTasks: enqueueActions(({ context, enqueue }) => {
+      for (const t of Object.values(context.tasks)) {
+        if (t.status === 'ASSIGNED' || t.status === 'IN_PROGRESS') enqueue.stopChild(t.taskId);
+      }
+    }),
+    recordTaskStatus: assign(({ context, event }) => {
+      assertEvent(event, 'TASK_STATUS');
       return {
         tasks: patchTask(context.tasks, event.taskId, {
-          status: 'DONE',
-          outcome: event.summary ?? null,
+          status: event.status,
+          blocker: event.blocker,
+          outcome: event.outcome,
         }),
       };
-    }),
-    failTask: assign(({ context, event }) => {
-      assertEvent(event, 'TASK_FAILED');
-      return {
-        tasks: patchTask(context.tasks, event.taskId, { status: 'FAILED', outcome: event.reason }),
-      };
-    }),
-    raiseBlocker: assign(({ context, event }) => {
-      assertEvent(event, 'BLOCKER_RAISED');
-      return { tasks: patchTask(context.tasks, event.taskId, { blocker: event.description }) };
-    }),
-    resolveBlocker: assign(({ context, event }) => {
-      assertEvent(event, 'BLOCKER_RESOLVED');
-      return { tasks: patchTask(context.tasks, event.taskId, { blocker: null }) };
     }),
     recordQaPass: assign(({ event }) => {
       assertEvent(event, 'QA_PASS');
@@ -366,11 +390,11 @@ export const machine = setup({
           'The Team Leader approves or sends back the plan or the tasks, instead of a vote.',
       },
       TASKS_ASSIGNED: { description: 'Every pending task gets an owner: work starts.' },
-      TASK_STARTED: { description: 'An owner starts a task.' },
-      TASK_DONE: { description: 'An owner finished a task.' },
-      TASK_FAILED: { description: 'A task failed.' },
-      BLOCKER_RAISED: { description: 'A task is blocked.' },
-      BLOCKER_RESOLVED: { description: 'A blocked task can go on.' },
+      TASK_STATUS: {
+        kind: 'internal',
+        description:
+          "A task's own actor reports its status (in progress, blocked, done, failed); workers send the task events to the task.",
+      },
       QA_PASS: { signer: 'by', description: 'QA accepts the work: cross review starts.' },
       QA_FAIL: { signer: 'by', description: 'QA reopens tasks: back to execution.' },
       CROSS_REVIEW: { signer: 'reviewerId', description: 'Another role reviews a done task.' },
@@ -485,21 +509,36 @@ export const machine = setup({
       meta: { class: 'working' },
       description: 'Tasks are dispatched and worked on in parallel',
       initial: 'Dispatch',
-      // Per-task moves are accepted wherever their guard holds: in Parallel_Work and,
-      // for tasks that are not blocked, in Blocked.
+      // Each assigned task is its own durable actor (team-task.machine.ts), spawned
+      // on dispatch; its reports arrive here as TASK_STATUS, in Parallel_Work and in
+      // Blocked alike.
       on: {
-        TASK_STARTED: { guard: 'taskIsAssigned', actions: 'startTask' },
-        TASK_DONE: { guard: 'taskIsWorkable', actions: 'finishTask' },
-        TASK_FAILED: { guard: 'taskIsWorkable', actions: 'failTask' },
-        BLOCKER_RAISED: { guard: 'taskIsWorkable', target: '.Blocked', actions: 'raiseBlocker' },
+        TASK_STATUS: [
+          {
+            guard: and(['taskIsLive', 'reportsBlocker']),
+            target: '.Blocked',
+            actions: 'recordTaskStatus',
+          },
+          {
+            guard: and([
+              'taskIsLive',
+              stateIn('#team-workflow.EXECUTION.Blocked'),
+              'clearsLastBlocker',
+            ]),
+            target: '.Parallel_Work',
+            actions: 'recordTaskStatus',
+          },
+          { guard: 'taskIsLive', actions: 'recordTaskStatus' },
+        ],
       },
+      exit: 'stopOpenTasks',
       states: {
         Dispatch: {
           on: {
             TASKS_ASSIGNED: {
               guard: 'assignmentsCoverPending',
               target: 'Parallel_Work',
-              actions: 'assignTasks',
+              actions: ['assignTasks', 'spawnTasks'],
             },
           },
         },
@@ -508,16 +547,7 @@ export const machine = setup({
         },
         Blocked: {
           meta: { class: 'waiting' },
-          on: {
-            BLOCKER_RESOLVED: [
-              {
-                guard: and(['taskIsBlocked', 'isLastBlocker']),
-                target: 'Parallel_Work',
-                actions: 'resolveBlocker',
-              },
-              { guard: 'taskIsBlocked', actions: 'resolveBlocker' },
-            ],
-          },
+          description: 'A task raised a blocker; back to parallel work when the last one clears',
         },
         All_Complete: { description: 'Every task is DONE or FAILED', type: 'final' },
       },

@@ -84,11 +84,14 @@ export const events = {
       .max(200)
       .refine((list) => hasUniqueTaskIds(list), 'a task is assigned once'),
   }),
-  TASK_STARTED: eventSchema('TASK_STARTED', { taskId: idSchema }),
-  TASK_DONE: eventSchema('TASK_DONE', { taskId: idSchema, summary: textSchema.optional() }),
-  TASK_FAILED: eventSchema('TASK_FAILED', { taskId: idSchema, reason: textSchema }),
-  BLOCKER_RAISED: eventSchema('BLOCKER_RAISED', { taskId: idSchema, description: textSchema }),
-  BLOCKER_RESOLVED: eventSchema('BLOCKER_RESOLVED', { taskId: idSchema }),
+  /** A task's own actor reports a change of its status (sent by the task, never by a caller). */
+  TASK_STATUS: eventSchema('TASK_STATUS', {
+    taskId: idSchema,
+    status: z.enum(['IN_PROGRESS', 'DONE', 'FAILED']),
+    blocker: textSchema.nullable(),
+    outcome: textSchema.nullable(),
+    retries: z.number().int().min(0).max(1000),
+  }),
   QA_PASS: eventSchema('QA_PASS', { ...by, report: textSchema.optional() }),
   QA_FAIL: eventSchema('QA_FAIL', {
     ...by,
@@ -104,6 +107,26 @@ export const events = {
 };
 
 export type TeamWorkflowEvent = EventFromSchemas<typeof events>;
+export type TaskStatusReport = Extract<TeamWorkflowEvent, { type: 'TASK_STATUS' }>;
+
+/**
+ * The events of one task's own actor (`<workflow id>/<task id>`, see
+ * team-task.machine.ts). `taskId` names the task, as in the seed; a task's actor
+ * refuses another task's id.
+ */
+export const taskEvents = {
+  TASK_STARTED: eventSchema('TASK_STARTED', { taskId: idSchema }),
+  TASK_DONE: eventSchema('TASK_DONE', { taskId: idSchema, summary: textSchema.optional() }),
+  TASK_FAILED: eventSchema('TASK_FAILED', {
+    taskId: idSchema,
+    reason: textSchema,
+    /** Worth another try after a backoff (while retries remain). Default false. */
+    retryable: z.boolean().optional(),
+  }),
+  BLOCKER_RAISED: eventSchema('BLOCKER_RAISED', { taskId: idSchema, description: textSchema }),
+  BLOCKER_RESOLVED: eventSchema('BLOCKER_RESOLVED', { taskId: idSchema }),
+};
+export type TeamTaskEvent = EventFromSchemas<typeof taskEvents>;
 
 /**
  * Per-task status. The seed's per-task substates are ASSIGNED → IN_PROGRESS →
@@ -145,6 +168,10 @@ export interface TeamWorkflowContext extends WorkspaceContext {
   revisions: { plan: number; tasks: number };
   /** Latest QA report. */
   qaReport: string | null;
+  /** Retries each task's actor may make after a retryable failure. */
+  maxTaskRetries: number;
+  /** How long a task may stay in progress before it fails (ms). */
+  taskTimeoutMs: number;
 }
 
 function hasRole(members: readonly Member[], role: Role): boolean {
@@ -163,6 +190,15 @@ export const teamWorkflowInputSchema = z
      * default) or a number in (0, 1] (`0.67` means 67 %: 2 of 3 is not enough).
      */
     threshold: thresholdSchema.optional(),
+    /** Retries per task after a retryable TASK_FAILED. Default 2. */
+    maxTaskRetries: z.number().int().min(0).max(100).optional(),
+    /** How long a task may stay in progress before it fails (ms). Default 4 hours. */
+    taskTimeoutMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(30 * 24 * 60 * 60 * 1000)
+      .optional(),
   })
   .refine((t) => uniqueStrings(t.members.map((m) => m.id)), {
     message: 'member ids must be unique',

@@ -12,6 +12,7 @@
  */
 import { join } from 'node:path';
 import { assign, fromPromise, setup, spawnChild, type AnyStateMachine } from 'xstate';
+import { defineChart } from '../../src/core/chart.ts';
 import { createDurableActor, getRuntime } from '../../src/durable/index.ts';
 import { openStore } from '../../src/store/open.ts';
 import type { Store } from '../../src/store/types.ts';
@@ -68,11 +69,10 @@ const parent = setup({
   },
 });
 
-function open(dir: string, name: string, machines: AnyStateMachine[]): Store {
-  const store = openStore(`sqlite:${join(dir, `${name}.db`)}`);
-  getRuntime(store, {
-    charts: machines.map((machine) => ({ machine, version: 1, migrations: {} })),
-  });
+/** A store for one figure: a SQLite file in the run's directory, or the URL given. */
+function open(dir: string, name: string, machines: AnyStateMachine[], url?: string): Store {
+  const store = openStore(url ?? `sqlite:${join(dir, `${name}.db`)}`);
+  getRuntime(store, { charts: machines.map((machine) => defineChart(machine)) });
   return store;
 }
 
@@ -134,9 +134,14 @@ export async function benchInvoke(options: BenchOptions): Promise<BenchRow> {
   });
 }
 
-export async function benchChildren(options: BenchOptions): Promise<BenchRow> {
+/** `storeUrl`: another store than the run's SQLite file (`npm run bench:postgres`). */
+export async function benchChildren(
+  options: BenchOptions,
+  storeUrl?: string,
+  label = 'SQLite FULL',
+): Promise<BenchRow> {
   const runs = options.quick ? 2 : 6;
-  const store = open(options.dir, 'children', [parent]);
+  const store = open(options.dir, 'children', [parent], storeUrl);
   const runtime = getRuntime(store);
   const perChildMs: number[] = [];
   try {
@@ -158,10 +163,12 @@ export async function benchChildren(options: BenchOptions): Promise<BenchRow> {
     await close(store);
   }
   const value = perChildMs.reduce((a, b) => a + b, 0) / perChildMs.length;
-  options.log(`  parent → ${CHILDREN} children → all done: ${value.toFixed(3)} ms per child`);
+  options.log(
+    `  parent → ${CHILDREN} children → all done (${label}): ${value.toFixed(3)} ms per child`,
+  );
   return judge({
-    id: 'children-fan-out',
-    name: `parent → ${CHILDREN} children → all done (SQLite FULL)`,
+    id: storeUrl === undefined ? 'children-fan-out' : 'postgres-children-fan-out',
+    name: `parent → ${CHILDREN} children → all done (${label})`,
     unit: 'ms per child',
     value,
     details: {

@@ -6,6 +6,7 @@
  * event is not accepted in its state, the actor is finished) is dropped and
  * recorded as a rejection, as XState ignores an unhandled event.
  */
+import { isCompletion } from './messages.ts';
 import type { Logger } from 'pino';
 import { ConcurrencyError, InvalidTransitionError, LeaseLostError } from '../core/errors.ts';
 import type { MessageRow, Store } from '../store/types.ts';
@@ -101,9 +102,13 @@ export class Courier {
       if (error instanceof ConcurrencyError) return true; // delivered elsewhere; look again
       if (!(error instanceof InvalidTransitionError)) throw error;
       await this.hooks.store.dropMessage(message.id);
-      this.hooks.logger.warn(
+      // A child's completion its parent has no transition for is ignored, as in XState.
+      const completion = isCompletion(error.eventType);
+      this.hooks.logger[completion ? 'debug' : 'warn'](
         { actorId: message.to, from: message.from, eventType: error.eventType },
-        'message refused by its receiver; dropped',
+        completion
+          ? "a child's completion its parent does not handle; consumed"
+          : 'message refused by its receiver; dropped',
       );
       return true;
     }

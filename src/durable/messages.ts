@@ -144,3 +144,8 @@ function sendMessage(
     'a durable actor sends only to its child machines and its parent; other actors get events through the store',
   );
 }
+
+/** A child actor's completion event (`xstate.done.actor.<id>`): ignored where unhandled, as in XState. */
+export function isCompletion(eventType: string): boolean {
+  return eventType.startsWith('xstate.done.actor.');
+}

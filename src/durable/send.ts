@@ -21,7 +21,7 @@ import {
   stepsBegun,
 } from './after-commit.ts';
 import { encodeSnapshot } from './codec.ts';
-import { planMessages } from './messages.ts';
+import { isCompletion, planMessages } from './messages.ts';
 import type { EventSource } from './notices.ts';
 import { planActions, planChildren, type Plan } from './plan.ts';
 import { pureInitial, pureTransition } from './pure.ts';
@@ -77,7 +77,9 @@ export async function processEvent(
       state: core.row.state,
       eventType: parsed.type,
     });
-    await rejectEvent(core, error, now);
+    // A child's completion the parent has no transition for is not a caller's
+    // mistake: plain XState ignores it, and so does the record.
+    if (!(options.internal && isCompletion(parsed.type))) await rejectEvent(core, error, now);
     throw error;
   }
 

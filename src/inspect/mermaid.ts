@@ -1,3 +1,4 @@
+import { childMachines } from '../durable/actor-kinds.ts';
 import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
 
@@ -5,6 +6,13 @@ import { AgentchartsError } from '../core/errors.ts';
 export interface MermaidOptions {
   /** Layout direction (`direction LR`); Mermaid's default (top to bottom) when omitted. */
   direction?: 'TB' | 'BT' | 'LR' | 'RL';
+  /**
+   * Draw the child machines the chart invokes or spawns, each as a composite
+   * state of its own beside the chart (default true).
+   */
+  children?: boolean;
+  /** Prefix of every state id (a child drawn inside its parent's diagram). */
+  idPrefix?: string;
 }
 
 // Words Mermaid's state diagram lexer reads as keywords, not state ids.
@@ -45,7 +53,11 @@ function descendants(node: AnyStateNode): AnyStateNode[] {
 }
 
 /** Mermaid ids: the state's key where it is unique and safe, else its sanitised path. */
-function assignIds(machine: AnyStateMachine, rootId: string): Map<AnyStateNode, string> {
+function assignIds(
+  machine: AnyStateMachine,
+  rootId: string,
+  prefix: string,
+): Map<AnyStateNode, string> {
   const nodes = descendants(machine.root);
   const keyCount = new Map<string, number>();
   for (const n of nodes) keyCount.set(n.key, (keyCount.get(n.key) ?? 0) + 1);
@@ -59,6 +71,7 @@ function assignIds(machine: AnyStateMachine, rootId: string): Map<AnyStateNode, 
       n.type !== 'history';
     let id = keyOk ? n.key : n.path.join('_').replace(/[^A-Za-z0-9_]/g, '_');
     if (!/^[A-Za-z]/.test(id) || RESERVED.has(id.toLowerCase())) id = `s_${id}`;
+    id = `${prefix}${id}`;
     let unique = id;
     for (let i = 2; used.has(unique); i++) unique = `${id}_${i}`;
     used.add(unique);
@@ -170,8 +183,9 @@ function commonScope(a: AnyStateNode, b: AnyStateNode): AnyStateNode | null {
  */
 export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}): string {
   const root = machine.root;
-  const rootId = `${machine.id.replace(/[^A-Za-z0-9_]/g, '_').replace(/^([^A-Za-z])/, 's_$1')}_machine`;
-  const ids = assignIds(machine, rootId);
+  const prefix = options.idPrefix ?? '';
+  const rootId = `${prefix}${machine.id.replace(/[^A-Za-z0-9_]/g, '_').replace(/^([^A-Za-z])/, 's_$1')}_machine`;
+  const ids = assignIds(machine, rootId, prefix);
   const nodes = descendants(root);
 
   const edges: Edge[] = [];
@@ -269,6 +283,20 @@ export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}
     for (const e of edges) if (e.scope === null) out.push(`  ${edgeLine(e)}`);
   } else {
     body(root, '  ');
+  }
+  if (options.children !== false) {
+    // Each child machine beside the chart, in a composite state of its own (ids
+    // prefixed, so a state name shared with the parent stays two states).
+    for (const [i, child] of childMachines(machine).entries()) {
+      const childPrefix = `c${i + 1}_`;
+      const inner = toMermaid(child, { children: false, idPrefix: childPrefix })
+        .trimEnd()
+        .split('\n')
+        .slice(1);
+      out.push(`  state ${quote(`${child.id} (child actor)`)} as ${childPrefix}child {`);
+      for (const line of inner) out.push(`  ${line}`);
+      out.push('  }');
+    }
   }
   return `${out.join('\n')}\n`;
 }
