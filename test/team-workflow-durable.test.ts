@@ -23,7 +23,10 @@ import {
   verify,
   type Store,
 } from '../src/index.ts';
+import { createServer } from '../src/server/app.ts';
 import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
+
+const TOKEN = 'read-token-0123456789abcdef';
 
 const WORKER = fileURLToPath(new URL('./fixtures/team-worker.ts', import.meta.url));
 const TASK_TYPES = new Set([
@@ -139,6 +142,31 @@ test('each assigned task is a durable actor of its own; the workflow moves on wh
   expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
   expect(await store.listRejections({ actorId: 'wf-1' })).toEqual([]);
   expect((await verify(store, { charts })).problems).toEqual([]);
+
+  // The server lists the workflow's task actors, each readable at its own (encoded) id.
+  const server = createServer({ store, charts, keys: [], accessToken: TOKEN, pollMs: 0 });
+  try {
+    const read = async (path: string) => {
+      const response = await server.app.request(path, {
+        headers: { authorization: `Bearer ${TOKEN}`, host: 'localhost' },
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, any> };
+    };
+    const page = await read('/api/actors/wf-1');
+    expect(page.status).toBe(200);
+    expect(
+      (page.body['children'] as Array<Record<string, unknown>>).map((c) => [c['id'], c['state']]),
+    ).toEqual([
+      ['wf-1/t1', 'DONE'],
+      ['wf-1/t2', 'DONE'],
+    ]);
+    const child = await read(`/api/actors/${encodeURIComponent('wf-1/t1')}`);
+    expect(child.status).toBe(200);
+    expect(child.body['actor']).toMatchObject({ id: 'wf-1/t1', machineId: 'team-task' });
+    expect(child.body['diagram']).not.toBeNull();
+  } finally {
+    await server.close();
+  }
 });
 
 test('a task retries a retryable failure after its backoff, fails after its last retry, and times out on its own clock', async () => {

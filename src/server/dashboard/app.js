@@ -558,6 +558,29 @@ function errorCard(result) {
   return el('section', { class: 'card', 'data-testid': 'error' }, el('p', {}, text));
 }
 
+/** The actors this one spawned or invokes, each a link to its own page. */
+function childrenCard(children) {
+  if (children.length === 0) return null;
+  return el(
+    'section',
+    { class: 'card', 'data-testid': 'children' },
+    el('h3', {}, `Child actors (${children.length})`),
+    el(
+      'ul',
+      { class: 'children' },
+      ...children.map((c) =>
+        el(
+          'li',
+          { 'data-testid': 'child', 'data-actor': c.id },
+          link(`/actors/${encodeURIComponent(c.id)}`, c.id),
+          ' ',
+          badge(c.stateName ?? c.state, c.color, 'child-state'),
+        ),
+      ),
+    ),
+  );
+}
+
 async function renderActor(id) {
   if (actorPage.id !== id) {
     actorPage.id = id;
@@ -617,6 +640,7 @@ async function renderActor(id) {
   view.replaceChildren(
     header,
     approvalCard(data) ?? '',
+    childrenCard(data.children ?? []) ?? '',
     el('section', { class: 'card' }, el('h3', {}, 'Chart'), diagramBox),
     el(
       'div',

@@ -111,10 +111,16 @@ export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void 
       limit: TRAIL_LIMIT,
     });
     const trail = history.map((r) => trailEntry(row.machineId, r));
+    // The actors it spawned or invokes (team-workflow: one per task), each a durable actor.
+    const scope = scopedKey(c.var.principal);
+    const children = (await options.store.childrenOf(id))
+      .filter((child) => scope === undefined || keyCoversActor(scope, child.id))
+      .map(summary);
     const base = {
       actor: summary(row),
       trail,
       trailTotal: row.version,
+      children,
     };
     if (!chart) return c.json({ ...base, context: null, diagram: null, accepts: [] });
     const snapshot = decodeActorRow(
