@@ -401,7 +401,7 @@ function table(rows: readonly BenchRow[]): string {
     const d = r.details ?? {};
     if (r.baselineName) return [`  ${r.name}: baseline = ${r.baselineName}`];
     if (d['conflicts'] === undefined) return [];
-    return [`  ${r.name}: ${String(d['conflicts'])} conflicts, ${String(d['invalid'])} re-choices`];
+    return [`  ${r.name}: ${Number(d['conflicts'])} conflicts, ${Number(d['invalid'])} re-choices`];
   });
   return [
     line(header),

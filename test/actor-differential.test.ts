@@ -40,7 +40,7 @@ describe.each(spawning.map((chart) => [chart.machine.id, chart] as const))('%s',
         });
         for (const step of state.path) {
           plain.send(step.event);
-          await durable.send(step.event as never);
+          await durable.send(step.event);
         }
         await getRuntime(store).drain();
         const label = `${state.label} by ${state.path.map((s) => s.label).join(' → ')}`;

@@ -150,7 +150,7 @@ test('each assigned task is a durable actor of its own; the workflow moves on wh
       const response = await server.app.request(path, {
         headers: { authorization: `Bearer ${TOKEN}`, host: 'localhost' },
       });
-      return { status: response.status, body: (await response.json()) as Record<string, any> };
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
     const page = await read('/api/actors/wf-1');
     expect(page.status).toBe(200);

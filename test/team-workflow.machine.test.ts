@@ -547,7 +547,10 @@ describe('team-workflow per-task work', () => {
 
   it('spawns one actor per assigned task, named by the task id', () => {
     const actor = drive([...toExecution, dispatchBoth]);
-    const children = actor.getSnapshot().children as Record<string, { getSnapshot(): any }>;
+    const children = actor.getSnapshot().children as Record<
+      string,
+      { getSnapshot(): { value: unknown; context: unknown } }
+    >;
     expect(Object.keys(children).sort()).toEqual(['t1', 't2']);
     expect(children.t2?.getSnapshot().value).toBe('ASSIGNED');
     expect(children.t2?.getSnapshot().context).toMatchObject({
@@ -726,7 +729,12 @@ describe('team-workflow verification', () => {
     expect(rejection(() => actor.send(dispatchBoth))).toBeInstanceOf(InvalidTransitionError);
     actor.send({ type: 'TASKS_ASSIGNED', assignments: [{ taskId: 't2', assignee: 'qa' }] });
     // The reopened task runs as a new actor, its second attempt.
-    const again = (actor.getSnapshot().children as Record<string, { getSnapshot(): any }>).t2;
+    const again = (
+      actor.getSnapshot().children as Record<
+        string,
+        { getSnapshot(): { value: unknown; context: unknown } }
+      >
+    ).t2;
     expect(again?.getSnapshot().context).toMatchObject({ attempt: 2, retries: 0 });
     sendToTask(actor, { type: 'TASK_STARTED', taskId: 't2' });
     sendToTask(actor, { type: 'TASK_DONE', taskId: 't2' });
