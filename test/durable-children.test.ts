@@ -191,6 +191,89 @@ describe('a child machine is a durable actor of its own', () => {
     expect(durable.getSnapshot().context).toEqual(plain.getSnapshot().context);
   });
 
+  test('a child whose transition throws fails, and its parent hears xstate.error.actor, as in plain XState', async () => {
+    const fragile = setup({
+      types: { events: {} as { type: 'BREAK' } },
+      actions: {
+        // Thrown while the transition is computed: plain XState fails the actor.
+        explode: assign(() => {
+          throw new Error('disk on fire');
+        }),
+      },
+    }).createMachine({
+      id: 'fragile',
+      initial: 'fine',
+      states: { fine: { on: { BREAK: 'broken' } }, broken: { entry: 'explode' } },
+    });
+    const guardian = setup({
+      types: {
+        context: {} as { failure: unknown },
+        events: {} as { type: 'GO' } | { type: 'POKE' },
+      },
+      actors: { fragile },
+    }).createMachine({
+      id: 'guardian',
+      initial: 'idle',
+      context: { failure: null },
+      states: {
+        idle: { on: { GO: 'watching' } },
+        watching: {
+          invoke: {
+            id: 'f',
+            src: 'fragile',
+            onError: {
+              target: 'failed',
+              actions: assign({ failure: ({ event }) => (event.error as Error).message }),
+            },
+          },
+          on: { POKE: { actions: sendTo('f', { type: 'BREAK' }) } },
+        },
+        failed: {},
+      },
+    });
+    const plain = createActor(guardian).start();
+    plain.send({ type: 'GO' });
+    plain.send({ type: 'POKE' });
+    expect(plain.getSnapshot().value).toBe('failed');
+    expect(plain.getSnapshot().context.failure).toBe('disk on fire');
+
+    const store = open();
+    const durable = await createDurableActor(guardian, { id: 'g1', store });
+    await durable.send({ type: 'GO' });
+    await settle(store);
+    await durable.send({ type: 'POKE' });
+    await settle(store);
+    expect(durable.getSnapshot().value).toBe('failed');
+    expect(durable.getSnapshot().context.failure).toBe('disk on fire');
+    // The child's failure is on its own record; the message was consumed, nothing is pending.
+    expect((await store.loadActor('g1/f'))?.status).toBe('error');
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [defineChart(guardian)] })).problems).toEqual([]);
+  });
+
+  test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
+    const brittle = setup({
+      types: { events: {} as { type: 'BREAK' } },
+      actions: {
+        explode: assign(() => {
+          throw new Error('disk on fire');
+        }),
+      },
+    }).createMachine({
+      id: 'brittle',
+      initial: 'fine',
+      states: { fine: { on: { BREAK: 'broken' } }, broken: { entry: 'explode' } },
+    });
+    const store = open();
+    const actor = await createDurableActor(brittle, { id: 'b1', store });
+    await expect(actor.send({ type: 'BREAK' })).rejects.toThrow('disk on fire');
+    expect(await store.loadActor('b1')).toMatchObject({
+      state: 'fine',
+      status: 'active',
+      version: 1,
+    });
+  });
+
   test('a child whose initial state is final reports done at once, as in plain XState', async () => {
     const instant = setup({ types: { input: {} as { n: number } } }).createMachine({
       id: 'instant',

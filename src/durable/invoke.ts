@@ -19,6 +19,7 @@ import { chartMeta } from '../core/meta.ts';
 import type { StepRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
 import { actorKind } from './actor-kinds.ts';
+import { errorValue } from './pure.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
 
 /** What a durable promise receives: XState's arguments plus the step's idempotency key. */
@@ -72,17 +73,6 @@ export function parseInvokeKey(
   const cut = rest.lastIndexOf(':');
   const version = Number(rest.slice(cut + 1));
   return cut > 0 && Number.isSafeInteger(version) ? { id: rest.slice(0, cut), version } : undefined;
-}
-
-/** A JSON-safe form of what a promise rejected with. */
-export function errorValue(error: unknown): unknown {
-  if (error instanceof Error) return { name: error.name, message: error.message };
-  try {
-    const text = JSON.stringify(error);
-    return text === undefined ? String(error) : (JSON.parse(text) as unknown);
-  } catch {
-    return String(error);
-  }
 }
 
 /** XState's done and error events of invoke `id`. */

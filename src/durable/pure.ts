@@ -105,3 +105,28 @@ export function pureRestore(machine: AnyStateMachine, persisted: unknown): AnyMa
   forget(scope, snapshot);
   return snapshot;
 }
+
+/** A JSON-safe form of what was thrown (or a promise rejected with). */
+export function errorValue(error: unknown): unknown {
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  try {
+    const text = JSON.stringify(error);
+    return text === undefined ? String(error) : (JSON.parse(text) as unknown);
+  } catch {
+    return String(error);
+  }
+}
+
+/**
+ * The snapshot XState's actor takes when a transition throws: the same state,
+ * status `error`, the error (JSON-safe). The runtime commits it for a message or a
+ * timer, which have no caller to refuse; `verify` replays it the same way.
+ */
+export function failedSnapshot(previous: AnyMachineSnapshot, error: unknown): AnyMachineSnapshot {
+  return { ...previous, status: 'error', error: errorValue(error) } as AnyMachineSnapshot;
+}
+
+/** Whether a send of this source fails the actor when its transition throws (see {@link failedSnapshot}). */
+export function failsOnThrow(source: unknown): boolean {
+  return source === 'message' || source === 'timer';
+}

@@ -24,7 +24,7 @@ import { encodeSnapshot } from './codec.ts';
 import { isCompletion, planMessages } from './messages.ts';
 import type { EventSource } from './notices.ts';
 import { planActions, planChildren, type Plan } from './plan.ts';
-import { pureInitial, pureTransition } from './pure.ts';
+import { failedSnapshot, failsOnThrow, pureInitial, pureTransition } from './pure.ts';
 import { rejectEvent } from './reject.ts';
 import { movedElsewhere, reload } from './reload.ts';
 import { buildTransitionRow } from './row.ts';
@@ -61,11 +61,25 @@ export async function processEvent(
   // unhandled event, and also for a targetless transition whose actions leave
   // context alone (an `emit`): only then is `can()` asked.
   const previous = core.snapshot;
-  const [next, actions] = restarts(parsed, previous, options)
-    ? pureInitial(core.machine, (parsed as { input?: unknown }).input)
-    : previous.status === 'active'
-      ? pureTransition(core.machine, previous, parsed)
-      : [previous, []];
+  let transitioned: [AnyMachineSnapshot, unknown[]];
+  try {
+    transitioned = restarts(parsed, previous, options)
+      ? pureInitial(core.machine, (parsed as { input?: unknown }).input)
+      : previous.status === 'active'
+        ? pureTransition(core.machine, previous, parsed)
+        : [previous, []];
+  } catch (error) {
+    // A caller's send that makes the chart throw is refused: nothing written. A
+    // message or timer has no caller: as in XState, the actor fails with the error
+    // (committed, so the message or timer is consumed and the parent hears of it).
+    if (!failsOnThrow(source)) throw error;
+    runtime.logger.error(
+      { err: error, actorId: core.id, eventType: parsed.type },
+      'the transition threw; the actor fails',
+    );
+    transitioned = [failedSnapshot(previous, error), []];
+  }
+  const [next, actions] = transitioned;
   if (next === previous && !(previous.status === 'active' && previous.can(parsed))) {
     // Decided on a state another process may have moved: look at the stored one.
     if (!options.internal && (await movedElsewhere(core))) {

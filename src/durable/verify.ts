@@ -1,6 +1,6 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { childMachines } from './actor-kinds.ts';
-import { pureInitial, pureTransition } from './pure.ts';
+import { failedSnapshot, failsOnThrow, pureInitial, pureTransition } from './pure.ts';
 import { MessageLedger } from './verify-messages.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChartDefinition } from '../core/chart.ts';
@@ -158,7 +158,16 @@ async function verifyActor(
         snapshot = initial;
         ledger.replayed(actorId, parentId, chart.machine.id, row, undefined, initial, actions);
       } else {
-        const [next, actions] = pureTransition(chart.machine, snapshot, event);
+        let transitioned: [AnyMachineSnapshot, unknown[]];
+        try {
+          transitioned = pureTransition(chart.machine, snapshot, event);
+        } catch (error) {
+          // A message or timer whose transition threw failed the actor when it ran.
+          const meta = parseJson(row.metadata ?? '{}') as { source?: unknown } | undefined;
+          if (!failsOnThrow(meta?.source)) throw error;
+          transitioned = [failedSnapshot(snapshot, error), []];
+        }
+        const [next, actions] = transitioned;
         snapshot = next;
         ledger.replayed(actorId, parentId, chart.machine.id, row, previous, next, actions);
       }
