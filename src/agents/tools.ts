@@ -1,0 +1,153 @@
+/**
+ * An actor's legal moves as tools, framework-free: one tool per event the actor
+ * accepts now (name, description, JSON Schema of the payload, `execute`), for
+ * the OpenAI Agents SDK, LangChain, an MCP server or a hand-written loop. The
+ * menu is rebuilt from the actor's state each time it is asked for, so a move
+ * that is not legal now is not offered; a call that is ill-formed or no longer
+ * legal (another worker moved the actor) returns a typed refusal the model can
+ * read, never throws, and changes nothing.
+ */
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import {
+  ConcurrencyError,
+  InvalidEventError,
+  InvalidTransitionError,
+  StoreError,
+} from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
+import type { ActorLike, LegalEvent, LegalEventsOptions } from './legal-events.ts';
+import { legalEvents } from './legal-events.ts';
+
+/** What a tool call answers: the state it led to and the moves now legal, or why it was refused. */
+export type ToolResult =
+  | { ok: true; event: string; state: string; status: string; legal: string[] }
+  | {
+      ok: false;
+      event: string;
+      error: {
+        /** `invalid_event` (payload), `invalid_transition` (not legal now), `conflict`, `store`. */
+        kind: 'invalid_event' | 'invalid_transition' | 'conflict' | 'store';
+        message: string;
+        reason?: string | undefined;
+        field?: string | undefined;
+        state?: string | undefined;
+      };
+      legal: string[];
+    };
+
+/** One legal move, as a tool. */
+export interface AgentTool {
+  /** The event type (`APPROVAL_GRANTED`). */
+  name: string;
+  description: string;
+  /** JSON Schema of the call's arguments: the event's payload, without `type` or the signer field. */
+  inputSchema: Record<string, unknown>;
+  kind: LegalEvent['kind'];
+  /** Sends `{ type: name, ...input }` to the actor; resolves with a {@link ToolResult}. */
+  execute(input: Record<string, unknown>): Promise<ToolResult>;
+}
+
+/** An actor that takes events: a durable actor (send resolves once committed) or a strict one. */
+export interface SendableActor extends ActorLike {
+  send(event: never): unknown;
+}
+
+export interface ToolsOptions extends LegalEventsOptions {
+  /**
+   * The role the tools act for (default `agent`): events whose roles exclude it
+   * (an approval, for an agent) are never offered.
+   */
+  role?: string | undefined;
+  /**
+   * Who is calling: filled into each event's signer field (a vote's `voterId`),
+   * which is then not part of the tool's arguments.
+   */
+  identity?: string | undefined;
+}
+
+/** The event's payload schema as tool arguments: `type` and the signer field left out. */
+function argumentsSchema(event: LegalEvent, identity: string | undefined): Record<string, unknown> {
+  const schema = event.schema ?? { type: 'object', properties: {}, additionalProperties: false };
+  const drop = new Set(['type', ...(identity !== undefined && event.signer ? [event.signer] : [])]);
+  const properties = Object.fromEntries(
+    Object.entries((schema['properties'] as Record<string, unknown> | undefined) ?? {}).filter(
+      ([key]) => !drop.has(key),
+    ),
+  );
+  const required = ((schema['required'] as string[] | undefined) ?? []).filter((k) => !drop.has(k));
+  const { $schema: _ignored, ...rest } = schema;
+  return { ...rest, type: 'object', properties, required };
+}
+
+function describe(event: LegalEvent): string {
+  const base = event.description ?? `Send ${event.type}.`;
+  return event.kind === 'approval' ? `${base} (an approval decision)` : base;
+}
+
+/** The typed refusal of a failed send; anything untyped is rethrown. */
+function refusal(error: unknown): Extract<ToolResult, { ok: false }>['error'] {
+  if (error instanceof InvalidEventError) {
+    return {
+      kind: 'invalid_event',
+      message: error.message,
+      reason: error.reason,
+      field: error.field,
+    };
+  }
+  if (error instanceof InvalidTransitionError) {
+    return { kind: 'invalid_transition', message: error.message, state: error.state };
+  }
+  if (error instanceof ConcurrencyError) {
+    return { kind: 'conflict', message: 'another writer moved the actor; look again and retry' };
+  }
+  if (error instanceof StoreError) return { kind: 'store', message: error.message };
+  throw error;
+}
+
+/**
+ * The actor's legal moves now, as tools. Call it again after each move (or on
+ * every model turn): the list follows the actor's state.
+ *
+ * @example
+ * const tools = toolsFor(task, { schemas: chart.events, samples: chart.eventSamples });
+ * const result = await tools.find((t) => t.name === 'COMPLETE')?.execute({ result: 'refunded' });
+ */
+export function toolsFor(actor: SendableActor, options: ToolsOptions = {}): AgentTool[] {
+  const role = options.role ?? 'agent';
+  const legalNow = (): string[] =>
+    legalEvents(actor, options)
+      .filter((e) => e.roles.includes(role))
+      .map((e) => e.type);
+  return legalEvents(actor, options)
+    .filter((event) => event.roles.includes(role))
+    .map((event) => ({
+      name: event.type,
+      description: describe(event),
+      inputSchema: argumentsSchema(event, options.identity),
+      kind: event.kind,
+      async execute(input: Record<string, unknown>): Promise<ToolResult> {
+        const payload: Record<string, unknown> =
+          typeof input === 'object' && input !== null && !Array.isArray(input) ? { ...input } : {};
+        delete payload['type'];
+        if (options.identity !== undefined && event.signer !== undefined) {
+          payload[event.signer] = options.identity;
+        }
+        try {
+          const sent = (await (actor.send as (e: EventObject) => unknown)({
+            ...payload,
+            type: event.type,
+          })) as AnyMachineSnapshot | undefined;
+          const snapshot = sent ?? actor.getSnapshot();
+          return {
+            ok: true,
+            event: event.type,
+            state: stateLabel(snapshot.value),
+            status: snapshot.status,
+            legal: legalNow(),
+          };
+        } catch (error) {
+          return { ok: false, event: event.type, error: refusal(error), legal: legalNow() };
+        }
+      },
+    }));
+}
