@@ -16,7 +16,8 @@ const programs = (text: string) =>
     .map((m) => m[1] ?? '')
     .filter((code) => code.startsWith('import '));
 const guide = readFileSync(join(root, 'docs', 'your-own-chart.md'), 'utf8');
-const blocks = [...programs(readme), ...programs(guide)];
+const agents = readFileSync(join(root, 'docs', 'agents.md'), 'utf8');
+const blocks = [...programs(readme), ...programs(guide), ...programs(agents)];
 
 describe('the README', () => {
   test('shows the two-command Quick start', () => {

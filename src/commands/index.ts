@@ -22,6 +22,7 @@ export const commandModules: ReadonlyArray<readonly [string, () => Promise<Regis
   ['history', async () => (await import('./history.ts')).registerHistory],
   ['alerts', async () => (await import('./alerts.ts')).registerAlerts],
   ['tail', async () => (await import('./tail.ts')).registerTail],
+  ['mcp', async () => (await import('./mcp.ts')).registerMcp],
 ];
 
 /**

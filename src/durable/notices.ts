@@ -93,4 +93,8 @@ export interface LiveActor {
   idle(): boolean;
   /** Reads the store again before its next decision (it was out of the runtime's cache). */
   markStale(): void;
+  /** Re-reads the actor from the store (to see other writers). */
+  reload(): Promise<void>;
+  /** Called after every committed transition of this actor (in this process). */
+  subscribe(listener: (notice: TransitionNotice) => void): { unsubscribe(): void };
 }

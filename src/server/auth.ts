@@ -9,6 +9,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { AgentchartsError } from '../core/errors.ts';
+import { coversActor } from '../core/scope.ts';
 
 /** Header naming the key that signed the request. */
 export const KEY_HEADER = 'x-agentcharts-key';
@@ -318,10 +319,7 @@ export class RequestVerifier {
 
 /** Whether `actorId` is in the key's actor list (exact ids, or `prefix*`). */
 export function keyCoversActor(key: ApiKey, actorId: string): boolean {
-  if (key.actors === undefined) return true;
-  return key.actors.some((pattern) =>
-    pattern.endsWith('*') ? actorId.startsWith(pattern.slice(0, -1)) : pattern === actorId,
-  );
+  return coversActor(key.actors, actorId);
 }
 
 export type AuthorizationFailure =

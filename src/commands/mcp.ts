@@ -1,0 +1,86 @@
+/**
+ * `agentcharts mcp`: serves a store to an MCP client (Claude Desktop, an IDE, an
+ * agent framework) over stdio. The model gets the bound actor's legal moves as
+ * its tools, and nothing else it could send. See docs/agents.md.
+ */
+import type { Command } from 'commander';
+import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
+import { CliOptionError } from './paths.ts';
+import { ROLES } from '../core/meta.ts';
+import { getRuntime } from '../durable/open.ts';
+import { toMermaid } from '../inspect/mermaid.ts';
+import { DEFAULT_SQLITE_FILE, openStore } from '../store/open.ts';
+
+interface McpOptions extends ChartsOption {
+  store?: string;
+  db?: string;
+  actor?: string;
+  role: string;
+  identity?: string;
+  scope?: string[];
+}
+
+/** The SDK is an optional peer dependency: a clear line when it is missing. */
+async function loadMcp() {
+  try {
+    const [{ createMcpServer }, { StdioServerTransport }] = await Promise.all([
+      import('../agents/mcp.ts'),
+      import('@modelcontextprotocol/sdk/server/stdio.js'),
+    ]);
+    return { createMcpServer, StdioServerTransport };
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
+      throw new CliOptionError(
+        'mcp',
+        'needs the MCP SDK: npm install @modelcontextprotocol/sdk (an optional peer dependency)',
+      );
+    }
+    throw error;
+  }
+}
+
+export function registerMcp(program: Command): void {
+  const command = program
+    .command('mcp')
+    .description(
+      "Serve the store to an MCP client over stdio: the bound actor's legal moves are the model's tools",
+    )
+    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
+    .option('--db <file>', 'a SQLite file instead of --store')
+    .option('--actor <id>', 'bind the session to this actor at start')
+    .option('--role <role>', `the role the session acts for (${ROLES.join(', ')})`, 'agent')
+    .option('--identity <id>', 'who the session acts as (fills voter or approver fields)')
+    .option('--scope <pattern...>', 'actor ids the session may see and drive (exact, or prefix*)');
+  withChartsOption(command).action(async (opts: McpOptions): Promise<void> => {
+    if (opts.db !== undefined && opts.store !== undefined) {
+      throw new CliOptionError('--db', 'give --db <file> or --store <url>, not both');
+    }
+    if (!(ROLES as readonly string[]).includes(opts.role)) {
+      throw new CliOptionError('--role', `must be one of ${ROLES.join(', ')}`);
+    }
+    const charts = await chartsFor(opts);
+    const { createMcpServer, StdioServerTransport } = await loadMcp();
+    const store = openStore(opts.store ?? `sqlite:${opts.db ?? DEFAULT_SQLITE_FILE}`);
+    const mcp = createMcpServer({
+      store,
+      charts,
+      role: opts.role,
+      identity: opts.identity,
+      actors: opts.scope,
+      bind: opts.actor,
+      diagram: (machine) => toMermaid(machine),
+      version: program.version(),
+    });
+    const transport = new StdioServerTransport();
+    // stdout is the protocol's: nothing else may be written there.
+    const closed = new Promise<void>((resolve) => {
+      mcp.server.onclose = () => resolve();
+      process.stdin.once('end', () => resolve());
+    });
+    await mcp.server.connect(transport);
+    await closed;
+    await mcp.close();
+    await getRuntime(store).close();
+    await store.close();
+  });
+}

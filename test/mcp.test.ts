@@ -1,0 +1,288 @@
+/**
+ * `agentcharts mcp` with the MCP SDK's own client: the tools a session lists are
+ * the bound actor's legal moves for its role, in every reachable state of every
+ * chart; an agent drives a task from planned to done with tool calls only; an
+ * illegal or ill-formed call is a tool error that changes nothing; the list
+ * follows the state (`notifications/tools/list_changed`); state, trail and
+ * diagram are resources. Once in-process, and once through the real CLI on stdio.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, test } from 'vitest';
+import { charts, taskLifecycle } from '../machines/index.ts';
+import { createMcpServer } from '../src/agents/mcp.ts';
+import { toolsFor } from '../src/agents/tools.ts';
+import { createDurableActor, getRuntime, openStore, type Store } from '../src/index.ts';
+import { toMermaid } from '../src/inspect/mermaid.ts';
+import { planTransitionTests } from '../src/testing/plan.ts';
+
+const FIXED = ['bind_actor', 'create_actor', 'list_actors', 'read_actor'];
+const dir = mkdtempSync(join(tmpdir(), 'agentcharts-mcp-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function session(store: Store, options: { role?: string; actors?: string[] } = {}) {
+  const mcp = createMcpServer({ store, charts, diagram: (m) => toMermaid(m), ...options });
+  const client = new Client({ name: 'test-agent', version: '1.0.0' });
+  let listChanged = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    listChanged++;
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await mcp.server.connect(serverSide);
+  await client.connect(clientSide);
+  const tools = async () =>
+    (await client.listTools()).tools.map((t) => t.name).filter((n) => !FIXED.includes(n));
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const r = await client.callTool({ name, arguments: args });
+    return { isError: r.isError === true, body: r.structuredContent as Record<string, unknown> };
+  };
+  return {
+    client,
+    tools,
+    call,
+    changes: () => listChanged,
+    close: async () => {
+      await client.close();
+      await mcp.close();
+    },
+  };
+}
+
+describe('an MCP session over a store', () => {
+  test('an agent drives a refund task from planned to done with tool calls only', async () => {
+    const store = openStore('memory:');
+    const s = await session(store);
+    try {
+      expect((await s.client.listTools()).tools.map((t) => t.name).sort()).toEqual(FIXED);
+      const created = await s.call('create_actor', {
+        machine: 'task-lifecycle',
+        actorId: 'refund-42',
+        input: { taskId: 'refund-42' },
+      });
+      expect(created).toMatchObject({
+        isError: false,
+        body: { state: 'planned', moves: ['START'] },
+      });
+      expect(await s.tools()).toEqual(['START']);
+      expect(await s.call('START')).toMatchObject({ isError: false, body: { state: 'running' } });
+      expect(await s.tools()).toEqual([
+        'BLOCK_ON_DEPENDENCY',
+        'COMPLETE',
+        'FATAL_ERROR',
+        'PAUSE_FOR_APPROVAL',
+        'TRANSIENT_ERROR',
+      ]);
+      const done = await s.call('COMPLETE', { result: { refunded: 42 } });
+      expect(done).toMatchObject({ isError: false, body: { state: 'done', legal: [] } });
+      expect(await s.tools()).toEqual([]);
+      // Each move told the client its tools changed.
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(s.changes()).toBeGreaterThanOrEqual(3);
+      expect((await store.history('refund-42')).map((r) => r.eventType)).toEqual([
+        'xstate.init',
+        'START',
+        'COMPLETE',
+      ]);
+    } finally {
+      await s.close();
+      await getRuntime(store).close();
+    }
+  });
+
+  test('illegal, ill-formed and out-of-role calls are tool errors that change nothing', async () => {
+    const store = openStore('memory:');
+    await createDurableActor(taskLifecycle.machine, {
+      id: 'refund-7',
+      store,
+      input: { taskId: 'refund-7' },
+      schemas: taskLifecycle.events,
+    });
+    const s = await session(store);
+    try {
+      expect(await s.call('START')).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'not_bound' } },
+      });
+      await s.call('bind_actor', { actorId: 'refund-7' });
+      await s.call('START');
+      expect(await s.call('START')).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'invalid_transition', state: 'running' } },
+      });
+      expect(await s.call('PAUSE_FOR_APPROVAL', { reason: 7 })).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'invalid_event' } },
+      });
+      await s.call('PAUSE_FOR_APPROVAL', { reason: 'refund over limit', requestedAt: 0 });
+      // Paused: the only moves are approvals, and an agent never approves.
+      expect(await s.tools()).toEqual([]);
+      expect(await s.call('APPROVAL_GRANTED', { approver: 'agent' })).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'invalid_transition' } },
+      });
+      expect(await s.call('bind_actor', { actorId: 'nope' })).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'actor_not_found' } },
+      });
+      expect(await s.call('create_actor', { machine: 'x' })).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'invalid_arguments', field: 'actorId' } },
+      });
+      expect((await store.loadActor('refund-7'))?.version).toBe(3);
+    } finally {
+      await s.close();
+      await getRuntime(store).close();
+    }
+  });
+
+  test('an approver session approves in its own role; a scoped session sees only its actors', async () => {
+    const store = openStore('memory:');
+    for (const id of ['refund-1', 'other-1']) {
+      const actor = await createDurableActor(taskLifecycle.machine, {
+        id,
+        store,
+        input: { taskId: id },
+        schemas: taskLifecycle.events,
+      });
+      await actor.send({ type: 'START' });
+      await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
+    }
+    const s = await session(store, { role: 'approver', actors: ['refund-*'] });
+    try {
+      const listed = await s.call('list_actors');
+      expect((listed.body['actors'] as Array<{ id: string }>).map((a) => a.id)).toEqual([
+        'refund-1',
+      ]);
+      expect(await s.call('bind_actor', { actorId: 'other-1' })).toMatchObject({
+        isError: true,
+        body: { error: { kind: 'actor_not_in_scope' } },
+      });
+      await s.call('bind_actor', { actorId: 'refund-1' });
+      expect(await s.tools()).toEqual(['APPROVAL_DENIED', 'APPROVAL_GRANTED']);
+      expect(await s.call('APPROVAL_GRANTED', { approver: 'alice' })).toMatchObject({
+        isError: false,
+        body: { state: 'running' },
+      });
+    } finally {
+      await s.close();
+      await getRuntime(store).close();
+    }
+  });
+
+  test('state, trail and diagram are resources', async () => {
+    const store = openStore('memory:');
+    const s = await session(store);
+    try {
+      await s.call('create_actor', { machine: 'task-lifecycle', actorId: 't-1' });
+      await s.call('START');
+      const { resources } = await s.client.listResources();
+      expect(resources.map((r) => r.uri)).toEqual([
+        'agentcharts://actors/t-1',
+        'agentcharts://actors/t-1/trail',
+        'agentcharts://actors/t-1/diagram',
+      ]);
+      const read = async (uri: string) => {
+        const { contents } = await s.client.readResource({ uri });
+        return (contents[0] as { text: string }).text;
+      };
+      expect(JSON.parse(await read('agentcharts://actors/t-1'))).toMatchObject({
+        state: 'running',
+        machine: 'task-lifecycle',
+      });
+      expect(JSON.parse(await read('agentcharts://actors/t-1/trail'))).toHaveLength(2);
+      expect(await read('agentcharts://actors/t-1/diagram')).toMatch(/^stateDiagram-v2/);
+    } finally {
+      await s.close();
+      await getRuntime(store).close();
+    }
+  });
+
+  test('in every reachable state of every chart, the listed tools are the legal moves for the role', async () => {
+    const store = openStore('memory:');
+    getRuntime(store, { charts });
+    const s = await session(store);
+    let states = 0;
+    try {
+      for (const chart of charts) {
+        const plan = planTransitionTests(chart.machine, {
+          events: chart.eventSamples,
+          input: chart.defaultInput,
+          ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
+        });
+        for (const [i, state] of plan.states.entries()) {
+          if (state.path.some((step) => step.delayed)) continue;
+          const actor = await createDurableActor(chart.machine, {
+            id: `${chart.name}-${i}`,
+            store,
+            input: chart.defaultInput as never,
+            schemas: chart.events,
+          });
+          for (const step of state.path) await actor.send(step.event);
+          await s.call('bind_actor', { actorId: actor.id });
+          const expected = toolsFor(actor, {
+            schemas: chart.events,
+            samples: chart.eventSamples,
+          }).map((t) => t.name);
+          expect(await s.tools(), `${chart.name} ${state.label}`).toEqual(expected);
+          states++;
+        }
+      }
+    } finally {
+      await s.close();
+      await getRuntime(store).close();
+    }
+    expect(states).toBeGreaterThan(500);
+  }, 120_000);
+});
+
+test('the real CLI over stdio: `agentcharts mcp` bound to an actor', async () => {
+  const db = join(dir, 'stdio.db');
+  const store = openStore(`sqlite:${db}`);
+  await createDurableActor(taskLifecycle.machine, {
+    id: 'refund-stdio',
+    store,
+    input: { taskId: 'refund-stdio' },
+    schemas: taskLifecycle.events,
+  });
+  await getRuntime(store).close();
+  await store.close();
+  const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [
+      '--import',
+      'tsx',
+      '--conditions=source',
+      cli,
+      'mcp',
+      '--db',
+      db,
+      '--actor',
+      'refund-stdio',
+    ],
+    env: { ...process.env, AGENTCHARTS_LOG_LEVEL: 'silent' },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'stdio-agent', version: '1.0.0' });
+  await client.connect(transport);
+  try {
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('START');
+    const started = await client.callTool({ name: 'START', arguments: {} });
+    expect(started.isError).not.toBe(true);
+    expect(started.structuredContent).toMatchObject({ ok: true, state: 'running' });
+    const again = await client.callTool({ name: 'START', arguments: {} });
+    expect(again.isError).toBe(true);
+  } finally {
+    await client.close();
+  }
+  const check = openStore(`sqlite:${db}`);
+  expect((await check.loadActor('refund-stdio'))?.state).toBe('running');
+  await check.close();
+}, 60_000);
