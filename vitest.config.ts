@@ -2,8 +2,10 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   // The package's own entries resolve to its TypeScript sources in this checkout.
-  resolve: { conditions: ['source'] },
-  ssr: { resolve: { conditions: ['source'], externalConditions: ['source'] } },
+  resolve: { conditions: ['agentcharts-source'] },
+  ssr: {
+    resolve: { conditions: ['agentcharts-source'], externalConditions: ['agentcharts-source'] },
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 60_000,

@@ -8,6 +8,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { createMcpServer } from '../src/agents/mcp.ts';
 import { toolsFor } from '../src/agents/tools.ts';
 import { createDurableActor, getRuntime, openStore, type Store } from '../src/index.ts';
 import { toMermaid } from '../src/inspect/mermaid.ts';
+import { createServer, listen } from '../src/server/app.ts';
 import { planTransitionTests } from '../src/testing/plan.ts';
 
 const FIXED = ['bind_actor', 'create_actor', 'list_actors', 'read_actor'];
@@ -258,7 +260,7 @@ test('the real CLI over stdio: `agentcharts mcp` bound to an actor', async () =>
     args: [
       '--import',
       'tsx',
-      '--conditions=source',
+      '--conditions=agentcharts-source',
       cli,
       'mcp',
       '--db',
@@ -286,3 +288,69 @@ test('the real CLI over stdio: `agentcharts mcp` bound to an actor', async () =>
   expect((await check.loadActor('refund-stdio'))?.state).toBe('running');
   await check.close();
 }, 60_000);
+
+describe('MCP over Streamable HTTP at /mcp, with the server keys', () => {
+  const AGENT = {
+    id: 'agent-1',
+    secret: 'agent-secret-0123456789',
+    role: 'agent' as const,
+    actors: ['refund-*'],
+  };
+  const APPROVER = { id: 'alice', secret: 'approver-secret-0123456789', role: 'approver' as const };
+
+  test('a key opens a session that acts for its role and scope; a wrong secret is refused', async () => {
+    const store = openStore('memory:');
+    for (const id of ['refund-9', 'other-9']) {
+      const actor = await createDurableActor(taskLifecycle.machine, {
+        id,
+        store,
+        input: { taskId: id },
+        schemas: taskLifecycle.events,
+      });
+      await actor.send({ type: 'START' });
+      await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
+    }
+    const server = createServer({ store, charts, keys: [AGENT, APPROVER], pollMs: 0 });
+    const http = await listen(server);
+    const connect = async (token: string) => {
+      const client = new Client({ name: 'http-agent', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${http.url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      return client;
+    };
+    const moves = async (client: Client) =>
+      (await client.listTools()).tools.map((t) => t.name).filter((n) => !FIXED.includes(n));
+    try {
+      await expect(connect('agent-1.wrong-secret')).rejects.toThrow();
+      const agent = await connect(`agent-1.${AGENT.secret}`);
+      const listed = await agent.callTool({ name: 'list_actors', arguments: {} });
+      expect(
+        (listed.structuredContent as { actors: Array<{ id: string }> }).actors.map((a) => a.id),
+      ).toEqual(['refund-9']);
+      await agent.callTool({ name: 'bind_actor', arguments: { actorId: 'refund-9' } });
+      // Paused on an approval: an agent key is offered nothing, and cannot approve.
+      expect(await moves(agent)).toEqual([]);
+      const forged = await agent.callTool({
+        name: 'APPROVAL_GRANTED',
+        arguments: { approver: 'alice' },
+      });
+      expect(forged.isError).toBe(true);
+      const approver = await connect(`alice.${APPROVER.secret}`);
+      await approver.callTool({ name: 'bind_actor', arguments: { actorId: 'refund-9' } });
+      expect(await moves(approver)).toEqual(['APPROVAL_DENIED', 'APPROVAL_GRANTED']);
+      const granted = await approver.callTool({ name: 'APPROVAL_GRANTED', arguments: {} });
+      expect(granted.structuredContent).toMatchObject({ ok: true, state: 'running' });
+      // Recorded as the key's identity, not as anything the model wrote.
+      const last = (await store.history('refund-9')).at(-1);
+      expect(JSON.parse(last?.event ?? '{}')).toMatchObject({ approver: 'alice' });
+      await agent.close();
+      await approver.close();
+    } finally {
+      await http.close();
+      await getRuntime(store).close();
+    }
+  });
+});

@@ -39,12 +39,16 @@ describe('the README', () => {
       writeFileSync(file, code);
       const cwd = mkdtempSync(join(tmpdir(), 'agentcharts-readme-'));
       try {
-        // The `source` condition: the package's TypeScript, as in this checkout (no build).
-        const run = spawnSync(process.execPath, ['--conditions=source', '--import', tsx, file], {
-          cwd,
-          encoding: 'utf8',
-          timeout: 60_000,
-        });
+        // The `agentcharts-source` condition (not `source`, which some dependencies also use): the package's TypeScript, as in this checkout (no build).
+        const run = spawnSync(
+          process.execPath,
+          ['--conditions=agentcharts-source', '--import', tsx, file],
+          {
+            cwd,
+            encoding: 'utf8',
+            timeout: 60_000,
+          },
+        );
         expect(run.stderr).toBe('');
         expect(run.status).toBe(0);
         // Every `// a b c` comment on a console.log line is the output that line prints.

@@ -30,6 +30,7 @@ import type { ServerOptions } from './options.ts';
 import { registerActorRoutes } from './routes/actors.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerEventRoutes } from './routes/events.ts';
+import { registerMcpRoute } from './routes/mcp.ts';
 import { registerOpsRoutes } from './routes/ops.ts';
 import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
@@ -105,6 +106,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   registerStreamRoute(app, kit);
   registerEventRoutes(app, kit);
   registerDashboardRoutes(app, kit);
+  const closeMcp = registerMcpRoute(app, kit);
 
   return {
     app,
@@ -112,12 +114,12 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     hub,
     feed,
     ready: feed.ready,
-    close() {
+    async close() {
       feed.stop();
       unobserveEmitted();
       hub.close();
       metrics.stop();
-      return Promise.resolve();
+      await closeMcp();
     },
   };
 }
