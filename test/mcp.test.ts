@@ -19,10 +19,11 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { charts, taskLifecycle } from '../machines/index.ts';
 import { createMcpServer } from '../src/agents/mcp.ts';
 import { toolsFor } from '../src/agents/tools.ts';
-import { createDurableActor, getRuntime, openStore, type Store } from '../src/index.ts';
+import { createDurableActor, getRuntime, openStore, verify, type Store } from '../src/index.ts';
 import { toMermaid } from '../src/inspect/mermaid.ts';
 import { createServer, listen } from '../src/server/app.ts';
 import { planTransitionTests } from '../src/testing/plan.ts';
+import { seededRandom } from '../src/testing/random.ts';
 
 const FIXED = ['bind_actor', 'create_actor', 'list_actors', 'read_actor'];
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-mcp-'));
@@ -354,3 +355,73 @@ describe('MCP over Streamable HTTP at /mcp, with the server keys', () => {
     }
   });
 });
+
+test('10,000 random tool calls from adversarial MCP sessions: no illegal transition accepted, no crash, the log verifies', async () => {
+  const store = openStore('memory:');
+  const runtime = getRuntime(store, { charts });
+  const random = seededRandom(4_242);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
+  const sessions = await Promise.all(
+    ['agent', 'approver', 'leader'].map((role) => session(store, { role })),
+  );
+  const ids: string[] = [];
+  let created = 0;
+  const create = async () => {
+    const chart = pick(charts);
+    const id = `adv-${chart.name}-${created++}`;
+    await createDurableActor(chart.machine, {
+      id,
+      store,
+      input: chart.defaultInput as never,
+      schemas: chart.events,
+    });
+    ids.push(id);
+  };
+  for (let i = 0; i < 12; i++) await create();
+  const garbage: unknown[] = [null, 'x', 7, [], { type: 'RESET' }, { a: { b: [1, 2] } }];
+  let accepted = 0;
+  let refused = 0;
+  try {
+    for (let n = 0; n < 10_000; n++) {
+      const s = pick(sessions);
+      if (random() < 0.15) {
+        if (random() < 0.1) await create();
+        await s.call('bind_actor', { actorId: pick(ids) });
+        continue;
+      }
+      const listed = await s.tools();
+      const boundId = (
+        (await s.client.listResources()).resources.find((r) => r.uri.endsWith('/trail'))?.name ?? ''
+      ).replace(/ trail$/, '');
+      const actor = boundId ? runtime.liveActor(boundId) : undefined;
+      const chart = actor ? charts.find((c) => c.machine.id === actor.machine.id) : undefined;
+      // A listed move, or any event type of the chart (timer-only and internal included).
+      const allTypes = chart ? Object.keys(chart.eventSamples) : ['START'];
+      const name =
+        random() < 0.6 && listed.length > 0 ? pick(listed) : pick([...allTypes, 'xstate.init']);
+      const samples = (chart?.eventSamples[name] ?? [{}]) as Array<Record<string, unknown>>;
+      const args = random() < 0.8 ? { ...pick(samples) } : pick(garbage);
+      const before = actor?.getSnapshot();
+      const r = await s.client.callTool({
+        name,
+        arguments: (typeof args === 'object' && args !== null && !Array.isArray(args)
+          ? args
+          : {}) as Record<string, unknown>,
+      });
+      if (r.isError === true) {
+        refused++;
+        if (actor) expect(actor.getSnapshot()).toBe(before);
+      } else {
+        accepted++;
+        // Only a move on the menu just listed for this session's role is ever accepted.
+        expect(listed).toContain(name);
+      }
+    }
+  } finally {
+    for (const s of sessions) await s.close();
+  }
+  expect(accepted).toBeGreaterThan(500);
+  expect(refused).toBeGreaterThan(500);
+  expect((await verify(store, { charts })).problems).toEqual([]);
+  await runtime.close();
+}, 300_000);
