@@ -64,6 +64,8 @@ describe('the README', () => {
 
   test("its programs and the guide's type-check (strict, as a user compiles them)", () => {
     const dir = join(root, 'test-artifacts', 'readme');
+    // Only this run's blocks: a block removed from the docs must not linger here.
+    rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     blocks.forEach((code, i) => writeFileSync(join(dir, `block-${i + 1}.ts`), code));
     writeFileSync(

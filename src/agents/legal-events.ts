@@ -42,7 +42,7 @@ export interface LegalEventsOptions {
 
 const jsonSchemas = new WeakMap<object, Record<string, unknown>>();
 
-function toJsonSchema(schema: z.ZodType): Record<string, unknown> | undefined {
+export function toJsonSchema(schema: z.ZodType): Record<string, unknown> | undefined {
   let found = jsonSchemas.get(schema);
   if (!found) {
     try {
@@ -100,4 +100,33 @@ export function legalEvents(actor: ActorLike, options: LegalEventsOptions = {}):
     });
   }
   return out;
+}
+
+/**
+ * Every event a caller could ever send to actors of this machine (commands and
+ * approvals, never timer-only or internal ones), legal now or not, with the same
+ * fields as {@link legalEvents} (`decidedBy` is `evaluated`): the fixed menu of a
+ * framework that wants all tools up front and narrows them per step.
+ */
+export function sendableEvents(
+  machine: AnyStateMachine,
+  options: Pick<LegalEventsOptions, 'schemas'> = {},
+): LegalEvent[] {
+  return chartMeta(machine)
+    .events.filter((info) => info.kind === 'command' || info.kind === 'approval')
+    .map((info) => {
+      const schema =
+        options.schemas && Object.hasOwn(options.schemas, info.type)
+          ? options.schemas[info.type]
+          : undefined;
+      return {
+        type: info.type,
+        kind: info.kind,
+        roles: info.roles,
+        description: info.description,
+        signer: info.signer,
+        schema: schema ? toJsonSchema(schema) : undefined,
+        decidedBy: 'evaluated' as const,
+      };
+    });
 }

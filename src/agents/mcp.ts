@@ -37,7 +37,7 @@ import { createDurableActor, getRuntime } from '../durable/open.ts';
 import type { LiveActor } from '../durable/notices.ts';
 import type { Store } from '../store/types.ts';
 import { getEventSchemas } from '../strict/events.ts';
-import { toolsFor, type AgentTool, type ToolsOptions } from './tools.ts';
+import { executeMove, toolsFor, type AgentTool, type ToolsOptions } from './tools.ts';
 
 export interface McpServerOptions {
   store: Store;
@@ -301,25 +301,8 @@ export function createMcpServer(options: McpServerOptions): {
           true,
         );
       }
-      const actor = bound;
-      const move = moves(actor).find((t) => t.name === name);
-      if (!move) {
-        // Not a legal move now (or never one for this role): nothing is sent.
-        return result(
-          {
-            ok: false,
-            event: name,
-            error: {
-              kind: 'invalid_transition',
-              state: actor.state,
-              message: `"${name}" is not a move ${actor.id} accepts now for role ${options.role ?? 'agent'}`,
-            },
-            legal: moves(actor).map((t) => t.name),
-          },
-          true,
-        );
-      }
-      const outcome = await move.execute(args ?? {});
+      // Not a legal move now (or never one for this role): refused, nothing is sent.
+      const outcome = await executeMove(bound, name, args ?? {}, toolOptions(bound.machine));
       if (outcome.ok) changed();
       return result(outcome, !outcome.ok);
     } catch (error) {

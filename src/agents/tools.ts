@@ -66,7 +66,10 @@ export interface ToolsOptions extends LegalEventsOptions {
 }
 
 /** The event's payload schema as tool arguments: `type` and the signer field left out. */
-function argumentsSchema(event: LegalEvent, identity: string | undefined): Record<string, unknown> {
+export function argumentsSchema(
+  event: LegalEvent,
+  identity: string | undefined,
+): Record<string, unknown> {
   const schema = event.schema ?? { type: 'object', properties: {}, additionalProperties: false };
   const drop = new Set(['type', ...(identity !== undefined && event.signer ? [event.signer] : [])]);
   const properties = Object.fromEntries(
@@ -79,7 +82,7 @@ function argumentsSchema(event: LegalEvent, identity: string | undefined): Recor
   return { ...rest, type: 'object', properties, required };
 }
 
-function describe(event: LegalEvent): string {
+export function describe(event: LegalEvent): string {
   const base = event.description ?? `Send ${event.type}.`;
   return event.kind === 'approval' ? `${base} (an approval decision)` : base;
 }
@@ -150,4 +153,30 @@ export function toolsFor(actor: SendableActor, options: ToolsOptions = {}): Agen
         }
       },
     }));
+}
+
+/**
+ * Calls the move `name` if it is legal now for the role; otherwise a typed
+ * refusal naming the moves that are. For tools built once and kept across states.
+ */
+export function executeMove(
+  actor: SendableActor,
+  name: string,
+  input: Record<string, unknown>,
+  options: ToolsOptions = {},
+): Promise<ToolResult> {
+  const moves = toolsFor(actor, options);
+  const move = moves.find((t) => t.name === name);
+  if (move) return move.execute(input);
+  const snapshot = actor.getSnapshot();
+  return Promise.resolve({
+    ok: false,
+    event: name,
+    error: {
+      kind: 'invalid_transition',
+      message: `"${name}" is not a move this actor accepts now for role ${options.role ?? 'agent'}`,
+      state: stateLabel(snapshot.value),
+    },
+    legal: moves.map((t) => t.name),
+  });
 }

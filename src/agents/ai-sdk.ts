@@ -1,0 +1,54 @@
+/**
+ * An actor's moves as Vercel AI SDK tools (`import { aiTools, aiActiveTools }
+ * from 'agentcharts/ai'`; `ai` is an optional peer dependency).
+ *
+ * The AI SDK takes its tool set once per call, so `aiTools` holds every move the
+ * role could ever make on this chart, and `aiActiveTools` names the ones legal
+ * now, for `prepareStep`: the model is shown only legal moves at each step. A
+ * call to any other (a stale menu, a guessed name) is answered, not thrown: the
+ * tool's result is `ok: false` with the typed reason and the moves legal now, so
+ * the model can recover on its next step.
+ *
+ * @example
+ * await generateText({
+ *   model,
+ *   tools: aiTools(task, catalog),
+ *   prepareStep: () => ({ activeTools: aiActiveTools(task, catalog) }),
+ *   stopWhen: stepCountIs(10),
+ *   prompt: 'Refund order 42',
+ * });
+ */
+import { jsonSchema, tool, type ToolSet } from 'ai';
+import { sendableEvents } from './legal-events.ts';
+import {
+  argumentsSchema,
+  describe,
+  executeMove,
+  toolsFor,
+  type SendableActor,
+  type ToolsOptions,
+} from './tools.ts';
+
+/** Every move the role could make on the actor's chart, each executing only when legal. */
+export function aiTools(actor: SendableActor, options: ToolsOptions = {}): ToolSet {
+  const role = options.role ?? 'agent';
+  return Object.fromEntries(
+    sendableEvents(actor.machine, options)
+      .filter((event) => event.roles.includes(role))
+      .map((event) => [
+        event.type,
+        tool({
+          description: describe(event),
+          inputSchema: jsonSchema<Record<string, unknown>>(
+            argumentsSchema(event, options.identity),
+          ),
+          execute: (input) => executeMove(actor, event.type, input, options),
+        }),
+      ]),
+  );
+}
+
+/** The names of the moves legal now, for `prepareStep: () => ({ activeTools })`. */
+export function aiActiveTools(actor: SendableActor, options: ToolsOptions = {}): string[] {
+  return toolsFor(actor, options).map((t) => t.name);
+}
