@@ -6,9 +6,15 @@
  * and the log verifies.
  */
 import { describe, expect, test } from 'vitest';
-import { charts, taskLifecycle } from '../machines/index.ts';
-import { toolsFor, type AgentTool } from '../src/agents/index.ts';
-import { createDurableActor, getRuntime, openStore, verify } from '../src/index.ts';
+import { charts, taskLifecycle, teamWorkflow } from '../machines/index.ts';
+import { executeMove, toolsFor, whyNot, type AgentTool } from '../src/agents/index.ts';
+import {
+  createDurableActor,
+  createStrictActor,
+  getRuntime,
+  openStore,
+  verify,
+} from '../src/index.ts';
 import { seededRandom } from '../src/testing/random.ts';
 
 const chart = taskLifecycle.chart;
@@ -108,6 +114,34 @@ describe('toolsFor', () => {
     ).toMatchObject({ ok: false, error: { kind: 'invalid_event' } });
     expect(actor.version).toBe(2);
     expect((await store.history('refund-4')).length).toBe(2);
+  });
+
+  test('why a move is not legal: not in this state, a guard, a timer, another role', async () => {
+    const { actor } = await task('refund-why');
+    expect(whyNot(actor, 'COMPLETE')).toMatchObject({ reason: 'not_in_state', state: 'planned' });
+    expect(whyNot(actor, 'RETRY')).toMatchObject({ reason: 'timer_only' });
+    expect(whyNot(actor, 'NOPE')).toMatchObject({ reason: 'unknown_event' });
+    expect(whyNot(actor, 'START')).toMatchObject({ reason: 'legal' });
+    const stale = toolsFor(actor, catalog);
+    await call(stale, 'START');
+    expect(await call(stale, 'START')).toMatchObject({
+      ok: false,
+      error: { why: { reason: 'not_in_state', state: 'running' } },
+    });
+    await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
+    expect(await executeMove(actor, 'APPROVAL_GRANTED', {}, catalog)).toMatchObject({
+      ok: false,
+      error: { why: { reason: 'role', roles: ['approver'] } },
+    });
+
+    const team = teamWorkflow.chart;
+    const workflow = createStrictActor(team.machine, { input: team.defaultInput }).start();
+    workflow.send({ type: 'START', request: 'dark mode' });
+    workflow.send({ type: 'PLAN_DRAFTED', by: 'arch', plan: 'v1' });
+    const outsider = { type: 'VOTE', voterId: 'outsider', decision: 'approve' } as const;
+    const why = whyNot(workflow, 'VOTE', { schemas: team.events }, outsider);
+    expect(why).toMatchObject({ reason: 'guard', state: 'PLANNING.Team_Review' });
+    expect(why.guards?.join(' ')).toContain('voteIsValid');
   });
 
   test('10,000 random calls from an adversarial agent over every chart: nothing illegal accepted, nothing thrown, the log verifies', async () => {

@@ -1,10 +1,14 @@
 export {
   legalEvents,
+  sendableEvents,
+  whyNot,
+  type BlockedReason,
   type ActorLike,
   type LegalEvent,
   type LegalEventsOptions,
 } from './legal-events.ts';
 export {
+  executeMove,
   toolsFor,
   type AgentTool,
   type SendableActor,

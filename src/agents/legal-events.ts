@@ -7,7 +7,9 @@
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { z } from 'zod';
 import type { EventCatalog, EventSchemas } from '../core/chart.ts';
+import { guardText } from '../core/guard-text.ts';
 import { chartMeta, type EventKind } from '../core/meta.ts';
+import { stateLabel } from '../core/state.ts';
 
 /** One event an actor accepts now. */
 export interface LegalEvent {
@@ -129,4 +131,68 @@ export function sendableEvents(
         decidedBy: 'evaluated' as const,
       };
     });
+}
+
+/** Why an event is not among the legal moves now. */
+export interface BlockedReason {
+  type: string;
+  state: string;
+  reason:
+    | 'legal'
+    /** The actor finished: it accepts nothing. */
+    | 'not_active'
+    /** No state the actor is in has a transition for it. */
+    | 'not_in_state'
+    /** Transitions exist, and their guards said no (named in `guards`). */
+    | 'guard'
+    /** Only the actor's timers send it. */
+    | 'timer_only'
+    /** Only the runtime or another actor sends it. */
+    | 'internal'
+    /** The chart has no such event. */
+    | 'unknown_event';
+  /** The guards of the transitions that could have taken it (`reason: 'guard'`). */
+  guards?: string[];
+}
+
+/**
+ * Why `type` is (or is not) a legal move of the actor now: the reason a model
+ * can read when it asked for a move that is not on its menu.
+ *
+ * @example
+ * whyNot(team, 'VOTE').guards; // ['and(voteIsValid, isApproval, reachesThreshold)', …]
+ */
+export function whyNot(
+  actor: ActorLike,
+  type: string,
+  options: LegalEventsOptions = {},
+  /** The event as sent: its payload decides guards that read it. */
+  event?: EventObject,
+): BlockedReason {
+  const snapshot = actor.getSnapshot();
+  const state = stateLabel(snapshot.value);
+  const meta = chartMeta(actor.machine);
+  const info = meta.events.find((e) => e.type === type);
+  if (!info) return { type, state, reason: 'unknown_event' };
+  if (info.kind === 'timer-only') return { type, state, reason: 'timer_only' };
+  if (info.kind === 'internal') return { type, state, reason: 'internal' };
+  if (snapshot.status !== 'active') return { type, state, reason: 'not_active' };
+  const legal =
+    event !== undefined
+      ? enabled(snapshot, { ...event, type })
+      : legalEvents(actor, options).some((e) => e.type === type);
+  if (legal) return { type, state, reason: 'legal' };
+  // The active state nodes and their ancestors: where a transition on `type` could be.
+  const nodes = (snapshot as unknown as { _nodes: AnyStateMachine['root'][] })._nodes;
+  const guards = new Set<string>();
+  let candidates = 0;
+  for (const node of nodes) {
+    for (const t of node.transitions.get(type) ?? []) {
+      candidates++;
+      if (t.guard !== undefined) guards.add(guardText(t.guard));
+    }
+  }
+  return candidates === 0
+    ? { type, state, reason: 'not_in_state' }
+    : { type, state, reason: 'guard', guards: [...guards] };
 }

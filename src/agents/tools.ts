@@ -16,7 +16,7 @@ import {
 } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import type { ActorLike, LegalEvent, LegalEventsOptions } from './legal-events.ts';
-import { legalEvents } from './legal-events.ts';
+import { legalEvents, whyNot, type BlockedReason } from './legal-events.ts';
 
 /** What a tool call answers: the state it led to and the moves now legal, or why it was refused. */
 export type ToolResult =
@@ -31,6 +31,8 @@ export type ToolResult =
         reason?: string | undefined;
         field?: string | undefined;
         state?: string | undefined;
+        /** For a move not legal now: why (not in this state, which guards said no, not this role's). */
+        why?: BlockedReason | { reason: 'role'; roles: readonly string[] } | undefined;
       };
       legal: string[];
     };
@@ -149,7 +151,11 @@ export function toolsFor(actor: SendableActor, options: ToolsOptions = {}): Agen
             legal: legalNow(),
           };
         } catch (error) {
-          return { ok: false, event: event.type, error: refusal(error), legal: legalNow() };
+          const refused = refusal(error);
+          if (refused.kind === 'invalid_transition') {
+            refused.why = whyNot(actor, event.type, options, { ...payload, type: event.type });
+          }
+          return { ok: false, event: event.type, error: refused, legal: legalNow() };
         }
       },
     }));
@@ -169,13 +175,18 @@ export function executeMove(
   const move = moves.find((t) => t.name === name);
   if (move) return move.execute(input);
   const snapshot = actor.getSnapshot();
+  const role = options.role ?? 'agent';
+  const blocked = whyNot(actor, name, options);
+  const roles = legalEvents(actor, options).find((e) => e.type === name)?.roles;
   return Promise.resolve({
     ok: false,
     event: name,
     error: {
       kind: 'invalid_transition',
-      message: `"${name}" is not a move this actor accepts now for role ${options.role ?? 'agent'}`,
+      message: `"${name}" is not a move this actor accepts now for role ${role}`,
       state: stateLabel(snapshot.value),
+      // Legal, but for other roles (an approval, asked for by an agent).
+      why: blocked.reason === 'legal' && roles ? { reason: 'role', roles } : blocked,
     },
     legal: moves.map((t) => t.name),
   });
