@@ -26,6 +26,7 @@ import { planTransitionTests } from '../src/testing/plan.ts';
 import { seededRandom } from '../src/testing/random.ts';
 
 const FIXED = ['bind_actor', 'create_actor', 'list_actors', 'read_actor'];
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-mcp-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -205,43 +206,6 @@ describe('an MCP session over a store', () => {
       await getRuntime(store).close();
     }
   });
-
-  test('in every reachable state of every chart, the listed tools are the legal moves for the role', async () => {
-    const store = openStore('memory:');
-    getRuntime(store, { charts });
-    const s = await session(store);
-    let states = 0;
-    try {
-      for (const chart of charts) {
-        const plan = planTransitionTests(chart.machine, {
-          events: chart.eventSamples,
-          input: chart.defaultInput,
-          ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
-        });
-        for (const [i, state] of plan.states.entries()) {
-          if (state.path.some((step) => step.delayed)) continue;
-          const actor = await createDurableActor(chart.machine, {
-            id: `${chart.name}-${i}`,
-            store,
-            input: chart.defaultInput as never,
-            schemas: chart.events,
-          });
-          for (const step of state.path) await actor.send(step.event);
-          await s.call('bind_actor', { actorId: actor.id });
-          const expected = toolsFor(actor, {
-            schemas: chart.events,
-            samples: chart.eventSamples,
-          }).map((t) => t.name);
-          expect(await s.tools(), `${chart.name} ${state.label}`).toEqual(expected);
-          states++;
-        }
-      }
-    } finally {
-      await s.close();
-      await getRuntime(store).close();
-    }
-    expect(states).toBeGreaterThan(500);
-  }, 120_000);
 });
 
 test('the real CLI over stdio: `agentcharts mcp` bound to an actor', async () => {
@@ -255,14 +219,13 @@ test('the real CLI over stdio: `agentcharts mcp` bound to an actor', async () =>
   });
   await getRuntime(store).close();
   await store.close();
-  const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [
       '--import',
       'tsx',
       '--conditions=agentcharts-source',
-      cli,
+      CLI,
       'mcp',
       '--db',
       db,
@@ -425,3 +388,107 @@ test('10,000 random tool calls from adversarial MCP sessions: no illegal transit
   expect((await verify(store, { charts })).problems).toEqual([]);
   await runtime.close();
 }, 300_000);
+
+/**
+ * Drives one actor per reachable state of every chart (its shortest path), binds
+ * the client's session to it and compares the listed moves with `toolsFor`.
+ */
+async function everyState(
+  store: Store,
+  client: Client,
+  options: { skipDueTimers?: boolean } = {},
+): Promise<number> {
+  const moves = async (actorId: string) => {
+    const bound = await client.callTool({ name: 'bind_actor', arguments: { actorId } });
+    if (bound.isError === true) throw new Error(JSON.stringify(bound.structuredContent));
+    return (await client.listTools()).tools.map((t) => t.name).filter((n) => !FIXED.includes(n));
+  };
+  let states = 0;
+  for (const chart of charts) {
+    const plan = planTransitionTests(chart.machine, {
+      events: chart.eventSamples,
+      input: chart.defaultInput,
+      ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
+    });
+    for (const [i, state] of plan.states.entries()) {
+      if (state.path.some((step) => step.delayed)) continue;
+      const actor = await createDurableActor(chart.machine, {
+        id: `${chart.name}-${i}`,
+        store,
+        input: chart.defaultInput as never,
+        schemas: chart.events,
+      });
+      for (const step of state.path) await actor.send(step.event);
+      // Another process arms the actor's timers when it loads it, and one due at
+      // once (an exhausted retry's) fires there before the listing: not a state
+      // the listing can be compared in.
+      if (options.skipDueTimers) {
+        const soon = Date.now() + 60_000;
+        if ((await store.timers(actor.id)).some((t) => t.dueAt <= soon)) continue;
+      }
+      const expected = toolsFor(actor, { schemas: chart.events, samples: chart.eventSamples });
+      expect(await moves(actor.id), `${chart.name} ${state.label}`).toEqual(
+        expected.map((t) => t.name),
+      );
+      states++;
+    }
+  }
+  return states;
+}
+
+describe('in every reachable state of every chart, the listed tools are the legal moves for the role', () => {
+  test('in process', async () => {
+    const store = openStore('memory:');
+    getRuntime(store, { charts });
+    const s = await session(store);
+    try {
+      expect(await everyState(store, s.client)).toBeGreaterThan(500);
+    } finally {
+      await s.close();
+      await getRuntime(store).close();
+    }
+  }, 120_000);
+
+  test('over Streamable HTTP, with an agent key', async () => {
+    const store = openStore(`sqlite:${join(dir, 'every-http.db')}`);
+    getRuntime(store, { charts });
+    const key = { id: 'agent-all', secret: 'agent-all-secret-0123456789', role: 'agent' as const };
+    const http = await listen(createServer({ store, charts, keys: [key], pollMs: 0 }));
+    const client = new Client({ name: 'http-agent', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${http.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${key.id}.${key.secret}` } },
+      }),
+    );
+    try {
+      expect(await everyState(store, client, { skipDueTimers: true })).toBeGreaterThan(500);
+    } finally {
+      await client.close();
+      await http.close();
+      await getRuntime(store).close();
+      await store.close();
+    }
+  }, 300_000);
+
+  test('over stdio, through the real CLI', async () => {
+    const db = join(dir, 'every-stdio.db');
+    const store = openStore(`sqlite:${db}`);
+    getRuntime(store, { charts });
+    const client = new Client({ name: 'stdio-agent', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['--import', 'tsx', '--conditions=agentcharts-source', CLI, 'mcp', '--db', db],
+        env: { ...process.env, AGENTCHARTS_LOG_LEVEL: 'silent' } as Record<string, string>,
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      expect(await everyState(store, client, { skipDueTimers: true })).toBeGreaterThan(500);
+    } finally {
+      await client.close();
+      await getRuntime(store).close();
+      await store.close();
+    }
+  }, 300_000);
+});
