@@ -479,7 +479,7 @@ describe('in every reachable state of every chart, the listed tools are the lega
       new StdioClientTransport({
         command: process.execPath,
         args: ['--import', 'tsx', '--conditions=agentcharts-source', CLI, 'mcp', '--db', db],
-        env: { ...process.env, AGENTCHARTS_LOG_LEVEL: 'silent' } as Record<string, string>,
+        env: { ...process.env, AGENTCHARTS_LOG_LEVEL: 'silent' },
         stderr: 'pipe',
       }),
     );
