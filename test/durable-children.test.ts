@@ -119,6 +119,21 @@ async function settle(store: Store): Promise<void> {
   }
 }
 
+/** A machine whose transition into `broken` throws while it is computed (an `assign`). */
+const fragile = setup({
+  types: { events: {} as { type: 'BREAK' } },
+  actions: {
+    // Thrown while the transition is computed: plain XState fails the actor.
+    explode: assign(() => {
+      throw new Error('disk on fire');
+    }),
+  },
+}).createMachine({
+  id: 'fragile',
+  initial: 'fine',
+  states: { fine: { on: { BREAK: 'broken' } }, broken: { entry: 'explode' } },
+});
+
 describe('a child machine is a durable actor of its own', () => {
   test('spawned with its parent, messages both ways, its completion arrives with its output', async () => {
     const store = open();
@@ -192,19 +207,6 @@ describe('a child machine is a durable actor of its own', () => {
   });
 
   test('a child whose transition throws fails, and its parent hears xstate.error.actor, as in plain XState', async () => {
-    const fragile = setup({
-      types: { events: {} as { type: 'BREAK' } },
-      actions: {
-        // Thrown while the transition is computed: plain XState fails the actor.
-        explode: assign(() => {
-          throw new Error('disk on fire');
-        }),
-      },
-    }).createMachine({
-      id: 'fragile',
-      initial: 'fine',
-      states: { fine: { on: { BREAK: 'broken' } }, broken: { entry: 'explode' } },
-    });
     const guardian = setup({
       types: {
         context: {} as { failure: unknown },
@@ -252,20 +254,8 @@ describe('a child machine is a durable actor of its own', () => {
   });
 
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
-    const brittle = setup({
-      types: { events: {} as { type: 'BREAK' } },
-      actions: {
-        explode: assign(() => {
-          throw new Error('disk on fire');
-        }),
-      },
-    }).createMachine({
-      id: 'brittle',
-      initial: 'fine',
-      states: { fine: { on: { BREAK: 'broken' } }, broken: { entry: 'explode' } },
-    });
     const store = open();
-    const actor = await createDurableActor(brittle, { id: 'b1', store });
+    const actor = await createDurableActor(fragile, { id: 'b1', store });
     await expect(actor.send({ type: 'BREAK' })).rejects.toThrow('disk on fire');
     expect(await store.loadActor('b1')).toMatchObject({
       state: 'fine',

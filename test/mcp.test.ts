@@ -58,6 +58,20 @@ async function session(store: Store, options: { role?: string; actors?: string[]
   };
 }
 
+/** Refund tasks paused on an approval. */
+async function pausedTasks(store: Store, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    const actor = await createDurableActor(taskLifecycle.machine, {
+      id,
+      store,
+      input: { taskId: id },
+      schemas: taskLifecycle.events,
+    });
+    await actor.send({ type: 'START' });
+    await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
+  }
+}
+
 describe('an MCP session over a store', () => {
   test('an agent drives a refund task from planned to done with tool calls only', async () => {
     const store = openStore('memory:');
@@ -147,16 +161,7 @@ describe('an MCP session over a store', () => {
 
   test('an approver session approves in its own role; a scoped session sees only its actors', async () => {
     const store = openStore('memory:');
-    for (const id of ['refund-1', 'other-1']) {
-      const actor = await createDurableActor(taskLifecycle.machine, {
-        id,
-        store,
-        input: { taskId: id },
-        schemas: taskLifecycle.events,
-      });
-      await actor.send({ type: 'START' });
-      await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-    }
+    await pausedTasks(store, ['refund-1', 'other-1']);
     const s = await session(store, { role: 'approver', actors: ['refund-*'] });
     try {
       const listed = await s.call('list_actors');
@@ -264,16 +269,7 @@ describe('MCP over Streamable HTTP at /mcp, with the server keys', () => {
 
   test('a key opens a session that acts for its role and scope; a wrong secret is refused', async () => {
     const store = openStore('memory:');
-    for (const id of ['refund-9', 'other-9']) {
-      const actor = await createDurableActor(taskLifecycle.machine, {
-        id,
-        store,
-        input: { taskId: id },
-        schemas: taskLifecycle.events,
-      });
-      await actor.send({ type: 'START' });
-      await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-    }
+    await pausedTasks(store, ['refund-9', 'other-9']);
     const server = createServer({ store, charts, keys: [AGENT, APPROVER], pollMs: 0 });
     const http = await listen(server);
     const connect = async (token: string) => {

@@ -8,7 +8,7 @@ import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { z } from 'zod';
 import type { EventCatalog, EventSchemas } from '../core/chart.ts';
 import { guardText } from '../core/guard-text.ts';
-import { chartMeta, type EventKind } from '../core/meta.ts';
+import { chartMeta, type EventInfo, type EventKind } from '../core/meta.ts';
 import { stateLabel } from '../core/state.ts';
 
 /** One event an actor accepts now. */
@@ -87,21 +87,30 @@ export function legalEvents(actor: ActorLike, options: LegalEventsOptions = {}):
       if (samples.some((sample) => enabled(snapshot, sample))) decidedBy = 'by-sample';
     }
     if (decidedBy === undefined) continue;
-    const schema =
-      options.schemas && Object.hasOwn(options.schemas, info.type)
-        ? options.schemas[info.type]
-        : undefined;
-    out.push({
-      type: info.type,
-      kind: info.kind,
-      roles: info.roles,
-      description: info.description,
-      signer: info.signer,
-      schema: schema ? toJsonSchema(schema) : undefined,
-      decidedBy,
-    });
+    out.push(describeEvent(info, options, decidedBy));
   }
   return out;
+}
+
+/** An event of the chart's metadata as a {@link LegalEvent}, with its JSON Schema. */
+function describeEvent(
+  info: EventInfo,
+  options: Pick<LegalEventsOptions, 'schemas'>,
+  decidedBy: LegalEvent['decidedBy'],
+): LegalEvent {
+  const schema =
+    options.schemas && Object.hasOwn(options.schemas, info.type)
+      ? options.schemas[info.type]
+      : undefined;
+  return {
+    type: info.type,
+    kind: info.kind,
+    roles: info.roles,
+    description: info.description,
+    signer: info.signer,
+    schema: schema ? toJsonSchema(schema) : undefined,
+    decidedBy,
+  };
 }
 
 /**
@@ -116,21 +125,7 @@ export function sendableEvents(
 ): LegalEvent[] {
   return chartMeta(machine)
     .events.filter((info) => info.kind === 'command' || info.kind === 'approval')
-    .map((info) => {
-      const schema =
-        options.schemas && Object.hasOwn(options.schemas, info.type)
-          ? options.schemas[info.type]
-          : undefined;
-      return {
-        type: info.type,
-        kind: info.kind,
-        roles: info.roles,
-        description: info.description,
-        signer: info.signer,
-        schema: schema ? toJsonSchema(schema) : undefined,
-        decidedBy: 'evaluated' as const,
-      };
-    });
+    .map((info) => describeEvent(info, options, 'evaluated'));
 }
 
 /** Why an event is not among the legal moves now. */
