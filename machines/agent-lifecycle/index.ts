@@ -132,7 +132,7 @@ const defaultInput: AgentLifecycleInput = { agent_name: 'planner' };
 export const chart = defineChart({
   name: 'agent-lifecycle',
   description:
-    'Seed 000: the twelve-state agent lifecycle, pause → resume to the exact state paused from.',
+    'The twelve-state agent lifecycle of “Agent State Machine” (v1.0), pause → resume to the exact state paused from.',
   machine,
   events,
   eventSamples: {

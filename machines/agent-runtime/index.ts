@@ -93,7 +93,7 @@ export const recovery: RecoveryPolicy = ({ state, now, updatedAt }) => {
 export const chart = defineChart({
   name: 'agent-runtime',
   description:
-    'Seed 002: an agent run — Starting, Running, Processing (brain/tools), Paused, Completed/Failed/Cancelled.',
+    'An agent run, after the runtime loop of “Agent State Machine”: Starting, Running, Processing (brain/tools), Paused, Completed/Failed/Cancelled.',
   machine,
   events,
   eventSamples,

@@ -123,7 +123,7 @@ export const recovery: RecoveryPolicy = ({ state, now, updatedAt }) => {
 export const chart = defineChart({
   name: 'agent-status',
   description:
-    'Seed 003: the 8 agent statuses with thought, progress, structured error and a timeline.',
+    '“Agent Status Models”: the 8 agent statuses with thought, progress, structured error and a timeline.',
   machine,
   events,
   eventSamples,

@@ -41,10 +41,12 @@ const resumeReasons: Readonly<Record<string, string>> = {
   IDLE: 'waiting for START; nothing was in flight',
   PLANNING:
     'the agent drafts the plan outside the chart; its owner re-drives it and sends PLAN_CREATED',
-  AWAITING_PLAN_APPROVAL: 'waiting on the user; approvals have no deadline in seed 004',
+  AWAITING_PLAN_APPROVAL:
+    'waiting on the user; approvals have no deadline in “Agent Workflow State Machine”',
   CREATING_TASKS:
     'the agent writes the task list outside the chart; its owner re-drives it and sends TASKS_CREATED',
-  AWAITING_TASKS_APPROVAL: 'waiting on the user; approvals have no deadline in seed 004',
+  AWAITING_TASKS_APPROVAL:
+    'waiting on the user; approvals have no deadline in “Agent Workflow State Machine”',
   EXECUTION:
     'the agent executes outside the chart; its owner re-drives it and sends IMPLEMENTATION_COMPLETE',
   VERIFICATION: 'the agent verifies outside the chart; its owner re-drives it and sends TESTS_PASS',
@@ -75,7 +77,7 @@ export function serializeState(s: SnapshotFrom<typeof machine>): string {
 export const chart = defineChart({
   name: 'plan-workflow',
   description:
-    'Seed 004, single agent: plan → approve → tasks → approve → execute → verify, with global artifact/comment events.',
+    '“Agent Workflow State Machine”, single agent: plan → approve → tasks → approve → execute → verify, with global artifact/comment events.',
   machine,
   events,
   eventSamples: {

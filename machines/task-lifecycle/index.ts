@@ -95,7 +95,7 @@ export const recovery: RecoveryPolicy = ({ state, snapshot, now }) => {
 export const chart = defineChart({
   name: 'task-lifecycle',
   description:
-    'Seed 001: one agent task from planned to done or failed, with approval gate, dependency block and bounded retries.',
+    '“Agent State Machine Design”: one agent task from planned to done or failed, with approval gate, dependency block and bounded retries.',
   machine,
   events,
   eventSamples: {

@@ -231,7 +231,7 @@ export const machine = setup({
 }).createMachine({
   id: 'task-lifecycle',
   description:
-    'Seed 001: the lifecycle of one agent task (planned, running, paused, blocked, retrying, done, failed).',
+    '“Agent State Machine Design”: the lifecycle of one agent task (planned, running, paused, blocked, retrying, done, failed).',
   initial: 'planned',
   context: initialContext,
   meta: {

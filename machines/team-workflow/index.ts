@@ -101,7 +101,7 @@ export function serializeState(s: SnapshotFrom<typeof machine>): string {
 export const chart = defineChart({
   name: 'team-workflow',
   description:
-    'Seed 004, team variant: architect drafts, consensus votes, parallel per-task work with blockers, QA then cross review.',
+    '“Agent Workflow State Machine”, team variant: architect drafts, consensus votes, parallel per-task work with blockers, QA then cross review.',
   machine,
   events,
   eventSamples: {

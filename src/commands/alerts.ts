@@ -36,7 +36,7 @@ export function registerAlerts(program: Command): void {
   program
     .command('alerts')
     .description(
-      "Evaluate seed 001's six alert rules over the store (running too long, retry flapping, paused abandoned, blocked prolonged, too many failed, invalid transition spike)",
+      'Evaluate the six alert rules of “Agent State Machine Design” over the store (running too long, retry flapping, paused abandoned, blocked prolonged, too many failed, invalid transition spike)',
     )
     .option(
       '--set <rule.key=value>',

@@ -7,7 +7,7 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description(
-      "Tell seed 001's refund story with real processes: approval, a retried 503, a worker killed mid-refund, recovery, one refund",
+      'Tell the refund story of “Agent State Machine Design” with real processes: approval, a retried 503, a worker killed mid-refund, recovery, one refund',
     )
     .option('--db <file>', 'the SQLite file to use (created when missing)', DEFAULT_SQLITE_FILE)
     .option('--no-kill', 'tell the story without killing the worker')

@@ -89,7 +89,7 @@ export function registerStatus(program: Command): void {
     .option('--limit <n>', 'largest number of actors listed', '50')
     .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
     .option('--db <file>', 'a SQLite file instead of --store')
-    .option('--json', 'print JSON (seed 003 statistics field names)')
+    .option('--json', 'print JSON (the statistics field names of “Agent Status Models”)')
     .option(...CHARTS_FLAGS)
     .action(async (opts: StatusOptions & ChartsOption): Promise<void> => {
       // Loading the charts makes their meaning known (document names, classes).

@@ -106,7 +106,7 @@ export function registerTail(program: Command): void {
   program
     .command('tail')
     .description(
-      'Print seed 003 stream messages (NDJSON) for the transitions committed to the store; --follow keeps polling',
+      'Print the stream messages of “Agent Status Models” (NDJSON) for the transitions committed to the store; --follow keeps polling',
     )
     .option('-f, --follow', 'keep polling for new transitions until interrupted')
     .option('--since <time>', 'start at an ISO time, epoch ms or a duration ago', '10m')

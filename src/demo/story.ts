@@ -111,7 +111,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoOutcome> {
     const { taskId, n, mode, why } = await chooseTask(store);
     const orderId = String(FIRST_ORDER + n - 1);
     const key = `${taskId}:${REFUND_STEP}`;
-    say("agentcharts demo: seed 001's refund story, told by real processes");
+    say(
+      'agentcharts demo: the refund story of “Agent State Machine Design”, told by real processes',
+    );
     say(`  database  ${file} (${existed ? 'existing' : 'new'} SQLite file)`);
     say(`  task      ${taskId}: refund ${dollars(AMOUNT_CENTS)} for order ${orderId}`);
     say(

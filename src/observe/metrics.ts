@@ -28,7 +28,7 @@ import {
   stateName,
 } from '../core/meanings.ts';
 
-/** Seconds: from sub-second hops to a day (seed 001 alerts at 30 min, 2 h and 4 h). */
+/** Seconds: from sub-second hops to a day (“Agent State Machine Design” alerts at 30 min, 2 h and 4 h). */
 export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
   0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400,
 ];
@@ -94,13 +94,13 @@ export function createMetrics(
 
   const transitions = new Counter({
     name: `${prefix}transitions_total`,
-    help: 'Committed transitions, by machine, event type and target state (seed 001 transition_counts).',
+    help: 'Committed transitions, by machine, event type and target state (“Agent State Machine Design” transition_counts).',
     labelNames: ['machine', 'event', 'target'] as const,
     registers,
   });
   const stateDuration = new Histogram({
     name: `${prefix}state_duration_seconds`,
-    help: 'Time actors spent in a state, observed when they leave it (seed 001 time_in_state).',
+    help: 'Time actors spent in a state, observed when they leave it (“Agent State Machine Design” time_in_state).',
     labelNames: ['machine', 'state'] as const,
     buckets,
     registers,
@@ -133,7 +133,7 @@ export function createMetrics(
   });
   const retryRatio = new Gauge({
     name: `${prefix}retry_ratio`,
-    help: 'Retrying transitions / all transitions seen by this process (seed 001 retry_rate).',
+    help: 'Retrying transitions / all transitions seen by this process (“Agent State Machine Design” retry_rate).',
     labelNames: ['machine'] as const,
     registers,
     collect() {
@@ -145,14 +145,14 @@ export function createMetrics(
   });
   const recovery = new Histogram({
     name: `${prefix}recovery_duration_seconds`,
-    help: 'Time from leaving work for a paused, blocked/waiting or retrying state until back at work (seed 001 mean_time_to_recovery).',
+    help: 'Time from leaving work for a paused, blocked/waiting or retrying state until back at work (“Agent State Machine Design” mean_time_to_recovery).',
     labelNames: ['machine', 'from'] as const,
     buckets,
     registers,
   });
   const invalidTransitions = new Counter({
     name: `${prefix}invalid_transitions_total`,
-    help: 'Events refused because no transition is enabled (InvalidTransitionError; seed 001 invalid_transition_attempts).',
+    help: 'Events refused because no transition is enabled (InvalidTransitionError; “Agent State Machine Design” invalid_transition_attempts).',
     labelNames: ['machine', 'state', 'event'] as const,
     registers,
   });
@@ -173,7 +173,7 @@ export function createMetrics(
       ? undefined
       : new Gauge({
           name: `${prefix}actors`,
-          help: 'Actors per machine and state in the store (seed 001 state_distribution).',
+          help: 'Actors per machine and state in the store (“Agent State Machine Design” state_distribution).',
           labelNames: ['machine', 'state'] as const,
           registers,
           async collect() {
