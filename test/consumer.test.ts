@@ -15,7 +15,6 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
-const require = createRequire(import.meta.url);
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 let dir: string;
 let app: string;
@@ -59,6 +58,25 @@ afterAll(() => {
 });
 
 describe('the packed package, installed in a fresh app', () => {
+  test('the tarball passes publint and Are the Types Wrong (ESM-only profile)', () => {
+    // The tools' own bins, from this checkout's node_modules (their exports hide package.json).
+    const bin = (name: string, file: string) => join(root, 'node_modules', name, file);
+    const publint = spawnSync(
+      process.execPath,
+      [bin('publint', 'src/cli.js'), 'run', tarball, '--strict'],
+      { encoding: 'utf8' },
+    );
+    expect(publint.stdout + publint.stderr).toContain('All good');
+    expect(publint.status).toBe(0);
+    // ESM only, by choice: node10 and require() resolutions are not a goal.
+    const attw = spawnSync(
+      process.execPath,
+      [bin('@arethetypeswrong/cli', 'dist/index.js'), tarball, '--profile', 'esm-only'],
+      { encoding: 'utf8' },
+    );
+    expect(attw.status, attw.stdout + attw.stderr).toBe(0);
+  }, 120_000);
+
   test('plain node imports every entry and runs a durable actor on SQLite', () => {
     writeFileSync(
       join(app, 'app.mjs'),
