@@ -5,13 +5,12 @@
  * a consumer under `nodenext` and `bundler` with `strict` and `skipLibCheck: false`.
  * Sizes are printed (packed, installed, one chart bundled for the browser).
  */
+import { build } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const root = join(import.meta.dirname, '..');
