@@ -38,3 +38,4 @@ export * from '../core/clock.ts';
 export * from '../core/recovery.ts';
 export * from './recover.ts';
 export * from './verify.ts';
+export { InvalidOptionsError } from '../core/options.ts';

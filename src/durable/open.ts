@@ -4,6 +4,7 @@
  * snapshot checked against the head of its chain, migrated to the chart's
  * version), and loading by id through the charts a runtime knows.
  */
+import { InvalidOptionsError, isStore } from '../core/options.ts';
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
@@ -96,6 +97,29 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: DurableActorOptions<TLogic>,
 ): Promise<DurableActor<TLogic>> {
+  // Plain checks, not a schema: this is on the path of every actor created.
+  if (typeof machine !== 'object' || machine === null || !('root' in machine)) {
+    throw new InvalidOptionsError(
+      'createDurableActor',
+      'machine',
+      'an XState machine (setup().createMachine())',
+    );
+  }
+  if (
+    typeof options !== 'object' ||
+    options === null ||
+    typeof options.id !== 'string' ||
+    options.id === ''
+  ) {
+    throw new InvalidOptionsError('createDurableActor', 'options.id', 'a non-empty string');
+  }
+  if (!isStore(options.store)) {
+    throw new InvalidOptionsError(
+      'createDurableActor',
+      'options.store',
+      'a store (what openStore() returns)',
+    );
+  }
   const actor = await openOrCreate(machine, options);
   if (options.inspect) {
     const inspection = new DurableInspection(options.inspect);

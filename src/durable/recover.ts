@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { checkOptions, storeOption } from '../core/options.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import type { RecoveryDecision, RecoverySnapshot } from '../core/recovery.ts';
 import type { ActorRow, StepRow, Store, TimerRow } from '../store/types.ts';
@@ -28,6 +30,7 @@ function errorInfo(error: unknown): { name: string; message: string } {
  * for (const a of report.actors) console.log(a.actorId, a.action, a.reason);
  */
 export async function recover(store: Store, options: RecoverOptions = {}): Promise<RecoveryReport> {
+  checkOptions('recover', { store }, z.object({ store: storeOption }));
   const runtimeOptions: RuntimeOptions = {};
   if (options.owner !== undefined) runtimeOptions.owner = options.owner;
   if (options.leaseMs !== undefined) runtimeOptions.leaseMs = options.leaseMs;

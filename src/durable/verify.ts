@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { childMachines } from './actor-kinds.ts';
 import { failedSnapshot, failsOnThrow, pureInitial, pureTransition } from './pure.ts';
@@ -38,6 +40,11 @@ export async function verify(
   store: Store,
   options: { charts: Iterable<ChartDefinition> },
 ): Promise<VerifyReport> {
+  checkOptions(
+    'verify',
+    { store, options },
+    z.object({ store: storeOption, options: z.object({ charts: chartsOption }) }),
+  );
   const charts = new Map<string, ChartDefinition>();
   for (const c of options.charts) {
     charts.set(c.machine.id, c);

@@ -3,6 +3,8 @@
  * its authentication middleware (middleware/auth.ts) and write path
  * (writes.ts), built once per `createServer` and handed to every route module.
  */
+import { z } from 'zod';
+import { checkOptions, storeOption } from '../core/options.ts';
 import { type Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { charts as catalogCharts } from '../../machines/index.ts';
@@ -30,6 +32,16 @@ import { createDispatch } from './writes.ts';
  * route refuses the same way).
  */
 export function createKit(options: ServerOptions) {
+  checkOptions(
+    'createServer',
+    options,
+    z.object({
+      store: storeOption,
+      keys: z.array(z.object({ id: z.string(), secret: z.string(), role: z.string() }), {
+        message: 'an array of keys ({ id, secret, role }); [] for a read-only server',
+      }),
+    }),
+  );
   const chartList = [...(options.charts ?? catalogCharts)];
   // A server reads any actor of the store: the ones it loads stay in memory up to a limit.
   const runtime = getRuntime(options.store, {
