@@ -82,7 +82,9 @@ export async function processEvent(
   const [next, actions] = transitioned;
   if (next === previous && !(previous.status === 'active' && previous.can(parsed))) {
     // Decided on a state another process may have moved: look at the stored one.
-    if (!options.internal && (await movedElsewhere(core))) {
+    // Messages, timers and outcomes too: refusing one on a stale snapshot would
+    // drop it, though the stored state accepts it.
+    if (await movedElsewhere(core)) {
       return processEvent(core, event, source, options);
     }
     const error = new InvalidTransitionError({
