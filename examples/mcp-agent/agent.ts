@@ -15,8 +15,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { dynamicTool, generateText, jsonSchema, stepCountIs, type LanguageModel } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { charts, taskLifecycle } from '../../machines/index.ts';
-import { sendableEvents } from '../../src/agents/legal-events.ts';
-import { argumentsSchema, describe } from '../../src/agents/tools.ts';
+import { aiMoveTools } from '../../src/agents/ai-sdk.ts';
 import { createMcpServer } from '../../src/agents/mcp.ts';
 import { getRuntime } from '../../src/durable/open.ts';
 import { openStore } from '../../src/store/open.ts';
@@ -72,28 +71,20 @@ export async function runAgent(log: (line: string) => void = console.log): Promi
     log(`${name} → ${JSON.stringify(result.structuredContent)}`);
     return result.structuredContent;
   };
-  const fixed = (await client.listTools()).tools.map((t) => ({
-    name: t.name,
-    description: t.description ?? t.name,
-    schema: t.inputSchema,
-  }));
-  const moves = sendableEvents(taskLifecycle.machine, { schemas: taskLifecycle.events })
-    .filter((e) => e.roles.includes('agent'))
-    .map((e) => ({
-      name: e.type,
-      description: describe(e),
-      schema: argumentsSchema(e, undefined),
-    }));
-  const tools = Object.fromEntries(
-    [...fixed, ...moves].map((t) => [
+  const fixed = Object.fromEntries(
+    (await client.listTools()).tools.map((t) => [
       t.name,
       dynamicTool({
-        description: t.description,
-        inputSchema: jsonSchema(t.schema as Parameters<typeof jsonSchema>[0]),
+        description: t.description ?? t.name,
+        inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
         execute: (input) => call(t.name, input),
       }),
     ]),
   );
+  const tools = {
+    ...fixed,
+    ...aiMoveTools(taskLifecycle.machine, { schemas: taskLifecycle.events }, call),
+  };
   const listed = async () => (await client.listTools()).tools.map((t) => t.name);
   const gateway = process.env['AI_GATEWAY_API_KEY'];
   const model: LanguageModel = gateway

@@ -19,6 +19,7 @@
  * });
  */
 import { jsonSchema, tool, type ToolSet } from 'ai';
+import type { AnyStateMachine } from 'xstate';
 import { sendableEvents } from './legal-events.ts';
 import {
   argumentsSchema,
@@ -31,9 +32,23 @@ import {
 
 /** Every move the role could make on the actor's chart, each executing only when legal. */
 export function aiTools(actor: SendableActor, options: ToolsOptions = {}): ToolSet {
+  return aiMoveTools(actor.machine, options, (name, input) =>
+    executeMove(actor, name, input, options),
+  );
+}
+
+/**
+ * Every move the role could make on actors of `machine`, as AI SDK tools whose
+ * calls go to `execute` (a direct send, or an MCP client's `callTool`).
+ */
+export function aiMoveTools(
+  machine: AnyStateMachine,
+  options: ToolsOptions,
+  execute: (name: string, input: Record<string, unknown>) => Promise<unknown>,
+): ToolSet {
   const role = options.role ?? 'agent';
   return Object.fromEntries(
-    sendableEvents(actor.machine, options)
+    sendableEvents(machine, options)
       .filter((event) => event.roles.includes(role))
       .map((event) => [
         event.type,
@@ -42,7 +57,7 @@ export function aiTools(actor: SendableActor, options: ToolsOptions = {}): ToolS
           inputSchema: jsonSchema<Record<string, unknown>>(
             argumentsSchema(event, options.identity),
           ),
-          execute: (input) => executeMove(actor, event.type, input, options),
+          execute: (input) => execute(event.type, input),
         }),
       ]),
   );

@@ -93,6 +93,14 @@ const FIXED = {
   },
 } as const;
 type FixedName = keyof typeof FIXED;
+/** The fixed tools as listed (their JSON Schemas built once). */
+const FIXED_TOOLS: readonly Tool[] = Object.entries(FIXED).map(
+  ([name, { description, schema }]) => ({
+    name,
+    description,
+    inputSchema: z.toJSONSchema(schema) as Tool['inputSchema'],
+  }),
+);
 const isFixed = (name: string): name is FixedName => Object.hasOwn(FIXED, name);
 
 const result = (value: unknown, isError = false): CallToolResult => ({
@@ -265,11 +273,7 @@ export function createMcpServer(options: McpServerOptions): {
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     await started;
-    const tools: Tool[] = Object.entries(FIXED).map(([name, { description, schema }]) => ({
-      name,
-      description,
-      inputSchema: z.toJSONSchema(schema) as Tool['inputSchema'],
-    }));
+    const tools: Tool[] = [...FIXED_TOOLS];
     if (bound) {
       // Another process may have moved it: the menu is the stored state's.
       await bound.reload();

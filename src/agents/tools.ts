@@ -118,47 +118,53 @@ function refusal(error: unknown): Extract<ToolResult, { ok: false }>['error'] {
  * const result = await tools.find((t) => t.name === 'COMPLETE')?.execute({ result: 'refunded' });
  */
 export function toolsFor(actor: SendableActor, options: ToolsOptions = {}): AgentTool[] {
+  return toolsFrom(actor, ownMoves(legalEvents(actor, options), options), options);
+}
+
+/** The legal events the options' role may send. */
+function ownMoves(events: LegalEvent[], options: ToolsOptions): LegalEvent[] {
   const role = options.role ?? 'agent';
+  return events.filter((e) => e.roles.includes(role));
+}
+
+/** Tools for these (legal, own) events of the actor. */
+function toolsFrom(actor: SendableActor, events: LegalEvent[], options: ToolsOptions): AgentTool[] {
   const legalNow = (): string[] =>
-    legalEvents(actor, options)
-      .filter((e) => e.roles.includes(role))
-      .map((e) => e.type);
-  return legalEvents(actor, options)
-    .filter((event) => event.roles.includes(role))
-    .map((event) => ({
-      name: event.type,
-      description: describe(event),
-      inputSchema: argumentsSchema(event, options.identity),
-      kind: event.kind,
-      async execute(input: Record<string, unknown>): Promise<ToolResult> {
-        const payload: Record<string, unknown> =
-          typeof input === 'object' && input !== null && !Array.isArray(input) ? { ...input } : {};
-        delete payload['type'];
-        if (options.identity !== undefined && event.signer !== undefined) {
-          payload[event.signer] = options.identity;
+    ownMoves(legalEvents(actor, options), options).map((e) => e.type);
+  return events.map((event) => ({
+    name: event.type,
+    description: describe(event),
+    inputSchema: argumentsSchema(event, options.identity),
+    kind: event.kind,
+    async execute(input: Record<string, unknown>): Promise<ToolResult> {
+      const payload: Record<string, unknown> =
+        typeof input === 'object' && input !== null && !Array.isArray(input) ? { ...input } : {};
+      delete payload['type'];
+      if (options.identity !== undefined && event.signer !== undefined) {
+        payload[event.signer] = options.identity;
+      }
+      try {
+        const sent = (await (actor.send as (e: EventObject) => unknown)({
+          ...payload,
+          type: event.type,
+        })) as AnyMachineSnapshot | undefined;
+        const snapshot = sent ?? actor.getSnapshot();
+        return {
+          ok: true,
+          event: event.type,
+          state: stateLabel(snapshot.value),
+          status: snapshot.status,
+          legal: legalNow(),
+        };
+      } catch (error) {
+        const refused = refusal(error);
+        if (refused.kind === 'invalid_transition') {
+          refused.why = whyNot(actor, event.type, options, { ...payload, type: event.type });
         }
-        try {
-          const sent = (await (actor.send as (e: EventObject) => unknown)({
-            ...payload,
-            type: event.type,
-          })) as AnyMachineSnapshot | undefined;
-          const snapshot = sent ?? actor.getSnapshot();
-          return {
-            ok: true,
-            event: event.type,
-            state: stateLabel(snapshot.value),
-            status: snapshot.status,
-            legal: legalNow(),
-          };
-        } catch (error) {
-          const refused = refusal(error);
-          if (refused.kind === 'invalid_transition') {
-            refused.why = whyNot(actor, event.type, options, { ...payload, type: event.type });
-          }
-          return { ok: false, event: event.type, error: refused, legal: legalNow() };
-        }
-      },
-    }));
+        return { ok: false, event: event.type, error: refused, legal: legalNow() };
+      }
+    },
+  }));
 }
 
 /**
@@ -171,23 +177,21 @@ export function executeMove(
   input: Record<string, unknown>,
   options: ToolsOptions = {},
 ): Promise<ToolResult> {
-  const moves = toolsFor(actor, options);
-  const move = moves.find((t) => t.name === name);
-  if (move) return move.execute(input);
-  const snapshot = actor.getSnapshot();
-  const role = options.role ?? 'agent';
-  const blocked = whyNot(actor, name, options);
-  const roles = legalEvents(actor, options).find((e) => e.type === name)?.roles;
+  const legal = legalEvents(actor, options);
+  const own = ownMoves(legal, options);
+  const event = own.find((e) => e.type === name);
+  if (event) return (toolsFrom(actor, [event], options)[0] as AgentTool).execute(input);
+  // Legal, but for other roles (an approval asked for by an agent); else why not legal.
+  const forOthers = legal.find((e) => e.type === name);
   return Promise.resolve({
     ok: false,
     event: name,
     error: {
       kind: 'invalid_transition',
-      message: `"${name}" is not a move this actor accepts now for role ${role}`,
-      state: stateLabel(snapshot.value),
-      // Legal, but for other roles (an approval, asked for by an agent).
-      why: blocked.reason === 'legal' && roles ? { reason: 'role', roles } : blocked,
+      message: `"${name}" is not a move this actor accepts now for role ${options.role ?? 'agent'}`,
+      state: stateLabel(actor.getSnapshot().value),
+      why: forOthers ? { reason: 'role', roles: forOthers.roles } : whyNot(actor, name, options),
     },
-    legal: moves.map((t) => t.name),
+    legal: own.map((e) => e.type),
   });
 }

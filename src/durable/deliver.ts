@@ -4,7 +4,8 @@
  * receiver's send path. Each delivery consumes its message row in the receiver's
  * commit (exactly once across processes); a message its receiver refuses (the
  * event is not accepted in its state, the actor is finished) is dropped and
- * recorded as a rejection, as XState ignores an unhandled event.
+ * recorded as a rejection, as XState ignores an unhandled event; a child's
+ * completion its parent does not handle is consumed without a record.
  */
 import { isCompletion } from './messages.ts';
 import type { Logger } from 'pino';

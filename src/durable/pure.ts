@@ -118,15 +118,24 @@ export function errorValue(error: unknown): unknown {
 }
 
 /**
- * The snapshot XState's actor takes when a transition throws: the same state,
- * status `error`, the error (JSON-safe). The runtime commits it for a message or a
- * timer, which have no caller to refuse; `verify` replays it the same way.
+ * Runs a pure transition. When it throws, a send with a caller rethrows (it is
+ * refused, nothing written); a message or a timer has no caller, so the actor
+ * fails as XState's does: the same state, status `error`, the error as JSON.
+ * The send path commits that snapshot and `verify` replays it the same way.
+ * `sourceOf` is asked only when the transition threw.
  */
-export function failedSnapshot(previous: AnyMachineSnapshot, error: unknown): AnyMachineSnapshot {
-  return { ...previous, status: 'error', error: errorValue(error) } as AnyMachineSnapshot;
-}
-
-/** Whether a send of this source fails the actor when its transition throws (see {@link failedSnapshot}). */
-export function failsOnThrow(source: unknown): boolean {
-  return source === 'message' || source === 'timer';
+export function transitionOrFail(
+  previous: AnyMachineSnapshot,
+  sourceOf: () => unknown,
+  step: () => [AnyMachineSnapshot, unknown[]],
+): { next: AnyMachineSnapshot; actions: unknown[]; failed: boolean } {
+  try {
+    const [next, actions] = step();
+    return { next, actions, failed: false };
+  } catch (error) {
+    const source = sourceOf();
+    if (source !== 'message' && source !== 'timer') throw error;
+    const next = { ...previous, status: 'error', error: errorValue(error) } as AnyMachineSnapshot;
+    return { next, actions: [], failed: true };
+  }
 }

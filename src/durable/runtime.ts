@@ -243,22 +243,11 @@ export class DurableRuntime {
 
   /** Returns the live actor or loads it from the store through its registered chart. */
   actor(actorId: string): Promise<LiveActor> {
-    const live = this.live.get(actorId);
-    if (live) {
-      // Most recently used goes last (only kept in order when there is a limit).
-      if (this.maxLive !== Number.POSITIVE_INFINITY) {
-        this.live.delete(actorId);
-        this.live.set(actorId, live);
-      }
-      return Promise.resolve(live);
-    }
-    const kept = this.evicted.get(actorId)?.deref();
-    if (kept) {
-      kept.markStale();
-      this.track(kept);
-      return Promise.resolve(kept);
-    }
-    return this.loader(this, actorId);
+    // In memory, or dropped from the cache while someone still holds it.
+    const cached = this.live.get(actorId) ?? this.evicted.get(actorId)?.deref();
+    if (!cached) return this.loader(this, actorId);
+    this.touch(cached);
+    return Promise.resolve(cached);
   }
 
   // ---- commits, timers, leases -------------------------------------------------

@@ -24,7 +24,7 @@ import { encodeSnapshot } from './codec.ts';
 import { isCompletion, planMessages } from './messages.ts';
 import type { EventSource } from './notices.ts';
 import { planActions, planChildren, type Plan } from './plan.ts';
-import { failedSnapshot, failsOnThrow, pureInitial, pureTransition } from './pure.ts';
+import { pureInitial, pureTransition, transitionOrFail } from './pure.ts';
 import { rejectEvent } from './reject.ts';
 import { movedElsewhere, reload } from './reload.ts';
 import { buildTransitionRow } from './row.ts';
@@ -61,25 +61,24 @@ export async function processEvent(
   // unhandled event, and also for a targetless transition whose actions leave
   // context alone (an `emit`): only then is `can()` asked.
   const previous = core.snapshot;
-  let transitioned: [AnyMachineSnapshot, unknown[]];
-  try {
-    transitioned = restarts(parsed, previous, options)
-      ? pureInitial(core.machine, (parsed as { input?: unknown }).input)
-      : previous.status === 'active'
-        ? pureTransition(core.machine, previous, parsed)
-        : [previous, []];
-  } catch (error) {
-    // A caller's send that makes the chart throw is refused: nothing written. A
-    // message or timer has no caller: as in XState, the actor fails with the error
-    // (committed, so the message or timer is consumed and the parent hears of it).
-    if (!failsOnThrow(source)) throw error;
+  // A chart that throws: a caller's send is refused; a message or timer fails the
+  // actor (committed, so it is consumed and the parent hears of it).
+  const { next, actions, failed } = transitionOrFail(
+    previous,
+    () => source,
+    () =>
+      restarts(parsed, previous, options)
+        ? pureInitial(core.machine, (parsed as { input?: unknown }).input)
+        : previous.status === 'active'
+          ? pureTransition(core.machine, previous, parsed)
+          : [previous, []],
+  );
+  if (failed) {
     runtime.logger.error(
-      { err: error, actorId: core.id, eventType: parsed.type },
+      { actorId: core.id, eventType: parsed.type, error: next.error },
       'the transition threw; the actor fails',
     );
-    transitioned = [failedSnapshot(previous, error), []];
   }
-  const [next, actions] = transitioned;
   if (next === previous && !(previous.status === 'active' && previous.can(parsed))) {
     // Decided on a state another process may have moved: look at the stored one.
     // Messages, timers and outcomes too: refusing one on a stale snapshot would

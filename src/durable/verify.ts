@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { childMachines } from './actor-kinds.ts';
-import { failedSnapshot, failsOnThrow, pureInitial, pureTransition } from './pure.ts';
+import { pureInitial, pureTransition, transitionOrFail } from './pure.ts';
 import { MessageLedger } from './verify-messages.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChartDefinition } from '../core/chart.ts';
@@ -165,16 +165,13 @@ async function verifyActor(
         snapshot = initial;
         ledger.replayed(actorId, parentId, chart.machine.id, row, undefined, initial, actions);
       } else {
-        let transitioned: [AnyMachineSnapshot, unknown[]];
-        try {
-          transitioned = pureTransition(chart.machine, snapshot, event);
-        } catch (error) {
-          // A message or timer whose transition threw failed the actor when it ran.
-          const meta = parseJson(row.metadata ?? '{}') as { source?: unknown } | undefined;
-          if (!failsOnThrow(meta?.source)) throw error;
-          transitioned = [failedSnapshot(snapshot, error), []];
-        }
-        const [next, actions] = transitioned;
+        // A message or timer whose transition threw failed the actor when it ran.
+        const current = snapshot;
+        const { next, actions } = transitionOrFail(
+          current,
+          () => (parseJson(row.metadata ?? '{}') as { source?: unknown } | undefined)?.source,
+          () => pureTransition(chart.machine, current, event),
+        );
         snapshot = next;
         ledger.replayed(actorId, parentId, chart.machine.id, row, previous, next, actions);
       }

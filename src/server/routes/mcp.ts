@@ -82,11 +82,12 @@ export function registerMcpRoute(app: Hono<ServerEnv>, kit: ServerKit): () => Pr
       });
     }
     const now = Date.now();
-    await sweep(now);
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
-      if (!session) return fail(c, 404, { error: 'mcp_session_not_found' });
+      if (!session || now - session.lastUsed > IDLE_MS) {
+        return fail(c, 404, { error: 'mcp_session_not_found' });
+      }
       // A session belongs to the key that opened it.
       if (session.keyId !== key.id)
         return fail(c, 403, { error: 'forbidden', reason: 'session_of_another_key' });
@@ -95,7 +96,9 @@ export function registerMcpRoute(app: Hono<ServerEnv>, kit: ServerKit): () => Pr
       if (c.req.method === 'DELETE') sessions.delete(sessionId);
       return response;
     }
-    // A new session (the transport answers 400 to anything but `initialize`).
+    // A new session (the transport answers 400 to anything but `initialize`); idle
+    // sessions end here, so the cap counts only live ones.
+    await sweep(now);
     const mine = [...sessions.values()].filter((s) => s.keyId === key.id).length;
     if (mine >= MAX_SESSIONS_PER_KEY || sessions.size >= MAX_SESSIONS) {
       return fail(c, 429, { error: 'too_many_mcp_sessions', retryable: true });
