@@ -1,9 +1,220 @@
-export * from './strict/index.ts';
-export * from './testing/index.ts';
-export * from './inspect/index.ts';
-export * from './observe/index.ts';
-export * from './core/chart.ts';
-export * from './durable/index.ts';
-export * from './store/index.ts';
-export * from './server/index.ts';
-export * from './agents/index.ts';
+/**
+ * `agentcharts`: charts, strict and durable actors, the embedded stores, recovery
+ * and verification, observation, exploration, and the moves an agent may make.
+ *
+ * A deliberate list: what a user calls or names in a type. Server, PostgreSQL,
+ * test generation and the AI SDK adapter have their own entries
+ * (`agentcharts/server`, `agentcharts/store/postgres`, `agentcharts/testing`,
+ * `agentcharts/ai`), because they need optional packages.
+ */
+
+// Errors
+export {
+  AgentchartsError,
+  ChartMetadataError,
+  ConcurrencyError,
+  InvalidEventError,
+  InvalidInputError,
+  InvalidTransitionError,
+  LeaseLostError,
+  SnapshotVersionError,
+  StoreError,
+  UncertainStepError,
+  UnsupportedActorError,
+  type InvalidEventReason,
+  type StoreOperation,
+} from './core/errors.ts';
+export { InvalidOptionsError } from './core/options.ts';
+export { MissingDependencyError } from './core/optional.ts';
+
+// Charts
+export {
+  defineChart,
+  type ChartDefinition,
+  type ChartOptions,
+  type ChartSchemas,
+  type EventCatalog,
+  type EventFromSchemas,
+  type EventSchemas,
+  type PersistedSnapshot,
+  type SnapshotMigration,
+} from './core/chart.ts';
+export {
+  CLASS_COLORS,
+  EVENT_KINDS,
+  ROLES,
+  STATE_CLASSES,
+  chartMeta,
+  type ChartMeta,
+  type EventInfo,
+  type EventKind,
+  type StateClass,
+  type StateInfo,
+} from './core/meta.ts';
+export { classifyState, labelsFor, stateColor, stateName } from './core/meanings.ts';
+export { leafPaths, stateLabel } from './core/state.ts';
+export { ManualClock, systemClock, type Clock } from './core/clock.ts';
+export {
+  resumeAll,
+  type RecoveryContext,
+  type RecoveryDecision,
+  type RecoveryPolicy,
+  type RecoverySnapshot,
+} from './core/recovery.ts';
+
+// Strict actors and event validation
+export {
+  createStrictActor,
+  checkEvent,
+  StrictActor,
+  type CheckEventOptions,
+  type StrictActorOptions,
+} from './strict/strict-actor.ts';
+export {
+  DEFAULT_MAX_EVENT_BYTES,
+  eventSchema,
+  getEventSchemas,
+  getInputSchema,
+  getMachineEventTypes,
+  validateEvent,
+  validateInput,
+  type JsonValue,
+  type ValidateEventOptions,
+} from './strict/events.ts';
+
+// Durable actors
+export { DurableActor } from './durable/actor.ts';
+export { createDurableActor, getRuntime, openDurableActor } from './durable/open.ts';
+export type { DurableActorOptions } from './durable/options.ts';
+export { DurableRuntime, type ActorLoader, type RuntimeOptions } from './durable/runtime.ts';
+export type {
+  EmittedNotice,
+  EventSource,
+  LiveActor,
+  RejectionNotice,
+  RuntimeObserver,
+  TransitionNotice,
+  WriteErrorNotice,
+} from './durable/notices.ts';
+export type { ChartVersioning } from './durable/codec.ts';
+export {
+  settleStep,
+  type ReconcileHook,
+  type StepReconciliation,
+  type UncertainStep,
+} from './durable/steps.ts';
+export { durablePromise, type DurablePromiseArgs } from './durable/invoke.ts';
+export type { InspectorLike } from './durable/inspection.ts';
+export { recover } from './durable/recover.ts';
+export type { RecoverOptions, RecoveryEntry, RecoveryReport } from './durable/recover-report.ts';
+export { verify, type VerifyProblem, type VerifyReport } from './durable/verify.ts';
+
+// Stores (PostgreSQL: `agentcharts/store/postgres`; `openStore` opens it by URL)
+export type * from './store/types.ts';
+export { openStore, parseStoreUrl, DEFAULT_SQLITE_FILE, type StoreUrl } from './store/open.ts';
+export type { PostgresStoreOptions } from './store/postgres/options.ts';
+export { MemoryStore } from './store/memory.ts';
+export { SqliteStore, openSqliteStore, type SqliteStoreOptions } from './store/sqlite/store.ts';
+
+// Observation (Prometheus metrics: `agentcharts/server`)
+export {
+  ALERT_RULES,
+  defaultThresholds,
+  evaluateAlerts,
+  type AlertInstance,
+  type AlertResult,
+  type AlertRule,
+  type AlertRuleName,
+  type AlertSeverity,
+  type AlertThresholds,
+  type EvaluateOptions,
+  type ThresholdOverrides,
+} from './observe/alerts.ts';
+export {
+  LOG_LEVELS,
+  createLogger,
+  type LogLevelSetting,
+  type LoggerOptions,
+} from './observe/logging.ts';
+export {
+  activeAgentsForUser,
+  collectionStatistics,
+  toSeedStatistics,
+  type CollectionStatistics,
+  type SeedStatistics,
+  type StateGroup,
+  type StatisticsQuery,
+} from './observe/stats.ts';
+export {
+  NdjsonWriter,
+  STREAM_MESSAGE_TYPES,
+  parseLine,
+  streamMessageSchema,
+  toStreamMessages,
+  type NdjsonWriterOptions,
+  type ParseOptions,
+  type ParsedLine,
+  type StreamMessage,
+  type StreamMessageType,
+  type StreamTransition,
+  type TextSink,
+} from './observe/stream.ts';
+export {
+  feedTransitions,
+  type FeedTransition,
+  type TransitionFeed,
+  type TransitionFeedOptions,
+} from './observe/feed.ts';
+
+// Seeing machines
+export { toMermaid, mermaidFence, type MermaidOptions } from './inspect/mermaid.ts';
+export {
+  attachInspector,
+  inspectStore,
+  type InspectStoreOptions,
+  type StoreInspection,
+} from './inspect/inspector.ts';
+
+// Exploring machines (generated vitest suites: `agentcharts/testing`)
+export {
+  TraversalLimitError,
+  exploreMachine,
+  transitionTable,
+  type ExploreOptions,
+  type ExploredEdge,
+  type ExploredGraph,
+} from './testing/explore.ts';
+export {
+  formatCoverage,
+  formatPath,
+  planTransitionTests,
+  type Coverage,
+  type PlanOptions,
+  type PlanProblem,
+  type PlannedRejection,
+  type PlannedState,
+  type PlannedStep,
+  type PlannedTransition,
+  type TransitionPlan,
+} from './testing/plan.ts';
+export { ReplayError, replayPath } from './testing/replay.ts';
+export { roundTripDifferences } from './testing/round-trip.ts';
+
+// Agents: only legal moves
+export {
+  legalEvents,
+  sendableEvents,
+  whyNot,
+  type ActorLike,
+  type BlockedReason,
+  type LegalEvent,
+  type LegalEventsOptions,
+} from './agents/legal-events.ts';
+export {
+  executeMove,
+  toolsFor,
+  type AgentTool,
+  type SendableActor,
+  type ToolResult,
+  type ToolsOptions,
+} from './agents/tools.ts';

@@ -7,7 +7,7 @@
  */
 import { build } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -25,6 +25,50 @@ function du(path: string): number {
   return readdirSync(path).reduce((sum, name) => sum + du(join(path, name)), 0);
 }
 
+/** Installed packages: every `node_modules/<name>` and `node_modules/@scope/<name>`, nested too. */
+function packageCount(modules: string): number {
+  if (!existsSync(modules)) return 0;
+  let count = 0;
+  for (const name of readdirSync(modules)) {
+    if (name.startsWith('.')) continue;
+    const dirs = name.startsWith('@')
+      ? readdirSync(join(modules, name)).map((inner) => join(modules, name, inner))
+      : [join(modules, name)];
+    for (const pkg of dirs) {
+      if (!existsSync(join(pkg, 'package.json'))) continue;
+      count += 1 + packageCount(join(pkg, 'node_modules'));
+    }
+  }
+  return count;
+}
+
+function reportInstall(what: string): void {
+  const modules = join(app, 'node_modules');
+  console.info(
+    `${what}: ${(du(modules) / 1e6).toFixed(0)} MB, ${packageCount(modules)} packages installed`,
+  );
+}
+
+function install(packages: string[]): void {
+  execFileSync(npm, ['install', ...packages, '--prefer-offline', '--no-audit', '--no-fund'], {
+    cwd: app,
+    stdio: 'ignore',
+  });
+}
+
+/** The optional peers an app installs for PostgreSQL, the server, generated tests and the AI SDK. */
+const OPTIONAL = [
+  'pg@8',
+  '@types/pg@8',
+  'hono@4',
+  '@hono/node-server@1',
+  'prom-client@15',
+  'vitest@4',
+  'ai@6',
+  // The AI SDK's declarations import 'json-schema' (types not bundled): needed for skipLibCheck false.
+  '@types/json-schema',
+];
+
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'agentcharts-consumer-'));
   // `prepack` builds dist/ first.
@@ -41,15 +85,9 @@ beforeAll(() => {
     join(app, 'package.json'),
     JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
   );
-  execFileSync(
-    npm,
-    ['install', tarball, '@types/node@20', '--prefer-offline', '--no-audit', '--no-fund'],
-    { cwd: app, stdio: 'ignore' },
-  );
-  const packages = readdirSync(join(app, 'node_modules')).filter((n) => !n.startsWith('.'));
-  console.info(
-    `packed ${(statSync(tarball).size / 1024).toFixed(0)} kB; installed ${(du(join(app, 'node_modules')) / 1e6).toFixed(0)} MB in ${packages.length} top-level entries`,
-  );
+  install([tarball, '@types/node@20']);
+  console.info(`packed ${(statSync(tarball).size / 1024).toFixed(0)} kB`);
+  reportInstall('SQLite-only install (agentcharts + @types/node)');
 }, 600_000);
 
 afterAll(() => {
@@ -76,32 +114,43 @@ describe('the packed package, installed in a fresh app', () => {
     expect(attw.status, attw.stdout + attw.stderr).toBe(0);
   }, 120_000);
 
-  test('plain node imports every entry and runs a durable actor on SQLite', () => {
+  test('SQLite only: plain node runs a durable actor; PostgreSQL and the server name what to install', () => {
     writeFileSync(
-      join(app, 'app.mjs'),
+      join(app, 'sqlite-only.mjs'),
       `
-import { createDurableActor, openStore, verify, getRuntime } from 'agentcharts';
+import { createDurableActor, openStore, verify, getRuntime, MissingDependencyError } from 'agentcharts';
 import { charts } from 'agentcharts/machines';
 import { chart as task } from 'agentcharts/machines/task-lifecycle';
 import * as lifecycle from 'agentcharts/machines/agent-lifecycle';
-import { createServer } from 'agentcharts/server';
-import { PostgresStore } from 'agentcharts/store/postgres';
 const store = openStore('sqlite:./app.db');
 const actor = await createDurableActor(task.machine, { id: 't1', store, input: { taskId: 't1' }, schemas: task.events });
 await actor.send({ type: 'START' });
 await actor.send({ type: 'COMPLETE' });
 const report = await verify(store, { charts });
-console.log(actor.getSnapshot().value, report.ok, typeof lifecycle.machine, typeof createServer, typeof PostgresStore);
+console.log(actor.getSnapshot().value, report.ok, typeof lifecycle.machine);
 await getRuntime(store).close();
 await store.close();
+try {
+  openStore('postgres://user@localhost/app');
+} catch (error) {
+  console.log(error instanceof MissingDependencyError, error.message);
+}
+await import('agentcharts/server').catch((error) => console.log(error.code, error.message.split('\\n')[0]));
 `,
     );
-    const run = spawnSync(process.execPath, ['app.mjs'], { cwd: app, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, ['sqlite-only.mjs'], { cwd: app, encoding: 'utf8' });
     expect(run.stderr).toBe('');
-    expect(run.stdout.trim()).toBe('done true object function function');
+    const [done, postgres, server] = run.stdout.trim().split('\n');
+    expect(done).toBe('done true object');
+    expect(postgres).toBe(
+      'true a postgres:// store needs pg (optional peer dependency): npm install pg',
+    );
+    expect(server).toMatch(
+      /^ERR_MODULE_NOT_FOUND Cannot find package '(hono|@hono\/node-server|prom-client)'/,
+    );
   });
 
-  test('the CLI runs from the installed bin, without tsx', () => {
+  test('the CLI runs from the installed bin, without tsx; serve names the packages it needs', () => {
     const bin = join(app, 'node_modules', '.bin', 'agentcharts');
     const timed = (command: string, args: string[]) => {
       const start = process.hrtime.bigint();
@@ -115,13 +164,74 @@ await store.close();
     console.info(
       `agentcharts --version ${version.ms.toFixed(0)} ms, node -e 0 ${bare.ms.toFixed(0)} ms (${(version.ms / bare.ms).toFixed(1)}×)`,
     );
+    const help = spawnSync(bin, ['--help'], { cwd: app, encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('serve');
     const paths = spawnSync(bin, ['paths', 'task-lifecycle'], { cwd: app, encoding: 'utf8' });
     expect(paths.status).toBe(0);
     expect(paths.stdout).toContain('task-lifecycle');
+    const serve = spawnSync(bin, ['serve', '--db', 'app.db', '--port', '0'], {
+      cwd: app,
+      encoding: 'utf8',
+    });
+    expect(serve.status).toBe(1);
+    expect(serve.stderr).toBe(
+      'agentcharts: MissingDependencyError: agentcharts serve needs hono, @hono/node-server, prom-client (optional peer dependencies): npm install hono @hono/node-server prom-client\n',
+    );
+  });
+
+  test('each chart bundles for the browser with its schemas (sizes reported)', async () => {
+    const charts = readdirSync(join(root, 'machines'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    for (const name of charts) {
+      const out = await build({
+        stdin: {
+          contents: `export { chart } from 'agentcharts/machines/${name}';`,
+          resolveDir: app,
+        },
+        bundle: true,
+        minify: true,
+        format: 'esm',
+        platform: 'browser',
+        write: false,
+      });
+      const bytes = out.outputFiles[0]?.contents ?? new Uint8Array();
+      console.info(
+        `${name} for the browser: ${(bytes.byteLength / 1024).toFixed(0)} kB minified, ${(gzipSync(bytes).byteLength / 1024).toFixed(1)} kB gzip (target 60 kB gzip)`,
+      );
+      expect(bytes.byteLength).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('with the optional packages installed', () => {
+  beforeAll(() => {
+    install(OPTIONAL);
+    reportInstall(`with ${OPTIONAL.join(' ')}`);
+  }, 600_000);
+
+  test('plain node imports every entry', () => {
+    writeFileSync(
+      join(app, 'entries.mjs'),
+      `
+import { openStore } from 'agentcharts';
+import { createServer, createMetrics } from 'agentcharts/server';
+import { PostgresStore } from 'agentcharts/store/postgres';
+import { generateTransitionTests } from 'agentcharts/testing';
+import { aiTools } from 'agentcharts/ai';
+const store = openStore('postgres://user@localhost/app');
+console.log(store instanceof PostgresStore, typeof createServer, typeof createMetrics, typeof generateTransitionTests, typeof aiTools);
+await store.close();
+`,
+    );
+    const run = spawnSync(process.execPath, ['entries.mjs'], { cwd: app, encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim()).toBe('true function function function function');
   });
 
   test.each(['nodenext', 'bundler'])(
-    'a consumer type-checks under %s, strict, skipLibCheck false: 0 errors',
+    'a consumer of every entry type-checks under %s, strict, skipLibCheck false: 0 errors',
     (resolution) => {
       const config = `tsconfig.${resolution}.json`;
       writeFileSync(
@@ -142,42 +252,33 @@ await store.close();
       writeFileSync(
         join(app, 'consumer.ts'),
         `
-import { createDurableActor, openStore, type Store } from 'agentcharts';
+import { createDurableActor, openStore, toolsFor, type Store } from 'agentcharts';
 import { taskLifecycle } from 'agentcharts/machines';
 import { chart } from 'agentcharts/machines/task-lifecycle';
+import { createServer, type ServerOptions } from 'agentcharts/server';
+import { openPostgresStore } from 'agentcharts/store/postgres';
+import { generateTransitionTests } from 'agentcharts/testing';
+import { aiTools } from 'agentcharts/ai';
 const store: Store = openStore('memory:');
 const actor = await createDurableActor(chart.machine, { id: 't', store, input: { taskId: 't' } });
 const state: string = String(actor.getSnapshot().value);
-export { state, taskLifecycle };
+const tools = toolsFor(actor, { schemas: chart.events });
+const options: ServerOptions = { store, charts: [chart], keys: [] };
+export { state, taskLifecycle, tools, options, createServer, openPostgresStore, generateTransitionTests, aiTools };
 `,
       );
       const tsc = require.resolve('typescript/bin/tsc');
+      const start = process.hrtime.bigint();
       const result = spawnSync(process.execPath, [tsc, '-p', config], {
         cwd: app,
         encoding: 'utf8',
       });
+      console.info(
+        `consumer tsc (${resolution}): ${(Number(process.hrtime.bigint() - start) / 1e9).toFixed(1)} s`,
+      );
       expect(result.stdout + result.stderr).toBe('');
       expect(result.status).toBe(0);
     },
     120_000,
   );
-
-  test('one chart bundles for the browser (size reported)', async () => {
-    const out = await build({
-      stdin: {
-        contents: "export { chart } from 'agentcharts/machines/task-lifecycle';",
-        resolveDir: app,
-      },
-      bundle: true,
-      minify: true,
-      format: 'esm',
-      platform: 'browser',
-      write: false,
-    });
-    const bytes = out.outputFiles[0]?.contents ?? new Uint8Array();
-    console.info(
-      `task-lifecycle for the browser: ${(bytes.byteLength / 1024).toFixed(0)} kB minified, ${(gzipSync(bytes).byteLength / 1024).toFixed(0)} kB gzip (target 60 kB gzip)`,
-    );
-    expect(bytes.byteLength).toBeGreaterThan(0);
-  });
 });

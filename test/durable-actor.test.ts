@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { assign, emit, setup } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   ConcurrencyError,
   DurableRuntime,

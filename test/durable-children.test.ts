@@ -18,7 +18,6 @@ import {
   type AnyStateMachine,
 } from 'xstate';
 import {
-  buildTransitionRow,
   createDurableActor,
   defineChart,
   getRuntime,
@@ -28,6 +27,7 @@ import {
   type ActorRow,
   type Store,
 } from '../src/index.ts';
+import { buildTransitionRow } from '../src/durable/row.ts';
 
 let dir: string;
 let file: string;

@@ -15,7 +15,6 @@ import {
   ConcurrencyError,
   ManualClock,
   createDurableActor,
-  encodeSnapshot,
   exploreMachine,
   getRuntime,
   openStore,
@@ -24,6 +23,7 @@ import {
   type ActorWrite,
   type Store,
 } from '../src/index.ts';
+import { encodeSnapshot } from '../src/durable/codec.ts';
 
 const task = catalog['task-lifecycle'];
 let dir: string;

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { assign, setup } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import { catalog } from '../machines/index.ts';
 import { describe, expect, test } from 'vitest';
 import { eventSchema, type EventFromSchemas } from '../src/strict/events.ts';

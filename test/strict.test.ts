@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { emit, setup } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   InvalidEventError,
   InvalidInputError,

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
 /** The seed's twelve agent states (seed 000, `AgentState`). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
 /** A short, non-empty identifier or label (ids, tool names, error codes). */

@@ -5,7 +5,7 @@
  * the menu. Timer-only and internal events never appear.
  */
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { EventCatalog, EventSchemas } from '../core/chart.ts';
 import { guardText } from '../core/guard-text.ts';
 import { chartMeta, type EventInfo, type EventKind } from '../core/meta.ts';

@@ -28,7 +28,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AnyStateMachine } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ChartDefinition } from '../core/chart.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import { coversActor } from '../core/scope.ts';

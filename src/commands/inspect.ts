@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { catalog } from '../../machines/index.ts';
 import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { getRuntime } from '../durable/open.ts';
+import { importOptional } from '../core/optional.ts';
 import { inspectStore } from '../inspect/inspector.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { CliOptionError } from './paths.ts';
@@ -61,11 +62,19 @@ export function registerInspect(program: Command): void {
       const limit = integer('--limit', opts.limit, 1, 10_000);
       const pollMs = integer('--poll', opts.poll, 10, 3_600_000);
       const { store, where } = openExistingStore(opts);
-      const { createWebSocketInspector } = await import('@statelyai/inspect');
+      const { createWebSocketInspector } = await importOptional(
+        () => import('@statelyai/inspect'),
+        'agentcharts inspect',
+        ['@statelyai/inspect'],
+      );
       let stopServer: (() => void) | undefined;
       let url = opts.connect;
       if (url === undefined) {
-        const { createInspectorServer } = await import('@statelyai/inspect/server');
+        const { createInspectorServer } = await importOptional(
+          () => import('@statelyai/inspect/server'),
+          'agentcharts inspect',
+          ['@statelyai/inspect'],
+        );
         const server = createInspectorServer({
           port,
           autoOpen: opts.open,

@@ -8,6 +8,7 @@ import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.
 import { CliOptionError } from './paths.ts';
 import { ROLES } from '../core/meta.ts';
 import { getRuntime } from '../durable/open.ts';
+import { importOptional } from '../core/optional.ts';
 import { toMermaid } from '../inspect/mermaid.ts';
 import { DEFAULT_SQLITE_FILE, openStore } from '../store/open.ts';
 
@@ -22,21 +23,16 @@ interface McpOptions extends ChartsOption {
 
 /** The SDK is an optional peer dependency: a clear line when it is missing. */
 async function loadMcp() {
-  try {
-    const [{ createMcpServer }, { StdioServerTransport }] = await Promise.all([
-      import('../agents/mcp.ts'),
-      import('@modelcontextprotocol/sdk/server/stdio.js'),
-    ]);
-    return { createMcpServer, StdioServerTransport };
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
-      throw new CliOptionError(
-        'mcp',
-        'needs the MCP SDK: npm install @modelcontextprotocol/sdk (an optional peer dependency)',
-      );
-    }
-    throw error;
-  }
+  const [{ createMcpServer }, { StdioServerTransport }] = await importOptional(
+    () =>
+      Promise.all([
+        import('../agents/mcp.ts'),
+        import('@modelcontextprotocol/sdk/server/stdio.js'),
+      ]),
+    'agentcharts mcp',
+    ['@modelcontextprotocol/sdk'],
+  );
+  return { createMcpServer, StdioServerTransport };
 }
 
 export function registerMcp(program: Command): void {

@@ -4,10 +4,13 @@ import type { Command } from 'commander';
 import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { attachInspector } from '../inspect/inspector.ts';
 import { loadKeysFile, type ApiKey } from '../server/auth.ts';
-import { createServer, listen } from '../server/app.ts';
+import { importOptional } from '../core/optional.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { CliOptionError } from './paths.ts';
 import { openExistingStore, type StoreOptions } from './verify.ts';
+
+/** The optional packages the server needs. */
+export const SERVER_PACKAGES = ['hono', '@hono/node-server', 'prom-client'] as const;
 
 interface ServeOptions extends StoreOptions {
   port: string;
@@ -116,6 +119,11 @@ export function registerServe(program: Command): void {
       const { token, from } = readToken(opts, where);
       let detachInspector: (() => void) | undefined;
       try {
+        const { createServer, listen } = await importOptional(
+          () => import('../server/app.ts'),
+          'agentcharts serve',
+          SERVER_PACKAGES,
+        );
         const server = createServer({
           store,
           charts,
@@ -129,7 +137,11 @@ export function registerServe(program: Command): void {
           fireTimers: opts.timers,
         });
         if (opts.inspect !== undefined && opts.inspect !== false) {
-          const { createWebSocketInspector } = await import('@statelyai/inspect');
+          const { createWebSocketInspector } = await importOptional(
+            () => import('@statelyai/inspect'),
+            'agentcharts serve --inspect',
+            ['@statelyai/inspect'],
+          );
           const url = typeof opts.inspect === 'string' ? opts.inspect : 'ws://localhost:8080';
           const inspector = createWebSocketInspector({ url });
           const detach = attachInspector(server.runtime, inspector);

@@ -17,7 +17,7 @@
  * an agent may send; `xstate.*` events are internal).
  */
 import type { AnyMachineSnapshot, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ChartMetadataError } from './errors.ts';
 
 /**

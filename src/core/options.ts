@@ -3,7 +3,7 @@
  * option is an {@link InvalidOptionsError} naming the function and the field,
  * not a TypeError from deep inside.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentchartsError } from './errors.ts';
 
 /** A public function was called with options it cannot work with. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { checkOptions, storeOption } from '../core/options.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import type { RecoveryDecision, RecoverySnapshot } from '../core/recovery.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { childMachines } from './actor-kinds.ts';

@@ -5,7 +5,7 @@
  * actors of any chart produce them; a reader validates every line by schema.
  */
 import type { EventObject } from 'xstate';
-import { z } from 'zod';
+import * as z from 'zod';
 import { events as agentStatusEvents } from '../strict/status-vocabulary.ts';
 import type { Clock } from '../core/clock.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';

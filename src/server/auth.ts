@@ -7,7 +7,7 @@
 import { ROLES, type EventInfo, type EventKind } from '../core/meta.ts';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentchartsError } from '../core/errors.ts';
 import { coversActor } from '../core/scope.ts';
 

@@ -7,7 +7,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ActorRow, TransitionRow } from '../store/types.ts';
 import { fromHeaders, type HeaderGetter } from './auth.ts';
 import { badge, cardLabels } from './badges.ts';

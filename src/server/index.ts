@@ -1,3 +1,8 @@
+/**
+ * `agentcharts/server`: the HTTP server (API, signed webhook, live stream,
+ * dashboard, MCP) and Prometheus metrics. Needs the optional packages `hono`,
+ * `@hono/node-server` and `prom-client`.
+ */
 export {
   createServer,
   listen,
@@ -6,4 +11,24 @@ export {
   type ListeningServer,
   type ServerOptions,
 } from './app.ts';
-export * from './auth.ts';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  KEY_HEADER,
+  KeyConfigError,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  computeSignature,
+  loadKeysFile,
+  signRequest,
+  validateKeys,
+  type ApiKey,
+  type KeyQuota,
+  type KeyRole,
+  type SignedRequest,
+} from './auth.ts';
+export {
+  DEFAULT_DURATION_BUCKETS,
+  createMetrics,
+  type AgentchartsMetrics,
+  type MetricsOptions,
+} from '../observe/metrics.ts';

@@ -3,7 +3,7 @@
  * its authentication middleware (middleware/auth.ts) and write path
  * (writes.ts), built once per `createServer` and handed to every route module.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { checkOptions, storeOption } from '../core/options.ts';
 import { type Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';

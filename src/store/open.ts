@@ -1,7 +1,8 @@
 /** Opening a store from a URL: the one entry point the runtime, CLI and server share. */
 import { StoreError } from '../core/errors.ts';
 import { MemoryStore } from './memory.ts';
-import { openPostgresStore, type PostgresStoreOptions } from './postgres/store.ts';
+import type { PostgresStoreOptions } from './postgres/options.ts';
+import { openPostgresStore } from './postgres/store.ts';
 import { SCHEMA_NAME } from './postgres/schema.ts';
 import { openSqliteStore, type SqliteStoreOptions } from './sqlite/store.ts';
 import type { Store } from './types.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AnyStateMachine, EventObject } from 'xstate';
 import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '../core/errors.ts';
 

@@ -4,7 +4,7 @@
  * these schemas; observers (the NDJSON stream) read events in it whatever the
  * chart, so it lives below both.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { eventSchema, jsonValue, type EventFromSchemas } from './events.ts';
 
 /** The 8 statuses of seed 003, spelled as its lowercase JSON representation. */

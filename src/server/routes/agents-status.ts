@@ -9,7 +9,7 @@
  * the stored path `active.executing`).
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import { isActiveClass, knownChartMeta } from '../../core/meta.ts';
 import { decodeActorRow } from '../../durable/codec.ts';
 import type { DurableRuntime } from '../../durable/runtime.ts';

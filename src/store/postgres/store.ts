@@ -13,7 +13,7 @@
  * - Rows locked by a batch are always taken in actor-id order (the same byte order
  *   everywhere), so two workers' batches cannot deadlock.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import {
   ConcurrencyError,
@@ -34,6 +34,9 @@ import {
 import { CommitNotifications } from './notifications.ts';
 import { PostgresReadModels } from './read-models.ts';
 import { migratePostgres } from './schema.ts';
+import type { PostgresStoreOptions } from './options.ts';
+export type { PostgresStoreOptions } from './options.ts';
+import { requireOptional } from '../../core/optional.ts';
 import type {
   ActorCount,
   ActorCountQuery,
@@ -58,30 +61,6 @@ import type {
   TransitionRow,
   RememberedRequest,
 } from '../types.ts';
-
-/** How the PostgreSQL store connects. Each has a URL parameter (see `parseStoreUrl`). */
-export interface PostgresStoreOptions {
-  /**
-   * Server-side `statement_timeout` in ms for every statement (`statement_timeout=`);
-   * a statement running longer fails with kind `timeout`. Default: none.
-   */
-  statementTimeoutMs?: number | undefined;
-  /** Milliseconds to wait for a connection (`connect_timeout=`, seconds in the URL). Default 10000. */
-  connectTimeoutMs?: number | undefined;
-  /** Connections in the pool (`pool_max=`). Default 10. */
-  poolMax?: number | undefined;
-  /**
-   * The schema holding agentcharts' tables (`schema=`), created if missing, so
-   * several deployments can share one database. Default: the server's
-   * `search_path` (normally `public`).
-   */
-  schema?: string | undefined;
-  /**
-   * How long after a commit the derived read models are refreshed, in ms (default
-   * 250; 0 turns the background refresh off — queries stay exact).
-   */
-  readModelRefreshMs?: number | undefined;
-}
 
 /** SQLSTATE classes and codes → StoreError kinds. Exact codes win over classes. */
 const SQLSTATE_KINDS: Readonly<Record<string, string>> = {
@@ -202,12 +181,19 @@ function ownFailure(error: unknown, actorId: string): Error | undefined {
 // BIGINT columns hold ms timestamps (safe integers): read them as numbers, on
 // this pool only, leaving pg's global parsers alone for the host application.
 const INT8_OID = 20;
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary'
-      ? (value: string) => Number(value)
-      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
+function parsersOf(driver: typeof pg): pg.CustomTypesConfig {
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID && format !== 'binary'
+        ? (value: string) => Number(value)
+        : driver.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+}
+
+/** `pg` is an optional peer dependency: loaded when the first PostgreSQL store opens. */
+function loadDriver(): typeof pg {
+  return requireOptional<typeof pg>('pg', 'a postgres:// store');
+}
 
 const ACTOR_COLUMNS = `id, machine_id AS "machineId", chart_version AS "chartVersion", version,
   state, status, snapshot, created_at AS "createdAt", updated_at AS "updatedAt",
@@ -379,12 +365,13 @@ export class PostgresStore implements Store {
   constructor(url: string, options: PostgresStoreOptions = {}) {
     this.location = redact(url, options.schema);
     this.schema = options.schema;
-    this.pool = new pg.Pool({
+    const driver = loadDriver();
+    this.pool = new driver.Pool({
       connectionString: url,
       max: options.poolMax ?? 10,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
       keepAlive: true,
-      types,
+      types: parsersOf(driver),
       ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0
         ? { statement_timeout: options.statementTimeoutMs }
         : {}),

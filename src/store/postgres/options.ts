@@ -1,0 +1,25 @@
+/* The store's options, apart from the store so that `openStore` can name them without `pg`'s types. */
+
+/** How the PostgreSQL store connects. Each has a URL parameter (see `parseStoreUrl`). */
+export interface PostgresStoreOptions {
+  /**
+   * Server-side `statement_timeout` in ms for every statement (`statement_timeout=`);
+   * a statement running longer fails with kind `timeout`. Default: none.
+   */
+  statementTimeoutMs?: number | undefined;
+  /** Milliseconds to wait for a connection (`connect_timeout=`, seconds in the URL). Default 10000. */
+  connectTimeoutMs?: number | undefined;
+  /** Connections in the pool (`pool_max=`). Default 10. */
+  poolMax?: number | undefined;
+  /**
+   * The schema holding agentcharts' tables (`schema=`), created if missing, so
+   * several deployments can share one database. Default: the server's
+   * `search_path` (normally `public`).
+   */
+  schema?: string | undefined;
+  /**
+   * How long after a commit the derived read models are refreshed, in ms (default
+   * 250; 0 turns the background refresh off — queries stay exact).
+   */
+  readModelRefreshMs?: number | undefined;
+}
