@@ -8,7 +8,12 @@ export function buildProgram(commands: readonly RegisterCommand[]): Command {
   const program = new Command('agentcharts')
     .description('Typed XState statecharts for agent and task lifecycles, run as durable actors.')
     .version('0.1.0')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // agentcharts.config.ts (charts, store) is read once, before the command runs.
+    .hook('preAction', async () => {
+      const { loadConfig } = await import('./commands/config-file.ts');
+      await loadConfig();
+    });
   for (const register of commands) register(program);
   return program;
 }

@@ -25,6 +25,7 @@ export {
   type StoreOperation,
 } from './core/errors.ts';
 export { InvalidOptionsError } from './core/options.ts';
+export { defineConfig, type AgentchartsConfig } from './core/config.ts';
 export { MissingDependencyError } from './core/optional.ts';
 
 // Charts

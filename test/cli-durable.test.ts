@@ -251,3 +251,67 @@ export const chart = defineChart(machine);
     expectCleanFailure(await cli(dir, 'verify', '--charts', 'no/such/module.ts'), /no such file/);
   });
 });
+
+describe('your own charts in agentcharts.config.ts', () => {
+  test('every command reads its charts and store: verify, status, recover, diagram, paths', async () => {
+    const moduleDir = join(import.meta.dirname, '..', 'test-artifacts', 'config-chart');
+    mkdirSync(moduleDir, { recursive: true });
+    writeFileSync(
+      join(moduleDir, 'gate.ts'),
+      `import { setup } from 'xstate';
+import { defineChart } from '../../src/index.ts';
+export const machine = setup({}).createMachine({
+  id: 'gate',
+  initial: 'shut',
+  states: { shut: { on: { LIFT: 'up' } }, up: { meta: { class: 'waiting' }, on: { DROP: 'shut' } } },
+});
+export const chart = defineChart(machine);
+`,
+    );
+    writeFileSync(
+      join(moduleDir, 'agentcharts.config.ts'),
+      `import { defineConfig } from '../../src/index.ts';
+import { chart } from './gate.ts';
+export default defineConfig({ charts: [chart], store: 'sqlite:./gates.db' });
+`,
+    );
+    const { machine } = (await import(join(moduleDir, 'gate.ts'))) as { machine: AnyStateMachine };
+    const db = join(moduleDir, 'gates.db');
+    rmSync(db, { force: true });
+    const store = openStore(`sqlite:${db}`);
+    const gate = await createDurableActor(machine, { id: 'north-gate', store });
+    await gate.send({ type: 'LIFT' });
+    await getRuntime(store).close();
+    await store.close();
+
+    // No --db, no --charts: both come from the config file.
+    const verified = await cli(moduleDir, 'verify');
+    expect(verified.stderr).toBe('');
+    expect(verified.stdout).toContain('actors  1');
+    expect((await cli(moduleDir, 'recover')).code).toBe(0);
+    const status = await cli(moduleDir, 'status', '--json');
+    expect(JSON.parse(status.stdout).statistics.groups).toEqual([
+      expect.objectContaining({ machine_id: 'gate', state: 'up', class: 'waiting' }),
+    ]);
+    const diagram = await cli(moduleDir, 'diagram', 'gate');
+    expect(diagram.stdout).toContain('shut --> up : LIFT');
+    expect((await cli(moduleDir, 'paths', 'gate')).stdout).toContain('gate');
+    // --db still wins over the config's store.
+    expectCleanFailure(await cli(moduleDir, 'verify', '--db', 'other.db'), /no database at/);
+  });
+
+  test('a config that is not right is one clear line naming the file', async () => {
+    writeFileSync(
+      join(dir, 'agentcharts.config.mjs'),
+      `export default { charts: [1], stor: 'x' };\n`,
+    );
+    expectCleanFailure(
+      await cli(dir, 'verify'),
+      /ConfigError: agentcharts.config.mjs: unknown field "stor" \(known: charts, store\)/,
+    );
+    writeFileSync(join(dir, 'agentcharts.config.mjs'), `export default { charts: [1] };\n`);
+    expectCleanFailure(await cli(dir, 'status'), /charts\[0\] is neither a chart/);
+    writeFileSync(join(dir, 'agentcharts.config.mjs'), `export default { store: 'ftp://x' };\n`);
+    expectCleanFailure(await cli(dir, 'verify'), /agentcharts.config.mjs: store: .*unknown scheme/);
+  });
+});

@@ -65,6 +65,8 @@ const OPTIONAL = [
   'prom-client@15',
   'vitest@4',
   'ai@6',
+  // Loads a TypeScript chart module or config where Node cannot strip types (before 22.18).
+  'tsx@4',
   // The AI SDK's declarations import 'json-schema' (types not bundled): needed for skipLibCheck false.
   '@types/json-schema',
 ];
@@ -207,8 +209,11 @@ await import('agentcharts/server').catch((error) => console.log(error.code, erro
 
 describe('with the optional packages installed', () => {
   beforeAll(() => {
-    install(OPTIONAL);
-    reportInstall(`with ${OPTIONAL.join(' ')}`);
+    const [postgres, rest] = [OPTIONAL.slice(0, 2), OPTIONAL.slice(2)];
+    install(postgres);
+    reportInstall(`PostgreSQL install (+ ${postgres.join(' ')})`);
+    install(rest);
+    reportInstall(`everything (+ ${rest.join(' ')})`);
   }, 600_000);
 
   test('plain node imports every entry', () => {
@@ -228,6 +233,38 @@ await store.close();
     const run = spawnSync(process.execPath, ['entries.mjs'], { cwd: app, encoding: 'utf8' });
     expect(run.stderr).toBe('');
     expect(run.stdout.trim()).toBe('true function function function function');
+  });
+
+  test('your own chart in agentcharts.config.ts, from the installed CLI', () => {
+    writeFileSync(
+      join(app, 'expense.ts'),
+      `import { setup } from 'xstate';
+import { defineChart } from 'agentcharts';
+export const machine = setup({ types: {} as { events: { type: 'SUBMIT' } | { type: 'APPROVE' } } }).createMachine({
+  id: 'expense',
+  initial: 'draft',
+  states: { draft: { on: { SUBMIT: 'review' } }, review: { on: { APPROVE: 'paid' } }, paid: { type: 'final' } },
+});
+export const chart = defineChart(machine);
+`,
+    );
+    writeFileSync(
+      join(app, 'agentcharts.config.ts'),
+      `import { defineConfig } from 'agentcharts';
+import { chart } from './expense.ts';
+export default defineConfig({ charts: [chart], store: 'sqlite:./app.db' });
+`,
+    );
+    const bin = join(app, 'node_modules', '.bin', 'agentcharts');
+    const diagram = spawnSync(bin, ['diagram', 'expense'], { cwd: app, encoding: 'utf8' });
+    expect(diagram.stderr).toBe('');
+    expect(diagram.stdout).toContain('draft --> review : SUBMIT');
+    const paths = spawnSync(bin, ['paths', 'expense'], { cwd: app, encoding: 'utf8' });
+    expect(paths.status).toBe(0);
+    const verify = spawnSync(bin, ['verify'], { cwd: app, encoding: 'utf8' });
+    expect(verify.stderr).toBe('');
+    expect(verify.status).toBe(0);
+    rmSync(join(app, 'agentcharts.config.ts'));
   });
 
   test.each(['nodenext', 'bundler'])(

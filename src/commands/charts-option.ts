@@ -1,6 +1,7 @@
 /**
- * `--charts <module...>`: the user's own charts, for every command that loads
- * actors (verify, recover, serve, status, inspect). A module may export charts
+ * The user's own charts, for every command that loads actors (verify, recover,
+ * serve, status, inspect, mcp): those of `agentcharts.config.ts`, then those
+ * of `--charts <module...>`. A module may export charts
  * (`defineChart(…)`), a `charts` array, or bare machines (made charts with
  * `defineChart(machine)`); they join the six built-in charts, and a chart of the
  * same machine id replaces the built-in one.
@@ -8,6 +9,7 @@
 import type { Command } from 'commander';
 import { charts as builtIn } from '../../machines/index.ts';
 import { defineChart, type ChartDefinition } from '../core/chart.ts';
+import { loadConfig } from './config-file.ts';
 import { NoMachineError, importModule, isChartLike, isStateMachine } from './resolve-chart.ts';
 
 export interface ChartsOption {
@@ -31,6 +33,7 @@ export async function chartsFor(
   cwd = process.cwd(),
 ): Promise<ChartDefinition[]> {
   const byId = new Map<string, ChartDefinition>(builtIn.map((c) => [c.machine.id, c]));
+  for (const chart of (await loadConfig(cwd))?.charts ?? []) byId.set(chart.machine.id, chart);
   for (const spec of opts.charts ?? []) {
     const mod = await importModule(spec, cwd);
     const values = Object.values(mod).flatMap((v) => (Array.isArray(v) ? v : [v]));

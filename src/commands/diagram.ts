@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { mermaidFence, toMermaid, type MermaidOptions } from '../inspect/mermaid.ts';
 import { CliOptionError } from './paths.ts';
+import { loadConfig } from './config-file.ts';
 import { resolveChart } from './resolve-chart.ts';
 
 const DIRECTIONS = ['TB', 'BT', 'LR', 'RL'] as const;
@@ -12,7 +13,7 @@ export function registerDiagram(program: Command): void {
     .description('Print a machine as a Mermaid stateDiagram-v2')
     .argument(
       '<machine>',
-      'a catalog name (task-lifecycle) or a path to a module exporting a machine',
+      'a catalog name (task-lifecycle), a machine id of agentcharts.config.ts, or a path to a module exporting a machine',
     )
     .option('--export <name>', 'the module export to use when it exports several machines')
     .option('--direction <dir>', 'layout direction: TB, BT, LR or RL')
@@ -30,7 +31,10 @@ export function registerDiagram(program: Command): void {
           }
           options.direction = dir as MermaidOptions['direction'] & string;
         }
-        const chart = await resolveChart(spec, { exportName: opts.export });
+        const chart = await resolveChart(spec, {
+          exportName: opts.export,
+          configured: (await loadConfig())?.charts,
+        });
         const diagram = toMermaid(chart.machine, options);
         process.stdout.write(opts.markdown ? `${mermaidFence(diagram)}\n` : diagram);
       },

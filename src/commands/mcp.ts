@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { CliOptionError } from './paths.ts';
+import { storeUrlFor } from './verify.ts';
 import { ROLES } from '../core/meta.ts';
 import { getRuntime } from '../durable/open.ts';
 import { importOptional } from '../core/optional.ts';
@@ -56,7 +57,7 @@ export function registerMcp(program: Command): void {
     }
     const charts = await chartsFor(opts);
     const { createMcpServer, StdioServerTransport } = await loadMcp();
-    const store = openStore(opts.store ?? `sqlite:${opts.db ?? DEFAULT_SQLITE_FILE}`);
+    const store = openStore(storeUrlFor(opts));
     const mcp = createMcpServer({
       store,
       charts,

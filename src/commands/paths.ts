@@ -7,6 +7,7 @@ import {
   planTransitionTests,
   type TransitionPlan,
 } from '../testing/plan.ts';
+import { loadConfig } from './config-file.ts';
 import { resolveChart } from './resolve-chart.ts';
 
 /** A command-line option has a value the command cannot use. */
@@ -75,7 +76,7 @@ export function registerPaths(program: Command): void {
     )
     .argument(
       '<machine>',
-      'a catalog name (task-lifecycle) or a path to a module exporting a machine',
+      'a catalog name (task-lifecycle), a machine id of agentcharts.config.ts, or a path to a module exporting a machine',
     )
     .option('--export <name>', 'the module export to use when it exports several machines')
     .option('--input <json>', 'machine input as JSON (default: the chart default input)')
@@ -88,7 +89,10 @@ export function registerPaths(program: Command): void {
       ): Promise<void> => {
         const input = parseInputOption(opts.input);
         const limit = parseLimitOption(opts.limit);
-        const chart = await resolveChart(spec, { exportName: opts.export });
+        const chart = await resolveChart(spec, {
+          exportName: opts.export,
+          configured: (await loadConfig())?.charts,
+        });
         let plan: TransitionPlan;
         try {
           plan = planTransitionTests(chart.machine, {

@@ -10,7 +10,7 @@ import type { EventCatalog } from '../testing/explore.ts';
 export interface ResolvedChart {
   /** Catalog name, or the module path and export name. */
   name: string;
-  origin: 'catalog' | 'module';
+  origin: 'catalog' | 'config' | 'module';
   machine: AnyStateMachine;
   eventSamples: EventCatalog;
   /** Event types the source gave no samples for; a bare `{ type }` sample stands in. */
@@ -121,15 +121,34 @@ function completeSamples(
   return { eventSamples: out, derivedSamples };
 }
 
-async function resolveCatalogChart(name: string): Promise<ResolvedChart> {
+async function resolveCatalogChart(
+  name: string,
+  configured: readonly ChartLike[],
+): Promise<ResolvedChart> {
   const machines = (await import('../../machines/index.ts')) as unknown as Record<
     string,
     unknown
   > & {
     catalog: Record<string, ChartLike>;
   };
+  const mine = configured.find((c) => c.machine.id === name);
+  if (mine) {
+    const { eventSamples, derivedSamples } = completeSamples(mine.machine, mine.eventSamples);
+    return {
+      name,
+      origin: 'config',
+      machine: mine.machine,
+      eventSamples,
+      derivedSamples,
+      input: mine.defaultInput,
+      serializeState: asFunction(mine.serializeState),
+    };
+  }
   const chart = Object.hasOwn(machines.catalog, name) ? machines.catalog[name] : undefined;
-  if (!chart) throw new ChartNotFoundError(name, Object.keys(machines.catalog).sort());
+  if (!chart) {
+    const known = [...Object.keys(machines.catalog), ...configured.map((c) => c.machine.id)];
+    throw new ChartNotFoundError(name, known.sort());
+  }
   // A chart's namespace (`agentLifecycle`) may export the projection that keeps its traversal finite.
   const namespace = machines[camelCase(name)] as Record<string, unknown> | undefined;
   const { eventSamples, derivedSamples } = completeSamples(chart.machine, chart.eventSamples);
@@ -148,8 +167,38 @@ async function resolveCatalogChart(name: string): Promise<ResolvedChart> {
 export async function importModule(spec: string, cwd: string): Promise<Record<string, unknown>> {
   const file = resolve(cwd, spec);
   if (!existsSync(file)) throw new ModuleLoadError(spec, 'no such file');
+  const url = pathToFileURL(file).href;
   try {
-    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    if (
+      (error as { code?: unknown }).code === 'ERR_UNKNOWN_FILE_EXTENSION' &&
+      /\.[cm]?tsx?$/.test(file)
+    ) {
+      return importTypeScript(spec, url);
+    }
+    const detail =
+      error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
+    throw new ModuleLoadError(spec, detail, { cause: error });
+  }
+}
+
+/**
+ * A TypeScript module where Node cannot strip types itself (before 22.18): through
+ * tsx, an optional peer dependency, when it is installed.
+ */
+async function importTypeScript(spec: string, url: string): Promise<Record<string, unknown>> {
+  let tsImport: (specifier: string, parent: string) => Promise<unknown>;
+  try {
+    ({ tsImport } = await import('tsx/esm/api'));
+  } catch {
+    throw new ModuleLoadError(
+      spec,
+      'a TypeScript module needs Node ≥ 22.18 or the tsx package (npm install -D tsx); or give a .js/.mjs module',
+    );
+  }
+  try {
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
   } catch (error) {
     const detail =
       error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
@@ -224,9 +273,14 @@ async function resolveModuleChart(
  */
 export async function resolveChart(
   spec: string,
-  options: { exportName?: string | undefined; cwd?: string | undefined } = {},
+  options: {
+    exportName?: string | undefined;
+    cwd?: string | undefined;
+    /** Charts of the config file, found by machine id before the catalog. */
+    configured?: readonly ChartLike[] | undefined;
+  } = {},
 ): Promise<ResolvedChart> {
   if (looksLikePath(spec))
     return resolveModuleChart(spec, options.exportName, options.cwd ?? process.cwd());
-  return resolveCatalogChart(spec);
+  return resolveCatalogChart(spec, options.configured ?? []);
 }

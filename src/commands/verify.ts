@@ -5,6 +5,7 @@ import { table } from '../demo/format.ts';
 import { verify } from '../durable/verify.ts';
 import { DEFAULT_SQLITE_FILE, openStore, parseStoreUrl } from '../store/open.ts';
 import type { Store } from '../store/types.ts';
+import { loadedConfig } from './config-file.ts';
 import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { CliOptionError } from './paths.ts';
 
@@ -12,6 +13,16 @@ import { CliOptionError } from './paths.ts';
 export interface StoreOptions {
   db?: string;
   store?: string;
+}
+
+/**
+ * The store URL a command opens: `--store`, else `--db`, else the config file's
+ * `store`, else `sqlite:./agentcharts.db`.
+ */
+export function storeUrlFor(opts: StoreOptions): string {
+  if (opts.store !== undefined) return opts.store;
+  if (opts.db !== undefined) return `sqlite:${opts.db}`;
+  return loadedConfig()?.store ?? `sqlite:${DEFAULT_SQLITE_FILE}`;
 }
 
 /**
@@ -25,7 +36,7 @@ export function openExistingStore(opts: StoreOptions): { store: Store; where: st
     throw new CliOptionError('--db', 'give --db <file> or --store <url>, not both');
   }
   const option = opts.store !== undefined ? '--store' : '--db';
-  const url = opts.store ?? `sqlite:${opts.db ?? DEFAULT_SQLITE_FILE}`;
+  const url = storeUrlFor(opts);
   const parsed = parseStoreUrl(url);
   if (parsed.kind === 'memory' || (parsed.kind === 'sqlite' && parsed.file === ':memory:')) {
     throw new CliOptionError(
