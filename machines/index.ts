@@ -6,6 +6,8 @@
  * @example
  * import { taskLifecycle, catalog } from 'agentcharts/machines';
  * const chart = catalog['task-lifecycle'];
+ *
+ * @module agentcharts/machines
  */
 import type { ChartDefinition } from '../src/core/chart.ts';
 import { chart as agentLifecycleChart } from './agent-lifecycle/index.ts';

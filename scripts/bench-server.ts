@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { catalog, charts } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { createDurableActor, getRuntime } from '../src/index.ts';
 import { signRequest, type ApiKey } from '../src/server/auth.ts';
 import { createServer, listen } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';

@@ -6,6 +6,8 @@
  * test generation and the AI SDK adapter have their own entries
  * (`agentcharts/server`, `agentcharts/store/postgres`, `agentcharts/testing`,
  * `agentcharts/ai`), because they need optional packages.
+ *
+ * @module agentcharts
  */
 
 // Errors
@@ -150,6 +152,7 @@ export {
   NdjsonWriter,
   STREAM_MESSAGE_TYPES,
   parseLine,
+  parseNdjson,
   streamMessageSchema,
   toStreamMessages,
   type NdjsonWriterOptions,

@@ -6,7 +6,7 @@ import {
   InvalidTransitionError,
   stateLabel,
   validateEvent,
-} from '../src/strict/index.ts';
+} from '../src/index.ts';
 import { exploreMachine } from '../src/testing/explore.ts';
 import {
   ACTIVE_STATES,

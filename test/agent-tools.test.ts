@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { charts, taskLifecycle, teamWorkflow } from '../machines/index.ts';
-import { executeMove, toolsFor, whyNot, type AgentTool } from '../src/agents/index.ts';
+import { executeMove, toolsFor, whyNot, type AgentTool } from '../src/index.ts';
 import {
   createDurableActor,
   createStrictActor,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog, charts } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { createDurableActor, getRuntime } from '../src/index.ts';
 import { signRequest, type ApiKey } from '../src/server/auth.ts';
 import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';

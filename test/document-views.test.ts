@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { createDurableActor, getRuntime } from '../src/index.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';

@@ -11,7 +11,7 @@ import {
 import { createInspectorServer } from '@statelyai/inspect/server';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog } from '../machines/index.ts';
-import { ManualClock, createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { ManualClock, createDurableActor, getRuntime } from '../src/index.ts';
 import { attachInspector, inspectStore, inspectionSessionId } from '../src/inspect/inspector.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { charts, taskLifecycle, teamWorkflow } from '../machines/index.ts';
-import { legalEvents } from '../src/agents/index.ts';
+import { legalEvents } from '../src/index.ts';
 import { chartMeta } from '../src/core/meta.ts';
 import { createDurableActor, createStrictActor, getRuntime, openStore } from '../src/index.ts';
 import { exploreMachine } from '../src/testing/explore.ts';

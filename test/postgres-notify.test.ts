@@ -4,7 +4,7 @@
  */
 import { expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { createDurableActor, getRuntime } from '../src/index.ts';
 import { feedTransitions, type FeedTransition } from '../src/observe/feed.ts';
 import { openStore } from '../src/store/open.ts';
 import { usePostgres } from './support/postgres.ts';

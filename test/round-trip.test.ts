@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { assign, setup } from 'xstate';
-import { exploreMachine, roundTripDifferences } from '../src/testing/index.ts';
+import { exploreMachine, roundTripDifferences } from '../src/index.ts';
 
 const events = [{ type: 'GO' }, { type: 'PAUSE' }, { type: 'RESUME' }] as const;
 

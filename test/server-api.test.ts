@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog, charts } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/durable/index.ts';
+import { createDurableActor, getRuntime } from '../src/index.ts';
 import { streamMessageSchema } from '../src/observe/stream.ts';
 import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import {

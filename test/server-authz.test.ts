@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
 import { chartMeta } from '../src/core/meta.ts';
-import { getRuntime } from '../src/durable/index.ts';
+import { getRuntime } from '../src/index.ts';
 import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
 import { signRequest, type ApiKey, type KeyRole } from '../src/server/auth.ts';
 import { openStore } from '../src/store/open.ts';

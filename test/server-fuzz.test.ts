@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
-import { getRuntime } from '../src/durable/index.ts';
+import { getRuntime } from '../src/index.ts';
 import { createServer, type AgentchartsServer } from '../src/server/app.ts';
 import { signRequest, type ApiKey } from '../src/server/auth.ts';
 import { openStore } from '../src/store/open.ts';

@@ -1,7 +1,8 @@
 /**
- * An agent loop over MCP on the refund task (seed 001's lifecycle): the model's
- * only tools are the moves `agentcharts mcp` lists for the bound actor, and the
- * list is read again before every step, so an illegal move is never on offer.
+ * An agent loop over MCP on the refund task (the lifecycle of “Agent State Machine
+ * Design”): the model's only tools are the moves `agentcharts mcp` lists for the
+ * bound actor, and the list is read again before every step, so an illegal move is
+ * never on offer.
  *
  *   npx tsx examples/mcp-agent/agent.ts            # a scripted mock model, no network
  *   AI_GATEWAY_API_KEY=… AGENT_MODEL=openai/gpt-4o-mini npx tsx examples/mcp-agent/agent.ts

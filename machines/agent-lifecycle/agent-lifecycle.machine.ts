@@ -26,12 +26,12 @@ const EMPTY_TASK = {
 } as const satisfies Omit<AgentLifecycleContext, 'agent_name' | 'user_id' | 'current_state'>;
 
 /**
- * Seed 000 (agent state machine) as a statechart. The seven active states live in
- * the compound state `active` so that the transitions the seed allows "from any
+ * “Agent State Machine” (v1.0) as a statechart. The seven active states live in
+ * the compound state `active` so that the transitions the document allows "from any
  * active state" (`STEP_FAILED`, `TIMEOUT`, `MAX_ITERATIONS`, `CANCEL`) are declared
  * once, and so that `RESUME` can return through a history state to the exact
  * state `PAUSE` was taken from. State labels are therefore `active.executing`; the
- * seed's state name is the last segment (see `agentState()`).
+ * document's state name is the last segment (see `agentState()`).
  */
 export const machine = setup({
   types: {
@@ -59,7 +59,7 @@ export const machine = setup({
       assertEvent(event, 'STEP_FAILED');
       return { error: event.payload.error };
     }),
-    // The seed leaves `error` unset for these two; `failed` would then read
+    // The document leaves `error` unset for these two; `failed` would then read
     // "unknown error", so the cause is recorded from the payload.
     recordTimeout: assign(({ event }) => {
       assertEvent(event, 'TIMEOUT');
@@ -262,7 +262,7 @@ export const machine = setup({
         CANCEL: { target: 'cancelled' },
       },
     },
-    // Terminal for the runtime but not XState `final`: the seed returns them to idle
+    // Terminal for the runtime but not XState `final`: the document returns them to idle
     // after cleanup, so the actor stays alive for the next task.
     succeeded: {
       meta: { class: 'completed', color: '#22c55e' },

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
-/** The seed's twelve agent states (seed 000, `AgentState`). */
+/** The twelve agent states of “Agent State Machine” (v1.0), its `AgentState`. */
 export const AGENT_STATES = [
   'idle',
   'initializing',
@@ -20,7 +20,7 @@ export const AGENT_STATES = [
 export type AgentState = (typeof AGENT_STATES)[number];
 
 /**
- * The states an agent can be paused from and resumed to: the seed's "active" states
+ * The states an agent can be paused from and resumed to: the document's "active" states
  * (its status route lists exactly these as active). In the chart they are the
  * children of the compound state `active`.
  */
@@ -36,31 +36,32 @@ export const ACTIVE_STATES = [
 
 export type ActiveState = (typeof ACTIVE_STATES)[number];
 
-/** States the seed marks "Terminal": they leave only through `CLEANUP` to `idle`. */
+/** States the document marks "Terminal": they leave only through `CLEANUP` to `idle`. */
 export const TERMINAL_STATES = ['succeeded', 'failed', 'cancelled'] as const;
 
 export type TerminalState = (typeof TERMINAL_STATES)[number];
 
-/** States the seed's `isBlocked()` reports: waiting on something outside the agent. */
+/** States the document's `isBlocked()` reports: waiting on something outside the agent. */
 export const BLOCKED_STATES = ['waiting_input', 'waiting_agent', 'paused'] as const;
 
-// Ids are bounded like the seed's `varchar` columns; free text is bounded so that a
+// Ids are bounded like the document's `varchar` columns; free text is bounded so that a
 // single event stays far below the strict validator's size cap.
 const id = z.string().min(1).max(255);
 const text = z.string().min(1).max(4000);
-/** Evaluation confidence; the seed's integration compares it with 0.85. */
+/** Evaluation confidence; the document's integration compares it with 0.85. */
 const confidence = z.number().min(0).max(1);
 
 /**
- * Event schemas, keyed by event type. Every event has the seed's shape
- * `{ type, payload: {...} }`; payloads are strict (extra keys rejected).
+ * Event schemas, keyed by event type. Every event has the shape of “Agent State
+ * Machine” (v1.0), `{ type, payload: {...} }`; payloads are strict (extra keys
+ * rejected).
  */
 export const events = {
   START: eventSchema('START', {
-    // The seed's `agent_states.task_id` column is varchar(100).
+    // The document's `agent_states.task_id` column is varchar(100).
     payload: z.strictObject({
       task_id: z.string().min(1).max(100),
-      /** Seed 000's `StateMetadata.extra`: anything the caller wants kept with the task. */
+      /** The document's `StateMetadata.extra`: anything the caller wants kept with the task. */
       extra: z.record(z.string().max(200), jsonValue).optional(),
     }),
   }),
@@ -106,7 +107,7 @@ export const events = {
   CANCEL: eventSchema('CANCEL', {
     payload: z.strictObject({ reason: text }),
   }),
-  // Named here: the seed allows these pairs but names no event for them (see README).
+  // Named here: the document allows these pairs but names no event for them (see README).
   /** executing → waiting_input. */
   WAIT_FOR_INPUT: eventSchema('WAIT_FOR_INPUT', {
     payload: z.strictObject({ waiting_for: text }),
@@ -119,7 +120,7 @@ export const events = {
   NEXT_STEP: eventSchema('NEXT_STEP', {
     payload: z.strictObject({ confidence }),
   }),
-  /** succeeded | failed | cancelled → idle: the seed's "after cleanup". */
+  /** succeeded | failed | cancelled → idle: the document's "after cleanup". */
   CLEANUP: eventSchema('CLEANUP', {
     payload: z.strictObject({}),
   }),
@@ -129,7 +130,10 @@ export type AgentLifecycleEvent = EventFromSchemas<typeof events>;
 
 export type AgentLifecycleEventType = AgentLifecycleEvent['type'];
 
-/** Input of the chart: the seed's `AgentStateConfig` without its persistence switch. */
+/**
+ * Input of the chart: the `AgentStateConfig` of “Agent State Machine” (v1.0), without
+ * its persistence switch.
+ */
 export const inputSchema = z.strictObject({
   agent_name: id,
   user_id: id.optional(),
@@ -138,9 +142,9 @@ export const inputSchema = z.strictObject({
 export type AgentLifecycleInput = z.infer<typeof inputSchema>;
 
 /**
- * The chart's context: the seed's `StateMetadata` (same field names) plus the
- * agent's identity from input. Absent values are `null` rather than missing keys
- * so that a snapshot survives a JSON round trip unchanged.
+ * The chart's context: the `StateMetadata` of “Agent State Machine” (v1.0) (same
+ * field names) plus the agent's identity from input. Absent values are `null` rather
+ * than missing keys so that a snapshot survives a JSON round trip unchanged.
  */
 export interface AgentLifecycleContext {
   agent_name: string;
@@ -155,10 +159,10 @@ export interface AgentLifecycleContext {
   waiting_for: string | null;
   /** The state `PAUSE` was taken from; set only while `paused`. */
   paused_from_state: ActiveState | null;
-  /** Seed 000's `StateMetadata.extra`, from `START`. */
+  /** The document's `StateMetadata.extra`, from `START`. */
   extra: Record<string, z.core.util.JSONType> | null;
   /**
-   * The state the agent is in (seed 000's `current_state`), kept so that a state
+   * The state the agent is in (the document's `current_state`), kept so that a state
    * change can name the state it came from (`AGENT_STATE_CHANGED.from_state`).
    * Absent in snapshots written before it existed.
    */
@@ -166,7 +170,7 @@ export interface AgentLifecycleContext {
 }
 
 /**
- * Emitted when the agent enters one of the seed's "significant" states
+ * Emitted when the agent enters one of the "significant" states of “Agent State Machine” (v1.0)
  * (`emitStateChange`): the runtime publishes it to the message bus after commit.
  */
 export interface AgentStateChangedEvent {

@@ -35,8 +35,8 @@ export type {
 const SEED_STATES: ReadonlySet<string> = new Set(AGENT_STATES);
 
 /**
- * The seed's state name of a snapshot or state value: the last segment of its
- * label (`active.executing` → `executing`).
+ * The state name of “Agent State Machine” (v1.0) for a snapshot or state value: the
+ * last segment of its label (`active.executing` → `executing`).
  *
  * @example
  * agentState(actor.getSnapshot()); // 'executing'
@@ -69,7 +69,7 @@ export type WorkingState = 'initializing' | 'planning' | 'executing' | 'evaluati
 
 /**
  * How long a working state may go without a transition before recovery treats the
- * work as lost. About ten times the upper end of the seed's "typical duration"
+ * work as lost. About ten times the upper end of the document's "typical duration"
  * (initializing 1-5 s, planning 5-30 s, evaluating 2-10 s, adapting 5-15 s);
  * executing "varies" and gets half an hour.
  */
@@ -90,10 +90,10 @@ function isWorkingState(state: AgentState): state is WorkingState {
  *
  * - working states (initializing, planning, executing, evaluating, adapting):
  *   resumed while younger than their budget, so the worker that owns the step can
- *   still report it (the seed's job reloads the state and carries on); older than
+ *   still report it (the document's job reloads the state and carries on); older than
  *   that, the work is taken as lost and `TIMEOUT` (legal in every working state)
  *   moves the agent to `failed` with `duration_ms` = time since the last transition.
- * - waiting_input, waiting_agent, paused: resumed; the seed lets them last indefinitely.
+ * - waiting_input, waiting_agent, paused: resumed; the document lets them last indefinitely.
  * - idle and the terminal states: resumed; leaving them takes an explicit event.
  *
  * @example

@@ -23,16 +23,16 @@ export const toolResultSchema = z.strictObject({
 export type ToolResult = z.infer<typeof toolResultSchema>;
 
 /**
- * Events of seed 002, with the seed's own PascalCase names. `StartTools`,
- * `UserInput`, `TaskCompleted`, `TaskFailed` and `ProcessingInterrupted` name
- * transitions the seed draws without naming an event (see README, Decisions).
+ * Events of “Agent State Machine” (runtime loop), with the document's own PascalCase names.
+ * `StartTools`, `UserInput`, `TaskCompleted`, `TaskFailed` and `ProcessingInterrupted`
+ * name transitions the document draws without naming an event (see README, Decisions).
  */
 export const events = {
   /** Initialisation finished. `waitForInput` asks to start Paused (only with a controller). */
   AgentInitialized: eventSchema('AgentInitialized', {
     waitForInput: z.boolean().optional(),
   }),
-  /** Run the next brain step (the seed's `spawn_next_step`). */
+  /** Run the next brain step (the document's `spawn_next_step`). */
   StartThinking: eventSchema('StartThinking'),
   /** The brain's decision. `continue` may carry tool calls; `pause` yields to the user. */
   BrainResult: eventSchema('BrainResult', {
@@ -43,21 +43,21 @@ export const events = {
     path: ['toolCalls'],
     message: 'only a continue decision may request tool calls',
   }),
-  /** Run the tool calls the last brain step requested (the seed's `spawn_tools`). */
+  /** Run the tool calls the last brain step requested (the document's `spawn_tools`). */
   StartTools: eventSchema('StartTools'),
   /** Every requested tool call finished. */
   ToolsCompleted: eventSchema('ToolsCompleted', {
     results: z.array(toolResultSchema).min(1).max(64),
   }),
-  /** The user answered while the agent was paused (the seed's "user input"). */
+  /** The user answered while the agent was paused (the document's "user input"). */
   UserInput: eventSchema('UserInput', { message: text }),
   /** The user (or an operator) cancels the current operation. */
   CancelTask: eventSchema('CancelTask', { reason: text.optional() }),
   /** The executor reports that the in-flight brain or tool call was cancelled. */
   TaskCancelled: eventSchema('TaskCancelled', { reason: text.optional() }),
-  /** The user accepts the result while paused (the seed's "completion"). */
+  /** The user accepts the result while paused (the document's "completion"). */
   TaskCompleted: eventSchema('TaskCompleted', { result: text.optional() }),
-  /** An unrecoverable error (the seed's "error"). */
+  /** An unrecoverable error (the document's "error"). */
   TaskFailed: eventSchema('TaskFailed', { code: label, message: text }),
   /** The in-flight brain or tool call was lost (process crash); recovery sends this. */
   ProcessingInterrupted: eventSchema('ProcessingInterrupted', { reason: text }),

@@ -16,7 +16,7 @@ import {
 } from './agent-status.types.ts';
 
 /**
- * Seed 003's valid-transition list (`can_transition_to`), the contract of this
+ * The valid-transition list of “Agent Status Models” (`can_transition_to`), the contract of this
  * chart. Terminal statuses have no entry: they are final states.
  */
 export const VALID_TRANSITIONS = {
@@ -61,7 +61,7 @@ function initialContext({ input }: { input: AgentStatusInput }): AgentStatusCont
     updatedAt: createdAt,
     startedAt: null,
     completedAt: null,
-    // As the seed's `new()`: the timeline opens with the creation entry.
+    // As the document's `new()`: the timeline opens with the creation entry.
     timeline: [{ from: null, to: 'idle', timestamp: createdAt, reason: 'Agent created' }],
   };
 }
@@ -103,7 +103,7 @@ export const machine = setup({
     },
   },
   actions: {
-    /** Timeline entry, `updatedAt`, and the seed's `started_at`/`completed_at` rules. */
+    /** Timeline entry, `updatedAt`, and the document's `started_at`/`completed_at` rules. */
     recordTransition: assign(({ context, event }, params: { from: AgentStatus }) => {
       assertEvent(event, 'STATUS_UPDATE');
       const timestamp = toIsoTimestamp(event.at);
@@ -241,7 +241,7 @@ export const machine = setup({
 });
 
 /**
- * The guarded STATUS_UPDATE branches of one status, one per target the seed
+ * The guarded STATUS_UPDATE branches of one status, one per target the document
  * allows. Built from {@link VALID_TRANSITIONS} so the chart and the list cannot drift;
  * the conformance test still checks the result against its own transcription.
  */

@@ -27,16 +27,16 @@ export {
   type Timestamp,
 };
 
-/** Seed 003 §2 `pid: Option<u32>`. */
+/** “Agent Status Models” §2 `pid: Option<u32>`. */
 export const pidSchema = z.number().int().min(0).max(4_294_967_295);
-/** Seed 003 §2 `metadata: HashMap<String, Value>`: at most 100 keys. */
+/** “Agent Status Models” §2 `metadata: HashMap<String, Value>`: at most 100 keys. */
 export const metadataSchema = z
   .record(z.string().min(1).max(200), jsonValue)
   .refine((m) => Object.keys(m).length <= 100, 'at most 100 metadata keys');
 
 /**
- * The seed 003 vocabulary (statuses, thought, progress, error, output) plus
- * `METADATA_UPDATE`, the seed's `add_metadata()` (and the process id once known).
+ * The vocabulary of “Agent Status Models” (statuses, thought, progress, error, output) plus
+ * `METADATA_UPDATE`, the document's `add_metadata()` (and the process id once known).
  */
 export const events = {
   ...statusEvents,
@@ -50,7 +50,7 @@ export const events = {
 
 export type AgentStatusEvent = EventFromSchemas<typeof events>;
 
-/** Default number of timeline entries kept (the seed recommends limiting it). */
+/** Default number of timeline entries kept (“Agent Status Models” recommends limiting it). */
 export const DEFAULT_TIMELINE_LIMIT = 200;
 
 export const inputSchema = z.strictObject({
@@ -62,14 +62,14 @@ export const inputSchema = z.strictObject({
   createdAt: timestampSchema,
   /** Largest number of timeline entries kept; older ones are dropped first. */
   timelineLimit: z.number().int().min(1).max(100_000).optional(),
-  /** Seed 003's `pid`: the agent's process, when it has one. */
+  /** The `pid` of “Agent Status Models”: the agent's process, when it has one. */
   pid: pidSchema.optional(),
-  /** Seed 003's `metadata`: the caller's own fields. */
+  /** The `metadata` of “Agent Status Models”: the caller's own fields. */
   metadata: metadataSchema.optional(),
 });
 export type AgentStatusInput = z.infer<typeof inputSchema>;
 
-/** Seed 003 §3 AgentProgress. */
+/** “Agent Status Models” §3 AgentProgress. */
 export interface AgentProgress {
   percentage: number;
   currentStep: number | null;
@@ -78,7 +78,7 @@ export interface AgentProgress {
   details: Record<string, z.core.util.JSONType>;
 }
 
-/** Seed 003 §4 AgentError. */
+/** “Agent Status Models” §4 AgentError. */
 export interface AgentError {
   code: string;
   message: string;
@@ -88,7 +88,7 @@ export interface AgentError {
   recoverable: boolean;
 }
 
-/** Seed 003 §5 StatusTransition. */
+/** “Agent Status Models” §5 StatusTransition. */
 export interface StatusTransition {
   from: AgentStatus | null;
   to: AgentStatus;
@@ -103,7 +103,7 @@ export interface OutputLine {
   timestamp: string;
 }
 
-/** Seed 003 §2 AgentRuntimeState, minus `status` (the state value). */
+/** “Agent Status Models” §2 AgentRuntimeState, minus `status` (the state value). */
 export interface AgentStatusContext {
   agentId: string;
   name: string;

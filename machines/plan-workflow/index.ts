@@ -54,9 +54,9 @@ const resumeReasons: Readonly<Record<string, string>> = {
 };
 
 /**
- * Recovery policy: resume every state. Seed 004 has no failure or timeout event,
- * every wait is on a person or on agent work that lives outside the chart, and
- * nothing in the chart was half-done when the process stopped.
+ * Recovery policy: resume every state. “Agent Workflow State Machine” has no failure
+ * or timeout event, every wait is on a person or on agent work that lives outside the
+ * chart, and nothing in the chart was half-done when the process stopped.
  */
 export const recovery: RecoveryPolicy = ({ state }) => ({
   action: 'resume',

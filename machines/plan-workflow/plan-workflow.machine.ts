@@ -158,9 +158,10 @@ export const machine = setup({
   id: 'plan-workflow',
   context: planWorkflowContext,
   initial: 'IDLE',
-  // Global events (seed 004, note on IDLE): on the root, so every state accepts them,
-  // COMPLETE included (the issue asks for them in every state). COMPLETE is therefore
-  // not an XState final state: the work is done (tag `terminal`) and RESET starts over.
+  // Global events (“Agent Workflow State Machine”, note on IDLE): on the root, so every
+  // state accepts them, COMPLETE included (the issue asks for them in every state).
+  // COMPLETE is therefore not an XState final state: the work is done (tag `terminal`)
+  // and RESET starts over.
   on: {
     ARTIFACT_ADDED: { actions: 'addArtifact' },
     ADD_COMMENT: { actions: 'addComment' },

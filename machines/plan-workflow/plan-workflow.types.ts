@@ -20,7 +20,10 @@ export const shortTextSchema = z.string().min(1).max(200).regex(/\S/, 'expected 
 export const workflowModeSchema = z.enum(['interactive', 'autonomous']);
 export type WorkflowMode = z.infer<typeof workflowModeSchema>;
 
-/** One task of a task list (seed 004: "Converts approved plan into Task List"). */
+/**
+ * One task of a task list (“Agent Workflow State Machine”: "Converts approved plan into
+ * Task List").
+ */
 export const planTaskSchema = z.strictObject({ taskId: idSchema, title: shortTextSchema });
 export type PlanTask = z.infer<typeof planTaskSchema>;
 
@@ -49,8 +52,8 @@ export const fields = {
 } as const;
 
 /**
- * The seed's global events ("note right of IDLE"), accepted in every non-final
- * state of plan-workflow and of team-workflow.
+ * The global events of “Agent Workflow State Machine” ("note right of IDLE"),
+ * accepted in every non-final state of plan-workflow and of team-workflow.
  */
 export const globalEvents = {
   /** Records (or replaces, by `artifactId`) an artifact: plan, task list, report. */

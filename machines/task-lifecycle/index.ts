@@ -37,7 +37,7 @@ export type {
 } from './task-lifecycle.types.ts';
 
 /**
- * Seed 001 §6, for an actor found after a restart:
+ * “Agent State Machine Design” §6, for an actor found after a restart:
  * - `running`: the attempt died with the process → TRANSIENT_ERROR (reason `recovery_stale_running`);
  * - `retrying`: RETRY while `retry_count < max_retries`, else MAX_RETRIES_EXCEEDED;
  * - `paused`: TIMEOUT once `now` is past `requested_at + approval_timeout_ms`, else resume;
@@ -91,7 +91,7 @@ export const recovery: RecoveryPolicy = ({ state, snapshot, now }) => {
   }
 };
 
-/** The task lifecycle of seed 001 as a catalog entry. */
+/** The task lifecycle of “Agent State Machine Design” as a catalog entry. */
 export const chart = defineChart({
   name: 'task-lifecycle',
   description:

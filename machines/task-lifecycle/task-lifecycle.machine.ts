@@ -261,7 +261,8 @@ export const machine = setup({
       },
       TIMEOUT: { kind: 'timer-only', description: 'Nobody decided before the approval deadline.' },
     },
-    // Seed 001 names the events its timers send; the trail and metrics use these names.
+    // “Agent State Machine Design” names the events its timers send; the trail and
+    // metrics use these names.
     delays: {
       retryBackoff: 'RETRY',
       approvalTimeout: 'TIMEOUT',

@@ -7,10 +7,10 @@ import {
 } from '../../src/strict/events.ts';
 
 /**
- * Types of the task lifecycle (seed 001): seven states, twelve events, the
+ * Types of the task lifecycle of “Agent State Machine Design”: seven states, twelve events, the
  * fourteen transitions of its `TRANSITION_TABLE`.
  *
- * Naming: context fields are snake_case, as in the seed's `task_checkpoints`
+ * Naming: context fields are snake_case, as in the document's `task_checkpoints`
  * table (`task_id`, `retry_count`, `checkpoint`); event payloads, input and
  * emitted events are camelCase, as JavaScript callers write them.
  */
@@ -27,7 +27,7 @@ const epochMs = z.number().int().nonnegative();
 
 /**
  * A checkpoint written together with the transition that carries it: the step the
- * task reached and the data needed to continue from there (seed §6: "which step
+ * task reached and the data needed to continue from there (the document's §6: "which step
  * the task is on, what the previous results were"). A later checkpoint replaces
  * the earlier one, so `data` holds everything the task needs, not a delta.
  */
@@ -40,7 +40,10 @@ export type Checkpoint = z.infer<typeof checkpointSchema>;
 /** Optional checkpoint on every event that leaves `running`. */
 const withCheckpoint = { checkpoint: checkpointSchema.optional() };
 
-/** Strict schemas of the twelve `TaskEvent`s of seed 001, keyed by event type. */
+/**
+ * Strict schemas of the twelve `TaskEvent`s of “Agent State Machine Design”, keyed by event
+ * type.
+ */
 export const events = {
   /** planned → running. */
   START: eventSchema('START'),
@@ -93,13 +96,13 @@ export const events = {
 export type TaskLifecycleEvent = EventFromSchemas<typeof events>;
 export type TaskLifecycleEventType = TaskLifecycleEvent['type'];
 
-/** Default number of retries (seed §8: `max_retries: int = 3`). */
+/** Default number of retries (“Agent State Machine Design” §8: `max_retries: int = 3`). */
 export const DEFAULT_MAX_RETRIES = 3;
-/** Default first backoff (seed §5: `2 ** 0` = 1 s). */
+/** Default first backoff (“Agent State Machine Design” §5: `2 ** 0` = 1 s). */
 export const DEFAULT_BACKOFF_BASE_MS = 1_000;
-/** Default longest backoff; the seed leaves `max_wait` to configuration. */
+/** Default longest backoff; “Agent State Machine Design” leaves `max_wait` to configuration. */
 export const DEFAULT_BACKOFF_CAP_MS = 60_000;
-/** Default approval wait (seed §4: "Initial wait: 30 minutes"). */
+/** Default approval wait (“Agent State Machine Design” §4: "Initial wait: 30 minutes"). */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60 * 1_000;
 
 /** Exponential backoff parameters. */
@@ -112,7 +115,7 @@ export const backoffSchema = z
 export type BackoffOptions = z.infer<typeof backoffSchema>;
 
 /**
- * Input of a task actor. Unset fields take the seed's defaults; the jitter seed
+ * Input of a task actor. Unset fields take the document's defaults; the jitter seed
  * defaults to the task id so that a replay computes the same backoff delays.
  */
 export const inputSchema = z.strictObject({
@@ -156,7 +159,7 @@ export interface ApprovalRequest {
 /** Context of a task actor; JSON-serialisable, persisted with every transition. */
 export interface TaskLifecycleContext {
   task_id: string;
-  /** Retries taken so far; rises on RETRY, never reset (the seed reports it at `done`). */
+  /** Retries taken so far; rises on RETRY, never reset (the document reports it at `done`). */
   retry_count: number;
   max_retries: number;
   backoff: BackoffOptions;
@@ -173,7 +176,10 @@ export interface TaskLifecycleContext {
   result: JsonValue | null;
 }
 
-/** Emitted at half the approval wait while the task is still `paused` (seed §4: reminder at 15 of 30 min). */
+/**
+ * Emitted at half the approval wait while the task is still `paused` (“Agent State
+ * Machine Design” §4: reminder at 15 of 30 min).
+ */
 export interface ApprovalReminder {
   type: 'APPROVAL_REMINDER';
   taskId: string;

@@ -56,7 +56,7 @@ const resumeReasons: Readonly<Record<string, string>> = {
 
 /**
  * Recovery policy: resume every state. Every wait is on people (votes, work,
- * blockers, reviews) whose progress is already in context; the seed has no
+ * blockers, reviews) whose progress is already in context; “Agent Workflow State Machine” has no
  * deadline or failure event the chart could send instead.
  */
 export const recovery: RecoveryPolicy = ({ state }) => ({

@@ -1,16 +1,17 @@
 /**
- * One task of the team workflow, as its own durable actor (seed 004: "per_task":
- * ASSIGNED → IN_PROGRESS → DONE / FAILED). The workflow spawns one per assigned
- * task when work is dispatched; workers send the task's events to the task's own
- * actor (`<workflow id>/<task id>`), so two workers finishing two tasks at once
- * never touch the same row. Every change of status is reported to the workflow
- * with TASK_STATUS; DONE and FAILED are final, and the workflow moves on when all
- * its tasks are.
+ * One task of the team workflow, as its own durable actor (“Agent Workflow State
+ * Machine”: "per_task": ASSIGNED → IN_PROGRESS → DONE / FAILED). The workflow spawns
+ * one per assigned task when work is dispatched; workers send the task's events to
+ * the task's own actor (`<workflow id>/<task id>`), so two workers finishing two
+ * tasks at once never touch the same row. Every change of status is reported to the
+ * workflow with TASK_STATUS; DONE and FAILED are final, and the workflow moves on
+ * when all its tasks are.
  *
- * Beyond the seed's four statuses: a blocker (BLOCKED, seed 004 "Raise BLOCKER,
- * team helps"), a failure the worker marks retryable waits out a backoff and the
- * task runs again, at most `maxRetries` times (seed 001's bounded retries), and a
- * task in progress longer than `timeoutMs` fails (TIMEOUT).
+ * Beyond the document's four statuses: a blocker (BLOCKED, the document's "Raise
+ * BLOCKER, team helps"), a failure the worker marks retryable waits out a backoff and
+ * the task runs again, at most `maxRetries` times (the bounded retries of “Agent
+ * State Machine Design”), and a task in progress longer than `timeoutMs` fails
+ * (TIMEOUT).
  */
 import { assertEvent, assign, enqueueActions, setup } from 'xstate';
 import { retryDelay } from '../task-lifecycle/index.ts';
@@ -96,7 +97,8 @@ export const teamTask = setup({
   },
   delays: {
     taskTimeout: ({ context }) => context.timeoutMs,
-    // Seed 001's backoff: exponential from 1 s, capped at 60 s; jitter seeded by the attempt.
+    // The backoff of “Agent State Machine Design”: exponential from 1 s, capped at 60 s;
+    // jitter seeded by the attempt.
     retryBackoff: ({ context }) =>
       retryDelay(context.retries - 1, {
         baseMs: 1_000,

@@ -12,7 +12,7 @@ import {
 } from '../plan-workflow/index.ts';
 
 /**
- * Team roles (seed 004, "Add Role Context"). A `leader` (seed 004: "Team Leader or
+ * Team roles (“Agent Workflow State Machine”, "Add Role Context"). A `leader` ("Team Leader or
  * Consensus Vote approves") may decide a review round alone with LEADER_DECISION.
  */
 export const roleSchema = z.enum(['architect', 'developer', 'qa', 'leader']);
@@ -45,7 +45,7 @@ function uniqueStrings(values: readonly string[]): boolean {
   return new Set(values).size === values.length;
 }
 
-/** Member id of the sender, where the seed ties the step to a role. */
+/** Member id of the sender, where the document ties the step to a role. */
 const by = { by: idSchema };
 
 /**
@@ -111,7 +111,7 @@ export type TaskStatusReport = Extract<TeamWorkflowEvent, { type: 'TASK_STATUS' 
 
 /**
  * The events of one task's own actor (`<workflow id>/<task id>`, see
- * team-task.machine.ts). `taskId` names the task, as in the seed; a task's actor
+ * team-task.machine.ts). `taskId` names the task, as in the document; a task's actor
  * refuses another task's id.
  */
 export const taskEvents = {
@@ -129,8 +129,9 @@ export const taskEvents = {
 export type TeamTaskEvent = EventFromSchemas<typeof taskEvents>;
 
 /**
- * Per-task status. The seed's per-task substates are ASSIGNED → IN_PROGRESS →
- * DONE / FAILED; PENDING is a task approved (or reopened) but not yet dispatched.
+ * Per-task status. The per-task substates of “Agent Workflow State Machine” are
+ * ASSIGNED → IN_PROGRESS → DONE / FAILED; PENDING is a task approved (or reopened)
+ * but not yet dispatched.
  */
 export type TaskStatus = 'PENDING' | 'ASSIGNED' | 'IN_PROGRESS' | 'DONE' | 'FAILED';
 
@@ -220,7 +221,7 @@ export const teamWorkflowInputSchema = z
 export type TeamWorkflowInput = z.input<typeof teamWorkflowInputSchema>;
 
 /**
- * Seed 004's `"threshold": 0.67` read as people read it, two thirds: 2 of 3 pass.
- * Kept as the fraction so the comparison is exact.
+ * The `"threshold": 0.67` of “Agent Workflow State Machine” read as people read it,
+ * two thirds: 2 of 3 pass. Kept as the fraction so the comparison is exact.
  */
 export const DEFAULT_THRESHOLD: Threshold = '2/3';

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import { assign, fromPromise, setup, spawnChild, type AnyStateMachine } from 'xstate';
 import { defineChart } from '../../src/core/chart.ts';
-import { createDurableActor, getRuntime } from '../../src/durable/index.ts';
+import { createDurableActor, getRuntime } from '../../src/index.ts';
 import { openStore } from '../../src/store/open.ts';
 import type { Store } from '../../src/store/types.ts';
 import { judge, now, type BenchOptions, type BenchRow } from './common.ts';

@@ -17,6 +17,8 @@
  *   stopWhen: stepCountIs(10),
  *   prompt: 'Refund order 42',
  * });
+ *
+ * @module agentcharts/ai
  */
 import { jsonSchema, tool, type ToolSet } from 'ai';
 import type { AnyStateMachine } from 'xstate';

@@ -5,7 +5,6 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AnyStateMachine } from 'xstate';
 import { defineChart, type ChartDefinition } from '../core/chart.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import { parseStoreUrl } from '../store/open.ts';

@@ -35,7 +35,7 @@ export type SnapshotMigration = (snapshot: PersistedSnapshot) => PersistedSnapsh
 export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachine> {
   /** Catalog name, kebab-case (`task-lifecycle`). */
   name: string;
-  /** One line on what the chart models and which seed it comes from. */
+  /** One line on what the chart models and which source document it comes from. */
   description: string;
   machine: TLogic;
   /** Event schemas (also on `machine.schemas.events`). */

@@ -81,7 +81,7 @@ export const chartMetaSchema = z.looseObject({
   delays: z.record(z.string().min(1), z.string().min(1)).optional(),
   /**
    * Which context fields name the actor and its current task on a dashboard card
-   * (seed 000's card: agent name, state badge, task).
+   * (the card of “Agent State Machine” (v1.0): agent name, state badge, task).
    */
   display: z
     .strictObject({ name: z.string().min(1).optional(), task: z.string().min(1).optional() })
@@ -121,7 +121,7 @@ export interface EventInfo {
   signer: string | undefined;
 }
 
-/** Default badge colour of each class (seed 000's palette, as hex). */
+/** Default badge colour of each class (the palette of “Agent State Machine” (v1.0), as hex). */
 export const CLASS_COLORS: Readonly<Record<StateClass, string>> = {
   idle: '#6b7280',
   working: '#eab308',
@@ -138,12 +138,18 @@ export function isFinishedClass(cls: StateClass): boolean {
   return cls === 'completed' || cls === 'failed' || cls === 'terminated';
 }
 
-/** Working, waiting or retrying: seed 000's active agents and seed 003's `is_active()`. */
+/**
+ * Working, waiting or retrying: the active agents of “Agent State Machine” (v1.0) and
+ * `is_active()` of “Agent Status Models”.
+ */
 export function isActiveClass(cls: StateClass): boolean {
   return cls === 'working' || cls === 'waiting' || cls === 'retrying';
 }
 
-/** Paused, waiting or retrying: the states seed 001 measures time to recover from. */
+/**
+ * Paused, waiting or retrying: the states “Agent State Machine Design” measures time to
+ * recover from.
+ */
 export function isDisruptedClass(cls: StateClass): boolean {
   return cls === 'paused' || cls === 'waiting' || cls === 'retrying';
 }

@@ -30,8 +30,8 @@ export type RecoveryDecision =
   { action: 'resume'; reason: string } | { action: 'send'; event: EventObject; reason: string };
 
 /**
- * A machine's declared recovery policy (seed 001 §6): given an actor found after a
- * restart, resume it as it is or send it an event through the normal strict path.
+ * A machine's declared recovery policy (“Agent State Machine Design” §6): given an actor found
+ * after a restart, resume it as it is or send it an event through the normal strict path.
  */
 export type RecoveryPolicy = (context: RecoveryContext) => RecoveryDecision;
 

@@ -3,7 +3,7 @@
  * lives in its own tables (`demo_provider_calls`, `demo_provider_refunds`) of the
  * demo's SQLite file, written through its own connection and never inside a store
  * transaction, so the task and the provider can disagree after a crash exactly
- * as a real task and a real gateway can (seed 001 §5).
+ * as a real task and a real gateway can (“Agent State Machine Design” §5).
  *
  * Like a naive gateway it does not deduplicate: every successful call books a
  * new refund. One row in the ledger for a key therefore shows that the refund

@@ -1,5 +1,6 @@
 /**
- * The demo's orchestrator: tells seed 001's refund story with real processes.
+ * The demo's orchestrator: tells the refund story of “Agent State Machine Design” with real
+ * processes.
  * It picks the task (resume the last unfinished demo task, or start a new one),
  * forks worker processes, plays the manager who approves, SIGKILLs the worker
  * right after the payment provider booked the refund, lets a new worker recover,
@@ -48,7 +49,7 @@ export interface DemoOutcome {
 }
 
 const TASK_ID = /^refund-(\d+)$/;
-/** Order and amount of the seed's story (refund #12345, $150.00); later tasks count up. */
+/** Order and amount of the document's story (refund #12345, $150.00); later tasks count up. */
 const FIRST_ORDER = 12_345;
 const AMOUNT_CENTS = 15_000;
 /** No worker should take this long; a hung one is killed and the demo fails. */

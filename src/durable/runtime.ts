@@ -252,7 +252,7 @@ export class DurableRuntime {
 
   // ---- commits, timers, leases -------------------------------------------------
 
-  /** Queues a write for the next group commit; see {@link Committer.commit}. */
+  /** Queues a write for the next group commit; the committer batches writes that arrive together. */
   commit(write: ActorWrite): Promise<void> {
     return this.committer.commit(write);
   }

@@ -1,7 +1,7 @@
 /**
- * Seed 001 §7's six alert rules, as data, evaluated over the store at a given
- * time with configurable thresholds. Every rule is one or two indexed store
- * queries; none loads actors one by one.
+ * The six alert rules of “Agent State Machine Design” §7, as data, evaluated over
+ * the store at a given time with configurable thresholds. Every rule is one or two
+ * indexed store queries; none loads actors one by one.
  */
 import type { Store } from '../store/types.ts';
 import { classifyState } from '../core/meanings.ts';
@@ -33,7 +33,7 @@ export interface AlertResult {
   truncated: boolean;
 }
 
-/** Thresholds of each rule; the defaults are the seed's numbers. */
+/** Thresholds of each rule; the defaults are the document's numbers. */
 export interface AlertThresholds {
   task_in_running_too_long: { maxMs: number; states: string[] };
   task_retry_flapping: {
@@ -60,11 +60,11 @@ export interface EvaluateContext {
 export interface AlertRule<N extends AlertRuleName = AlertRuleName> {
   name: N;
   severity: AlertSeverity;
-  /** The seed's condition. */
+  /** The document's condition. */
   condition: string;
-  /** The seed's action. */
+  /** The document's action. */
   action: string;
-  /** The seed's meaning. */
+  /** The document's meaning. */
   meaning: string;
   defaults: AlertThresholds[N];
   evaluate(
@@ -122,7 +122,7 @@ function timeInStateRule<
   };
 }
 
-/** Seed 001 §7 "Alerting Rules", in the seed's order. */
+/** “Agent State Machine Design” §7, "Alerting Rules", in the document's order. */
 export const ALERT_RULES: readonly [
   AlertRule<'task_in_running_too_long'>,
   AlertRule<'task_retry_flapping'>,
@@ -275,7 +275,7 @@ export const ALERT_RULES: readonly [
   },
 ];
 
-/** The seed's thresholds, copied (safe to modify). */
+/** The document's thresholds, copied (safe to modify). */
 export function defaultThresholds(): AlertThresholds {
   const out = {} as Record<AlertRuleName, unknown>;
   for (const rule of ALERT_RULES) out[rule.name] = structuredClone(rule.defaults);

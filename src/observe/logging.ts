@@ -1,5 +1,6 @@
 /**
- * Structured JSON logs (pino) at the levels of seed 001's "Log Level Guidance".
+ * Structured JSON logs (pino) at the levels of the “Log Level Guidance” of
+ * “Agent State Machine Design”.
  * The durable runtime logs through the logger it is given:
  *
  * | level | when | message |
@@ -13,7 +14,7 @@
  */
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 
-/** The seed's guidance as data: which level each kind of runtime record uses. */
+/** The document's guidance as data: which level each kind of runtime record uses. */
 export const LOG_LEVELS = {
   transition: 'info',
   rejection: 'warn',

@@ -1,7 +1,7 @@
 /**
- * Seed 003's collection statistics and seed 000's "active agents for a user",
- * computed from the store's grouped counts (one indexed query), never by loading
- * every actor.
+ * The collection statistics of “Agent Status Models” and the "active agents for a
+ * user" of “Agent State Machine” (v1.0), computed from the store's grouped counts
+ * (one indexed query), never by loading every actor.
  */
 import type { ActorCount, ActorDwell, Store } from '../store/types.ts';
 import {
@@ -16,21 +16,21 @@ export interface StateGroup extends ActorCount {
   class: StateClass;
 }
 
-/** Seed 003's `AgentStatistics`, for actors of any chart. */
+/** The `AgentStatistics` of “Agent Status Models”, for actors of any chart. */
 export interface CollectionStatistics {
   total: number;
-  /** Actors per state label, summed over machines (seed 003 `status_counts`). */
+  /** Actors per state label, summed over machines (the document's `status_counts`). */
   statusCounts: Record<string, number>;
   /** Actors per state class. */
   classCounts: Record<StateClass, number>;
-  /** Working, waiting or retrying (seed 003 `total_active`). */
+  /** Working, waiting or retrying (the document's `total_active`). */
   totalActive: number;
   totalCompleted: number;
   totalFailed: number;
   totalTerminated: number;
   /**
    * Mean of (last transition − creation) over finished actors, in ms, or null when
-   * none has finished (seed 003 `avg_execution_time`).
+   * none has finished (the document's `avg_execution_time`).
    */
   avgExecutionTimeMs: number | null;
   /** The groups behind the numbers, ordered by machine, state, status. */
@@ -44,7 +44,7 @@ export interface StatisticsQuery {
   updatedSince?: number | undefined;
 }
 
-/** Folds grouped counts into seed 003's statistics. */
+/** Folds grouped counts into the statistics of “Agent Status Models”. */
 export function statisticsFromCounts(counts: readonly ActorCount[]): CollectionStatistics {
   const stats: CollectionStatistics = {
     total: 0,
@@ -101,7 +101,10 @@ export async function collectionStatistics(
   return statisticsFromCounts(await store.countActors(query));
 }
 
-/** Seed 003's JSON shape of `AgentStatistics` (snake_case, execution time in seconds). */
+/**
+ * The JSON shape of `AgentStatistics` in “Agent Status Models” (snake_case, execution time
+ * in seconds).
+ */
 export interface SeedStatistics {
   status_counts: Record<string, number>;
   total_active: number;
@@ -121,9 +124,10 @@ export function toSeedStatistics(stats: CollectionStatistics): SeedStatistics {
 }
 
 /**
- * Seed 000's "active agents for a user": the user's actors in a working, waiting
- * or retrying state (not idle, paused or finished), longest in their state first.
- * Two indexed queries: the user's state labels, then the actors in the active ones.
+ * The "active agents for a user" of “Agent State Machine” (v1.0): the user's actors
+ * in a working, waiting or retrying state (not idle, paused or finished), longest in
+ * their state first. Two indexed queries: the user's state labels, then the actors in
+ * the active ones.
  *
  * @example
  * const agents = await activeAgentsForUser(store, 'user_2x');

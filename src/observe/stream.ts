@@ -1,5 +1,5 @@
 /**
- * Seed 003's monitoring stream: `status_update`, `thought_update`,
+ * The monitoring stream of “Agent Status Models”: `status_update`, `thought_update`,
  * `progress_update`, `output`, `error`, `lifecycle` and `heartbeat` messages, each
  * with `agent_id` and `timestamp`, one JSON object per line (NDJSON). Durable
  * actors of any chart produce them; a reader validates every line by schema.
@@ -47,7 +47,7 @@ export const thoughtUpdateSchema = z.strictObject({
   thought: z.string(),
 });
 
-/** Seed 003 §3 AgentProgress. */
+/** “Agent Status Models” §3 AgentProgress. */
 export const progressSchema = z.strictObject({
   percentage: z.number().min(0).max(100),
   current_step: z.number().int().min(0).nullable().optional(),
@@ -69,7 +69,7 @@ export const outputSchema = z.strictObject({
   content: z.string(),
 });
 
-/** Seed 003 §4 AgentError. */
+/** “Agent Status Models” §4 AgentError. */
 export const agentErrorSchema = z.strictObject({
   code: name,
   message: z.string(),
@@ -86,7 +86,7 @@ export const errorMessageSchema = z.strictObject({
 
 /**
  * `spawned`, `started`, `paused`, `resumed`, `completed`, `failed`, `terminated`,
- * or the type of an event the chart emitted (seed 003: "spawned, started, etc.").
+ * or the type of an event the chart emitted (“Agent Status Models”: "spawned, started, etc.").
  */
 export const lifecycleSchema = z.strictObject({
   type: z.literal('lifecycle'),
@@ -151,7 +151,7 @@ function lifecycleEvent(from: StateClass | null, to: StateClass): string | undef
 }
 
 /**
- * Seed 003 content messages for events in its vocabulary (THOUGHT_UPDATE,
+ * Content messages of “Agent Status Models” for events in its vocabulary (THOUGHT_UPDATE,
  * PROGRESS_UPDATE, ERROR, OUTPUT, STATUS_UPDATE with an error), whatever the
  * chart: an event is mapped only when it matches the agent-status schema of its type.
  */
@@ -225,7 +225,7 @@ function contentMessages(
 /**
  * The stream messages of one committed transition, in order: `lifecycle`
  * `spawned` on creation, `status_update` when the state label changed (or on
- * creation), seed 003 content messages (thought, progress, output, error) for
+ * creation), content messages of “Agent Status Models” (thought, progress, output, error) for
  * events in its vocabulary, then a `lifecycle` event when the agent started,
  * paused, resumed or finished. A transition that changes neither state nor
  * content yields nothing. Every message carries the commit time.

@@ -1,8 +1,8 @@
 /**
  * Request signing for the HTTP API: HMAC-SHA256 over `<timestamp>.<body>` with a
  * shared secret per key, a freshness window, a bounded replay cache, and
- * authorization by the key's role (seed 001: "the LLM cannot change the task
- * state" — an agent's key never sends an approval decision).
+ * authorization by the key's role (“Agent State Machine Design”: "the LLM cannot change the
+ * task state" — an agent's key never sends an approval decision).
  */
 import { ROLES, type EventInfo, type EventKind } from '../core/meta.ts';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -18,7 +18,10 @@ export const TIMESTAMP_HEADER = 'x-agentcharts-timestamp';
 /** Header carrying `sha256=<hex of HMAC-SHA256(secret, timestamp + '.' + body)>`. */
 export const SIGNATURE_HEADER = 'x-agentcharts-signature';
 
-/** How far a request's timestamp may be from the server's clock (seed: 5 minutes). */
+/**
+ * How far a request's timestamp may be from the server's clock (“Agent State Machine
+ * Design”: 5 minutes).
+ */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /**

@@ -8,7 +8,7 @@ import { knownChartMeta } from '../core/meta.ts';
 
 /**
  * Dashboard groups. `paused` (waiting for a person, by design) and `blocked`
- * (waiting on a dependency or another agent) are kept apart, as seed 001 asks:
+ * (waiting on a dependency or another agent) are kept apart, as “Agent State Machine Design” asks:
  * "display paused and blocked separately, not lumped together as not running".
  */
 export type StateCategory =

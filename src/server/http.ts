@@ -48,7 +48,7 @@ export const eventBodySchema = z.strictObject({
   event: plainObject,
 });
 
-/** Seed 001 §4 "Integration Pattern with External Approval Systems". */
+/** “Agent State Machine Design” §4, "Integration Pattern with External Approval Systems". */
 export const approvalBodySchema = z.strictObject({
   task_id: ACTOR_ID,
   decision: z.enum(['approved', 'denied']),

@@ -2,6 +2,8 @@
  * `agentcharts/server`: the HTTP server (API, signed webhook, live stream,
  * dashboard, MCP) and Prometheus metrics. Needs the optional packages `hono`,
  * `@hono/node-server` and `prom-client`.
+ *
+ * @module agentcharts/server
  */
 export {
   createServer,

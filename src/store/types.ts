@@ -119,9 +119,10 @@ export interface ActorWrite {
    */
   lease?: { owner: string; now: number } | undefined;
   /**
-   * Creation only (`expectedVersion` 0): the user the actor works for (seed 000's
-   * `user_id`), recorded once in an indexed column and ignored on updates. Read back
-   * through {@link Store.countActors} and {@link Store.actorsInStates}, not on ActorRow.
+   * Creation only (`expectedVersion` 0): the user the actor works for (the `user_id`
+   * of “Agent State Machine” (v1.0)), recorded once in an indexed column and ignored
+   * on updates. Read back through {@link Store.countActors} and
+   * {@link Store.actorsInStates}, not on ActorRow.
    */
   userId?: string | undefined;
 }
@@ -165,7 +166,7 @@ export interface TimerClaim extends TimerRow {
 
 export type StepStatus = 'executing' | 'done' | 'failed';
 
-/** An idempotent step (seed 001 §5), keyed `<actorId>:<name>`. */
+/** An idempotent step (“Agent State Machine Design” §5), keyed `<actorId>:<name>`. */
 export interface StepRow {
   key: string;
   actorId: string;
@@ -386,13 +387,15 @@ export interface Store {
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number>;
 
   /**
-   * Actor counts grouped by machine, state and status (seed 003 collection
-   * statistics), computed by the store over an index; ordered by machine, state, status.
+   * Actor counts grouped by machine, state and status (the collection statistics of
+   * “Agent Status Models”), computed by the store over an index; ordered by machine,
+   * state, status.
    */
   countActors(query?: ActorCountQuery): Promise<ActorCount[]>;
   /**
    * Actors whose current state is one of `states`, oldest entry first (then by id):
-   * time-in-state alerts (`enteredBefore`) and seed 000's "active agents for a user".
+   * time-in-state alerts (`enteredBefore`) and the "active agents for a user"
+   * of “Agent State Machine” (v1.0).
    */
   actorsInStates(query: StatesQuery): Promise<ActorDwell[]>;
   /**

@@ -1,5 +1,5 @@
 /**
- * The status vocabulary of "Agent Status Tracking" (seed 003): its 8 statuses
+ * The status vocabulary of “Agent Status Models”: its 8 statuses
  * and the events named after its stream messages. A chart adopts it by using
  * these schemas; observers (the NDJSON stream) read events in it whatever the
  * chart, so it lives below both.
@@ -7,7 +7,7 @@
 import * as z from 'zod';
 import { eventSchema, jsonValue, type EventFromSchemas } from './events.ts';
 
-/** The 8 statuses of seed 003, spelled as its lowercase JSON representation. */
+/** The 8 statuses of “Agent Status Models”, spelled as its lowercase JSON representation. */
 export const AGENT_STATUSES = [
   'idle',
   'initializing',
@@ -41,7 +41,7 @@ export const label = z.string().min(1).max(200);
 /** Free text (1–16,000 characters). */
 export const text = z.string().min(1).max(16_000);
 
-/** Seed 003 §4 AgentError, minus the timestamp (taken from the event's `at`). */
+/** “Agent Status Models” §4 AgentError, minus the timestamp (taken from the event's `at`). */
 export const agentErrorSchema = z.strictObject({
   code: label,
   message: text,
@@ -51,7 +51,7 @@ export const agentErrorSchema = z.strictObject({
 export type AgentErrorInput = z.infer<typeof agentErrorSchema>;
 
 /**
- * Events, named after seed 003's stream messages (`status_update`,
+ * Events, named after the stream messages of “Agent Status Models” (`status_update`,
  * `thought_update`, `progress_update`, `error`, `output`) in UPPER_SNAKE.
  */
 export const events = {

@@ -172,7 +172,7 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
 /**
  * The (state, event type) → target relation of a machine as sorted
  * `from --EVENT--> to` strings over state labels, the form the conformance tests
- * compare with the seeds' tables. Delayed events are named `after:<delay>`.
+ * compare with the source documents' tables. Delayed events are named `after:<delay>`.
  */
 export function transitionTable<TLogic extends AnyStateMachine>(
   machine: TLogic,

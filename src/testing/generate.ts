@@ -1,3 +1,9 @@
+/**
+ * `agentcharts/testing`: a chart's exhaustive transition tests as a vitest
+ * suite (`vitest` is an optional peer dependency).
+ *
+ * @module agentcharts/testing
+ */
 import {
   SimulatedClock,
   type AnyMachineSnapshot,

@@ -47,7 +47,7 @@ export interface PlannedStep {
 
 /** A reachable state and the shortest path that reaches it from the initial state. */
 export interface PlannedState {
-  /** Identity of the state in the traversal (`serializeState`; default {@link serializeWithHistory}). */
+  /** Identity of the state in the traversal (`serializeState`; default: the state value with its history values). */
   key: string;
   label: string;
   /** Events from the initial state, shortest first found by breadth-first search. */

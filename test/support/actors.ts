@@ -1,5 +1,5 @@
 import { charts } from '../../machines/index.ts';
-import { createDurableActor } from '../../src/durable/index.ts';
+import { createDurableActor } from '../../src/index.ts';
 import type { Store } from '../../src/store/types.ts';
 
 /** One actor of every built-in chart, `<prefix>-<chart name>`, from its default input. */

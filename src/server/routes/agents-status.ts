@@ -1,5 +1,5 @@
 /**
- * Seed 000's status API, as the document writes it:
+ * The status API of “Agent State Machine” (v1.0), as the document writes it:
  * `GET /api/agents/status?userId=…` → `{ agents: [{ name, state, task, metadata }] }`,
  * the user's agents in one of the seven active states (initializing, planning,
  * executing, evaluating, adapting, waiting_input, waiting_agent).
@@ -16,7 +16,7 @@ import type { DurableRuntime } from '../../durable/runtime.ts';
 import type { Store } from '../../store/types.ts';
 import type { ServerEnv } from '../middleware/auth.ts';
 
-/** The chart seed 000's API reads. */
+/** The chart the document's API reads. */
 export const AGENT_LIFECYCLE = 'agent-lifecycle';
 
 const querySchema = z.strictObject({
@@ -24,7 +24,7 @@ const querySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });
 
-/** Seed 000's `StateMetadata`: the context fields it lists, absent when null. */
+/** The document's `StateMetadata`: the context fields it lists, absent when null. */
 const METADATA_FIELDS = [
   'task_id',
   'plan_id',

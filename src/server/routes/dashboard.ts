@@ -115,8 +115,8 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
 
   /**
    * Approve/Deny from the dashboard: the browser holds only its session cookie;
-   * the server builds seed 001's approval body, signs it with the dashboard's
-   * approver key and sends it through `/api/approval-callback` like any client.
+   * the server builds the approval body of “Agent State Machine Design”, signs it with the
+   * dashboard's approver key and sends it through `/api/approval-callback` like any client.
    */
   // Reading never approves: only an approver's own session decides.
   app.post('/dashboard/decision', auth.approverSession, async (c) => {

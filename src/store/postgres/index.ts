@@ -1,6 +1,8 @@
 /**
  * `agentcharts/store/postgres`: the PostgreSQL store. Needs the optional
  * package `pg` (and `@types/pg` for TypeScript).
+ *
+ * @module agentcharts/store/postgres
  */
 export { PostgresStore, classifyPostgresError, openPostgresStore } from './store.ts';
 export type { PostgresStoreOptions } from './options.ts';

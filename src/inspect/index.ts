@@ -1,2 +1,0 @@
-export * from './mermaid.ts';
-export * from './inspector.ts';
