@@ -2,8 +2,8 @@
  * `tsx scripts/bench-observe.ts [--quick] [--json]`: the cost of observing.
  *
  * 1. Statistics and status queries over 100k persisted actors (seeded with raw
- *    inserts into a SQLite file through the store's own schema): seed 003's
- *    collection statistics, seed 000's active agents of a user, the actors in a
+ *    inserts into a SQLite file through the store's own schema): “Agent Status Models”'s
+ *    collection statistics, the active agents (“Agent State Machine”) of a user, the actors in a
  *    state (`agentcharts status --state`), the six alert rules. Target < 1 s each.
  * 2. The durable send path with the metrics and stream observers attached, as a
  *    ratio to the same run with no observer (interleaved runs, median). Target ≥ 0.9
@@ -191,7 +191,7 @@ async function benchQueries(dir: string): Promise<void> {
     ],
     [
       'user-active',
-      'active agents of a user (seed 000)',
+      'active agents of a user',
       () => activeAgentsForUser(store, 'user-00042'),
     ],
     [

@@ -31,7 +31,7 @@ function showThreshold(key: string, value: unknown): string {
   return String(value);
 }
 
-/** `agentcharts alerts`: seed 001's six alert rules evaluated over the store now. */
+/** `agentcharts alerts`: the six alert rules of “Agent State Machine Design”, evaluated over the store now. */
 export function registerAlerts(program: Command): void {
   program
     .command('alerts')

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { runDemo } from '../demo/story.ts';
 
-/** `agentcharts demo` (what `npm start` runs): seed 001's refund story with real processes. */
+/** `agentcharts demo` (what `npm start` runs): the refund story of “Agent State Machine Design” with real processes. */
 export function registerDemo(program: Command): void {
   program
     .command('demo')

@@ -70,9 +70,9 @@ function actorJson(d: ActorDwell, now: number) {
 }
 
 /**
- * `agentcharts status`: seed 003's collection statistics (counts per state,
+ * `agentcharts status`: the collection statistics of “Agent Status Models” (counts per state,
  * active, completed, failed, average execution time), and the actors in a state
- * or seed 000's active agents of a user, longest in their state first.
+ * or the active agents of a user (“Agent State Machine”), longest in their state first.
  */
 export function registerStatus(program: Command): void {
   program

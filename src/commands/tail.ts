@@ -101,7 +101,7 @@ function positiveMs(text: string, option: string): number {
   return ms;
 }
 
-/** `agentcharts tail`: seed 003 stream messages of the store's transitions, as NDJSON. */
+/** `agentcharts tail`: “Agent Status Models” stream messages of the store's transitions, as NDJSON. */
 export function registerTail(program: Command): void {
   program
     .command('tail')

@@ -2,9 +2,9 @@
  * The HTTP face of a store (`agentcharts serve`), built with Hono:
  *
  * - reads: actors (filters, keyset pagination), one actor with its trail, chart
- *   and accepted events, counts per state, the SSE stream of seed 003 messages,
+ *   and accepted events, counts per state, the SSE stream of “Agent Status Models” messages,
  *   `/metrics`; `/healthz` is open;
- * - writes: `POST /api/events` and seed 001's approval webhook
+ * - writes: `POST /api/events` and the approval webhook of “Agent State Machine Design”
  *   `POST /api/approval-callback`, HMAC-signed, authorized by the chart's event
  *   metadata and the key;
  * - the dashboard, whose Approve/Deny go through the same signed path.

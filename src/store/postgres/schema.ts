@@ -212,7 +212,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     description:
       "the source documents' tables as views: agent_states (Agent State Machine), task_checkpoints and state_transitions (Agent Task Lifecycle), so their own queries run unchanged",
     sql: `
-      -- "Agent State Machine" (seed 000): one row per agent-lifecycle actor, its flat
+      -- "Agent State Machine" (v1.0): one row per agent-lifecycle actor, its flat
       -- state name, StateMetadata without its null fields, the last 20 transitions.
       CREATE VIEW agent_states AS
         SELECT a.id AS id,
@@ -241,7 +241,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
           to_timestamp(a.created_at / 1000.0) AS created_at,
           to_timestamp(a.updated_at / 1000.0) AS updated_at
         FROM actors a WHERE a.machine_id = 'agent-lifecycle';
-      -- "Agent Task Lifecycle" (seed 001), StatePersistence: the latest checkpoint per task.
+      -- "Agent State Machine Design", StatePersistence: the latest checkpoint per task.
       CREATE VIEW task_checkpoints AS
         SELECT id AS task_id, state,
           COALESCE(((snapshot::jsonb) -> 'context' ->> 'retry_count')::integer, 0) AS retry_count,
