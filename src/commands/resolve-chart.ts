@@ -121,29 +121,37 @@ function completeSamples(
   return { eventSamples: out, derivedSamples };
 }
 
+/** A chart of the catalog or the config, resolved under `name`. */
+function resolvedChart(
+  name: string,
+  origin: ResolvedChart['origin'],
+  chart: ChartLike,
+  fallbackSerialize?: unknown,
+): ResolvedChart {
+  const { eventSamples, derivedSamples } = completeSamples(chart.machine, chart.eventSamples);
+  return {
+    name,
+    origin,
+    machine: chart.machine,
+    eventSamples,
+    derivedSamples,
+    input: chart.defaultInput,
+    serializeState: asFunction(chart.serializeState) ?? asFunction(fallbackSerialize),
+  };
+}
+
 async function resolveCatalogChart(
   name: string,
   configured: readonly ChartLike[],
 ): Promise<ResolvedChart> {
+  const mine = configured.find((c) => c.machine.id === name);
+  if (mine) return resolvedChart(name, 'config', mine);
   const machines = (await import('../../machines/index.ts')) as unknown as Record<
     string,
     unknown
   > & {
     catalog: Record<string, ChartLike>;
   };
-  const mine = configured.find((c) => c.machine.id === name);
-  if (mine) {
-    const { eventSamples, derivedSamples } = completeSamples(mine.machine, mine.eventSamples);
-    return {
-      name,
-      origin: 'config',
-      machine: mine.machine,
-      eventSamples,
-      derivedSamples,
-      input: mine.defaultInput,
-      serializeState: asFunction(mine.serializeState),
-    };
-  }
   const chart = Object.hasOwn(machines.catalog, name) ? machines.catalog[name] : undefined;
   if (!chart) {
     const known = [...Object.keys(machines.catalog), ...configured.map((c) => c.machine.id)];
@@ -151,16 +159,7 @@ async function resolveCatalogChart(
   }
   // A chart's namespace (`agentLifecycle`) may export the projection that keeps its traversal finite.
   const namespace = machines[camelCase(name)] as Record<string, unknown> | undefined;
-  const { eventSamples, derivedSamples } = completeSamples(chart.machine, chart.eventSamples);
-  return {
-    name,
-    origin: 'catalog',
-    machine: chart.machine,
-    eventSamples,
-    derivedSamples,
-    input: chart.defaultInput,
-    serializeState: asFunction(chart.serializeState) ?? asFunction(namespace?.serializeState),
-  };
+  return resolvedChart(name, 'catalog', chart, namespace?.serializeState);
 }
 
 /** Imports a user's module named on the command line; a typed error when it cannot. */
