@@ -10,6 +10,7 @@ import type { EventCatalog, EventSchemas } from '../core/chart.ts';
 import { guardText } from '../core/guard-text.ts';
 import { chartMeta, type EventInfo, type EventKind } from '../core/meta.ts';
 import { stateLabel } from '../core/state.ts';
+import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** One event an actor accepts now. */
 export interface LegalEvent {
@@ -66,6 +67,12 @@ function enabled(snapshot: AnyMachineSnapshot, event: EventObject): boolean {
   }
 }
 
+const ACTOR_LIKE = 'an actor, or { machine, getSnapshot() }';
+function isActorLike(v: unknown): boolean {
+  const a = v as { machine?: unknown; getSnapshot?: unknown } | null;
+  return isMachine(a?.machine) && typeof a?.getSnapshot === 'function';
+}
+
 /**
  * The events `actor` accepts in its current state, in the chart's order.
  *
@@ -74,6 +81,8 @@ function enabled(snapshot: AnyMachineSnapshot, event: EventObject): boolean {
  *   .map((e) => e.type); // ['APPROVAL_DENIED', 'APPROVAL_GRANTED'] while paused
  */
 export function legalEvents(actor: ActorLike, options: LegalEventsOptions = {}): LegalEvent[] {
+  requireArg('legalEvents', 'actor', isActorLike(actor), ACTOR_LIKE);
+  requireArg('legalEvents', 'options', isOptionsBag(options), EXPECTED.options);
   const snapshot = actor.getSnapshot();
   if (snapshot.status !== 'active') return [];
   const meta = chartMeta(actor.machine);
@@ -123,6 +132,8 @@ export function sendableEvents(
   machine: AnyStateMachine,
   options: Pick<LegalEventsOptions, 'schemas'> = {},
 ): LegalEvent[] {
+  requireArg('sendableEvents', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg('sendableEvents', 'options', isOptionsBag(options), EXPECTED.options);
   return chartMeta(machine)
     .events.filter((info) => info.kind === 'command' || info.kind === 'approval')
     .map((info) => describeEvent(info, options, 'evaluated'));
@@ -164,6 +175,9 @@ export function whyNot(
   /** The event as sent: its payload decides guards that read it. */
   event?: EventObject,
 ): BlockedReason {
+  requireArg('whyNot', 'actor', isActorLike(actor), ACTOR_LIKE);
+  requireArg('whyNot', 'type', typeof type === 'string', EXPECTED.string);
+  requireArg('whyNot', 'options', isOptionsBag(options), EXPECTED.options);
   const snapshot = actor.getSnapshot();
   const state = stateLabel(snapshot.value);
   const meta = chartMeta(actor.machine);

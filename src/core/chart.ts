@@ -2,6 +2,7 @@ import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotF
 import type { z } from 'zod';
 import { chartMeta } from './meta.ts';
 import { resumeAll, type RecoveryPolicy } from './recovery.ts';
+import { EXPECTED, isMachine, isOptionsBag, requireArg } from './options.ts';
 
 /**
  * Event schemas of a machine, keyed by event type. Each schema is a strict zod
@@ -84,6 +85,14 @@ export function defineChart<TLogic extends AnyStateMachine>(
   chartOrMachine: ChartDefinition<TLogic> | TLogic,
   options: ChartOptions<TLogic> = {},
 ): ChartDefinition<TLogic> {
+  requireArg(
+    'defineChart',
+    'machine',
+    isMachine(chartOrMachine) ||
+      isMachine((chartOrMachine as { machine?: unknown } | null)?.machine),
+    'an XState machine, or a chart to complete',
+  );
+  requireArg('defineChart', 'options', isOptionsBag(options), EXPECTED.options);
   const isDefinition = (v: ChartDefinition<TLogic> | TLogic): v is ChartDefinition<TLogic> =>
     'machine' in v && !('root' in v);
   const machine = isDefinition(chartOrMachine) ? undefined : chartOrMachine;

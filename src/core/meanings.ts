@@ -13,6 +13,7 @@ import {
   knownChartMetas,
   type StateClass,
 } from './meta.ts';
+import { EXPECTED, requireArg } from './options.ts';
 
 export { isActiveClass, isDisruptedClass, isFinishedClass, type StateClass };
 
@@ -33,17 +34,35 @@ function fromStatus(status: string): StateClass {
  * classifyState('task-lifecycle', 'failed', 'done');        // 'failed'
  */
 export function classifyState(machineId: string, label: string, status = 'active'): StateClass {
+  requireArg(
+    'classifyState',
+    'label',
+    typeof machineId === 'string' && typeof label === 'string',
+    'a machine id and a state label (strings)',
+  );
   const meta = knownChartMeta(machineId);
   return meta ? meta.classify(label, status) : fromStatus(status);
 }
 
 /** The document's name of a label (`active.executing` → `executing`); the label itself when unknown. */
 export function stateName(machineId: string, label: string): string {
+  requireArg(
+    'stateName',
+    'label',
+    typeof machineId === 'string' && typeof label === 'string',
+    'a machine id and a state label (strings)',
+  );
   return knownChartMeta(machineId)?.stateName(label) ?? label;
 }
 
 /** Badge colour of a label. */
 export function stateColor(machineId: string, label: string, status = 'active'): string {
+  requireArg(
+    'stateColor',
+    'label',
+    typeof machineId === 'string' && typeof label === 'string',
+    'a machine id and a state label (strings)',
+  );
   const meta = knownChartMeta(machineId);
   if (meta && status === 'active') return meta.color(label);
   return CLASS_COLORS[classifyState(machineId, label, status)];
@@ -55,6 +74,7 @@ export function stateColor(machineId: string, label: string, status = 'active'):
  * Unknown charts match the label as given.
  */
 export function labelsFor(machineId: string | undefined, nameOrPath: string): string[] {
+  requireArg('labelsFor', 'nameOrPath', typeof nameOrPath === 'string', EXPECTED.string);
   const metas =
     machineId === undefined ? knownChartMetas() : [knownChartMeta(machineId)].filter((m) => !!m);
   const labels = new Set([nameOrPath]);

@@ -19,6 +19,7 @@
 import type { AnyMachineSnapshot, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
 import * as z from 'zod';
 import { ChartMetadataError } from './errors.ts';
+import { EXPECTED, isMachine, requireArg } from './options.ts';
 
 /**
  * What a state means to a monitor:
@@ -233,6 +234,7 @@ export function knownChartMetas(): ChartMeta[] {
  * meta.event('APPROVE').kind;         // 'approval'
  */
 export function chartMeta(machine: AnyStateMachine): ChartMeta {
+  requireArg('chartMeta', 'machine', isMachine(machine), EXPECTED.machine);
   let meta = cache.get(machine);
   if (!meta) {
     meta = compile(machine);

@@ -52,3 +52,45 @@ export function checkOptions(fn: string, value: unknown, schema: z.ZodType): voi
   const field = issue?.path.length ? issue.path.map(String).join('.') : '(arguments)';
   throw new InvalidOptionsError(fn, field, issue?.message ?? 'valid');
 }
+
+/** What an argument must be, in the words an {@link InvalidOptionsError} uses. */
+export const EXPECTED = {
+  machine: 'an XState machine (setup(…).createMachine(…))',
+  store: 'a store (what openStore() returns)',
+  actor: 'an actor (createDurableActor or createStrictActor)',
+  options: 'an object, or left out',
+  object: 'an object',
+  string: 'a string',
+  array: 'an array',
+} as const;
+
+/** Whether `v` is an XState state machine. */
+export function isMachine(v: unknown): boolean {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { id?: unknown }).id === 'string' &&
+    typeof (v as { transition?: unknown }).transition === 'function' &&
+    typeof (v as { root?: unknown }).root === 'object'
+  );
+}
+
+/** Whether `v` is an actor one can read and send to. */
+export function isActor(v: unknown): boolean {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { getSnapshot?: unknown }).getSnapshot === 'function' &&
+    typeof (v as { send?: unknown }).send === 'function'
+  );
+}
+
+/** Whether `v` is a plain options object (or absent). */
+export function isOptionsBag(v: unknown): boolean {
+  return v === undefined || (typeof v === 'object' && v !== null && !Array.isArray(v));
+}
+
+/** Throws {@link InvalidOptionsError} for `fn`'s `field` unless `ok`. */
+export function requireArg(fn: string, field: string, ok: boolean, expected: string): void {
+  if (!ok) throw new InvalidOptionsError(fn, field, expected);
+}

@@ -1,4 +1,5 @@
 import type { AnyMachineSnapshot, StateValue } from 'xstate';
+import { requireArg } from './options.ts';
 
 /**
  * Flattens a state value into dotted leaf paths: `'executing'`,
@@ -6,6 +7,12 @@ import type { AnyMachineSnapshot, StateValue } from 'xstate';
  * joined with `,` in document order of the value's keys.
  */
 export function stateLabel(value: StateValue | AnyMachineSnapshot): string {
+  requireArg(
+    'stateLabel',
+    'value',
+    typeof value === 'string' || (typeof value === 'object' && value !== null),
+    'a state value or a snapshot',
+  );
   const v: StateValue =
     typeof value === 'object' && value !== null && 'value' in value && 'status' in value
       ? (value as AnyMachineSnapshot).value
@@ -15,6 +22,12 @@ export function stateLabel(value: StateValue | AnyMachineSnapshot): string {
 
 /** Dotted leaf paths of a state value. */
 export function leafPaths(value: StateValue): string[] {
+  requireArg(
+    'leafPaths',
+    'value',
+    typeof value === 'string' || (typeof value === 'object' && value !== null),
+    'a state value',
+  );
   if (typeof value === 'string') return [value];
   const out: string[] = [];
   for (const [key, child] of Object.entries(value)) {

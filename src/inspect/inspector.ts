@@ -21,6 +21,7 @@ export {
   type InspectorLike,
 } from '../durable/inspection.ts';
 import { DurableInspection, type InspectorLike } from '../durable/inspection.ts';
+import { EXPECTED, isActor, isMachine, isStore, requireArg } from '../core/options.ts';
 
 /**
  * Shows every durable actor of a runtime (or one actor) in an inspector from now
@@ -39,6 +40,18 @@ export function attachInspector(
   target: DurableRuntime | DurableActor<AnyStateMachine>,
   inspector: InspectorLike,
 ): () => void {
+  requireArg(
+    'attachInspector',
+    'target',
+    typeof (target as { observe?: unknown } | null)?.observe === 'function' || isActor(target),
+    'a durable runtime or durable actor',
+  );
+  requireArg(
+    'attachInspector',
+    'inspector',
+    typeof (inspector as { actor?: unknown } | null)?.actor === 'function',
+    'an inspector (createWebSocketInspector(…) or createBrowserInspector(…))',
+  );
   const inspection = new DurableInspection(inspector);
   if ('machine' in target) {
     const actor = target;
@@ -91,6 +104,13 @@ export interface StoreInspection {
  * await inspection.ready;
  */
 export function inspectStore(store: Store, options: InspectStoreOptions): StoreInspection {
+  requireArg('inspectStore', 'store', isStore(store), EXPECTED.store);
+  requireArg(
+    'inspectStore',
+    'options.chart',
+    isMachine((options as { chart?: { machine?: unknown } } | null)?.chart?.machine),
+    'a chart (defineChart(machine))',
+  );
   const { chart } = options;
   const runtime = getRuntime(store, { charts: [chart] });
   const inspection = new DurableInspection(options.inspector);

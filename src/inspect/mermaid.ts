@@ -2,6 +2,7 @@ import { childMachines } from '../durable/actor-kinds.ts';
 import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
 import { guardText } from '../core/guard-text.ts';
+import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** Options of {@link toMermaid}. */
 export interface MermaidOptions {
@@ -147,6 +148,8 @@ function commonScope(a: AnyStateNode, b: AnyStateNode): AnyStateNode | null {
  * console.log(toMermaid(taskLifecycle.machine));
  */
 export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}): string {
+  requireArg('toMermaid', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg('toMermaid', 'options', isOptionsBag(options), EXPECTED.options);
   const root = machine.root;
   const prefix = options.idPrefix ?? '';
   const rootId = `${prefix}${machine.id.replace(/[^A-Za-z0-9_]/g, '_').replace(/^([^A-Za-z])/, 's_$1')}_machine`;
@@ -271,6 +274,7 @@ export const DIAGRAM_END = '<!-- diagram:end -->';
 
 /** A Markdown ```` ```mermaid ```` fence around a diagram. */
 export function mermaidFence(diagram: string): string {
+  requireArg('mermaidFence', 'diagram', typeof diagram === 'string', EXPECTED.string);
   return `\`\`\`mermaid\n${diagram.endsWith('\n') ? diagram : `${diagram}\n`}\`\`\``;
 }
 

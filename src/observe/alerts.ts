@@ -5,6 +5,7 @@
  */
 import type { Store } from '../store/types.ts';
 import { classifyState } from '../core/meanings.ts';
+import { EXPECTED, isOptionsBag, isStore, requireArg } from '../core/options.ts';
 
 export type AlertSeverity = 'critical' | 'warning';
 
@@ -309,6 +310,8 @@ export async function evaluateAlerts(
   store: Store,
   options: EvaluateOptions = {},
 ): Promise<AlertResult[]> {
+  requireArg('evaluateAlerts', 'store', isStore(store), EXPECTED.store);
+  requireArg('evaluateAlerts', 'options', isOptionsBag(options), EXPECTED.options);
   const now = options.now ?? Date.now();
   const limit = options.limit ?? 100;
   const selected = ALERT_RULES.filter(

@@ -10,6 +10,7 @@ import {
   isFinishedClass as isFinished,
   type StateClass,
 } from '../core/meanings.ts';
+import { EXPECTED, isOptionsBag, isStore, requireArg } from '../core/options.ts';
 
 /** One (machine, state, status) group with what it means. */
 export interface StateGroup extends ActorCount {
@@ -98,6 +99,8 @@ export async function collectionStatistics(
   store: Store,
   query: StatisticsQuery = {},
 ): Promise<CollectionStatistics> {
+  requireArg('collectionStatistics', 'store', isStore(store), EXPECTED.store);
+  requireArg('collectionStatistics', 'query', isOptionsBag(query), EXPECTED.options);
   return statisticsFromCounts(await store.countActors(query));
 }
 
@@ -114,6 +117,12 @@ export interface SeedStatistics {
 }
 
 export function toSeedStatistics(stats: CollectionStatistics): SeedStatistics {
+  requireArg(
+    'toSeedStatistics',
+    'stats',
+    Array.isArray((stats as { groups?: unknown } | null)?.groups),
+    'collection statistics (what collectionStatistics returns)',
+  );
   return {
     status_counts: stats.statusCounts,
     total_active: stats.totalActive,
@@ -137,6 +146,9 @@ export async function activeAgentsForUser(
   userId: string,
   options: { machineId?: string | undefined; limit?: number | undefined } = {},
 ): Promise<ActorDwell[]> {
+  requireArg('activeAgentsForUser', 'store', isStore(store), EXPECTED.store);
+  requireArg('activeAgentsForUser', 'userId', typeof userId === 'string', EXPECTED.string);
+  requireArg('activeAgentsForUser', 'options', isOptionsBag(options), EXPECTED.options);
   const groups = await store.countActors({ userId, machineId: options.machineId });
   const states = [
     ...new Set(

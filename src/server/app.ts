@@ -34,6 +34,7 @@ import { registerMcpRoute } from './routes/mcp.ts';
 import { registerOpsRoutes } from './routes/ops.ts';
 import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
+import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
 export type { DashboardOptions, ServerOptions } from './options.ts';
 
 export interface AgentchartsServer {
@@ -145,6 +146,13 @@ export async function listen(
     maxConnections?: number;
   } = {},
 ): Promise<ListeningServer> {
+  requireArg(
+    'listen',
+    'server',
+    typeof (server as { ready?: { then?: unknown } } | null)?.ready?.then === 'function',
+    'a server (what createServer returns)',
+  );
+  requireArg('listen', 'options', isOptionsBag(options), EXPECTED.options);
   await server.ready;
   const hostname = options.hostname ?? '127.0.0.1';
   const http = await new Promise<ServerType>((resolve, reject) => {

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { AgentchartsError } from '../core/errors.ts';
 import { coversActor } from '../core/scope.ts';
+import { requireArg } from '../core/options.ts';
 
 /** Header naming the key that signed the request. */
 export const KEY_HEADER = 'x-agentcharts-key';
@@ -79,6 +80,7 @@ export class KeyConfigError extends AgentchartsError {
  * known roles.
  */
 export function validateKeys(keys: readonly ApiKey[]): ApiKey[] {
+  requireArg('validateKeys', 'keys', Array.isArray(keys), 'an array of keys');
   const seen = new Set<string>();
   return keys.map((key, i) => {
     const parsed = keySchema.safeParse(key);
@@ -147,6 +149,16 @@ export interface SignedRequest {
   body?: string | Uint8Array | undefined;
 }
 
+function isSignedRequest(v: unknown): boolean {
+  const r = v as { method?: unknown; path?: unknown } | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    typeof r.method === 'string' &&
+    typeof r.path === 'string'
+  );
+}
+
 /**
  * The hex HMAC-SHA256 of `<timestamp>.<METHOD>.<path>.<body>`: a signature cannot
  * be moved to another route, another query or another body.
@@ -156,6 +168,18 @@ export function computeSignature(
   timestamp: string,
   request: SignedRequest,
 ): string {
+  requireArg(
+    'computeSignature',
+    'secret',
+    typeof secret === 'string' && typeof timestamp === 'string',
+    'a secret and a timestamp (strings)',
+  );
+  requireArg(
+    'computeSignature',
+    'request',
+    isSignedRequest(request),
+    'a request ({ method, path, body? })',
+  );
   const body = request.body ?? '';
   return createHmac('sha256', secret)
     .update(`${timestamp}.${request.method.toUpperCase()}.${request.path}.`)
@@ -182,6 +206,19 @@ export function signRequest(
   request: SignedRequest,
   nowSeconds: number = Math.floor(Date.now() / 1000),
 ): Record<string, string> {
+  requireArg(
+    'signRequest',
+    'key',
+    typeof (key as { id?: unknown } | null)?.id === 'string' &&
+      typeof (key as { secret?: unknown }).secret === 'string',
+    'a key ({ id, secret })',
+  );
+  requireArg(
+    'signRequest',
+    'request',
+    isSignedRequest(request),
+    'a request ({ method, path, body? })',
+  );
   const timestamp = String(nowSeconds);
   return {
     [KEY_HEADER]: key.id,

@@ -6,6 +6,7 @@ import { openPostgresStore } from './postgres/store.ts';
 import { SCHEMA_NAME } from './postgres/schema.ts';
 import { openSqliteStore, type SqliteStoreOptions } from './sqlite/store.ts';
 import type { Store } from './types.ts';
+import { requireArg } from '../core/options.ts';
 
 /** The default store file, relative to the working directory. */
 export const DEFAULT_SQLITE_FILE = './agentcharts.db';
@@ -50,6 +51,12 @@ function badUrl(detail: string): StoreError {
  * // { kind: 'sqlite', file: 'data/app.db', options: { busyTimeoutMs: 200 } }
  */
 export function parseStoreUrl(url: string = `sqlite:${DEFAULT_SQLITE_FILE}`): StoreUrl {
+  requireArg(
+    'parseStoreUrl',
+    'url',
+    typeof url === 'string',
+    'a store URL (sqlite:<file>, postgres://…, memory:)',
+  );
   if (url === 'memory:') return { kind: 'memory' };
   if (/^postgres(ql)?:\/\//i.test(url)) return parsePostgresUrl(url);
   if (!url.startsWith('sqlite:')) {

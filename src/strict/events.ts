@@ -4,9 +4,11 @@ import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '.
 
 export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
 import type { ChartSchemas, EventSchemas } from '../core/chart.ts';
+import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
 export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {
+  requireArg('getInputSchema', 'machine', isMachine(machine), EXPECTED.machine);
   const schemas = machine.schemas as Partial<ChartSchemas> | undefined;
   return schemas && typeof schemas === 'object' ? schemas.input : undefined;
 }
@@ -16,6 +18,7 @@ export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined 
  * one) and returns it unchanged; throws {@link InvalidInputError} naming the field.
  */
 export function validateInput(machine: AnyStateMachine, input: unknown, actorId?: string): unknown {
+  requireArg('validateInput', 'machine', isMachine(machine), EXPECTED.machine);
   const schema = getInputSchema(machine);
   if (!schema) return input;
   const result = schema.safeParse(input);
@@ -52,12 +55,14 @@ const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Reads the event schemas a machine declared through `setup({ schemas: { events } })`. */
 export function getEventSchemas(machine: AnyStateMachine): EventSchemas | undefined {
+  requireArg('getEventSchemas', 'machine', isMachine(machine), EXPECTED.machine);
   const schemas = machine.schemas as Partial<ChartSchemas> | undefined;
   return schemas && typeof schemas === 'object' && schemas.events ? schemas.events : undefined;
 }
 
 /** Every event type the machine's transitions name (excluding XState's internal ones). */
 export function getMachineEventTypes(machine: AnyStateMachine): string[] {
+  requireArg('getMachineEventTypes', 'machine', isMachine(machine), EXPECTED.machine);
   return [...new Set(machine.events.filter((t) => !t.startsWith('xstate.')))].sort();
 }
 
@@ -182,6 +187,8 @@ export function validateEvent(
   event: unknown,
   options: ValidateEventOptions = {},
 ): EventObject {
+  requireArg('validateEvent', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg('validateEvent', 'options', isOptionsBag(options), EXPECTED.options);
   const machineId = machine.id;
   const actorId = options.actorId;
   const fail = (reason: InvalidEventReason, eventType?: string, field?: string, detail?: string) =>

@@ -13,6 +13,7 @@ import {
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { validateEvent, validateInput, type EventSchemas } from './events.ts';
 import { stateLabel } from '../core/state.ts';
+import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
 export interface CheckEventOptions {
   actorId?: string | undefined;
@@ -31,6 +32,13 @@ export function checkEvent<TLogic extends AnyStateMachine>(
   event: unknown,
   options: CheckEventOptions = {},
 ): EventFromLogic<TLogic> {
+  requireArg('checkEvent', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg(
+    'checkEvent',
+    'snapshot',
+    typeof snapshot === 'object' && snapshot !== null,
+    'a snapshot of the machine',
+  );
   const parsed = validateEvent(machine, event, {
     actorId: options.actorId,
     schemas: options.schemas,
@@ -207,5 +215,7 @@ export function createStrictActor<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: StrictActorOptions<TLogic> = {},
 ): StrictActor<TLogic> {
+  requireArg('createStrictActor', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg('createStrictActor', 'options', isOptionsBag(options), EXPECTED.options);
   return new StrictActor(machine, options);
 }

@@ -13,6 +13,7 @@ import { AgentchartsError } from '../core/errors.ts';
 
 export type { EventCatalog } from '../core/chart.ts';
 import type { EventCatalog } from '../core/chart.ts';
+import { EXPECTED, isMachine, requireArg } from '../core/options.ts';
 
 export interface ExploreOptions<TLogic extends AnyStateMachine> {
   /** Sample payloads per event type. */
@@ -109,6 +110,13 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: ExploreOptions<TLogic>,
 ): ExploredGraph<TLogic> {
+  requireArg('exploreMachine', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg(
+    'exploreMachine',
+    'options.events',
+    typeof (options as { events?: unknown } | null)?.events === 'object' && options.events !== null,
+    "sample events by type ({ START: [{ type: 'START' }] })",
+  );
   const samples = Object.values(options.events).flatMap(
     (list) => (list ?? []) as readonly EventObject[],
   );
@@ -178,6 +186,7 @@ export function transitionTable<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: ExploreOptions<TLogic>,
 ): string[] {
+  requireArg('transitionTable', 'machine', isMachine(machine), EXPECTED.machine);
   const graph = exploreMachine(machine, options);
   const rows = new Set<string>();
   for (const e of graph.edges)

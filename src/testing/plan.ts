@@ -15,6 +15,7 @@ import {
   serializeSnapshotIdentity,
   type ExploreOptions,
 } from './explore.ts';
+import { EXPECTED, isMachine, requireArg } from '../core/options.ts';
 
 /**
  * Options of {@link planTransitionTests}: the exploration options plus the
@@ -185,6 +186,13 @@ export function planTransitionTests<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: PlanOptions<TLogic>,
 ): TransitionPlan {
+  requireArg('planTransitionTests', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg(
+    'planTransitionTests',
+    'options.events',
+    typeof (options as { events?: unknown } | null)?.events === 'object' && options.events !== null,
+    "sample events by type ({ START: [{ type: 'START' }] })",
+  );
   // Samples and event types. Invalid samples are reported and left out of the traversal.
   const problems: PlanProblem[] = [];
   const samplesByType = new Map<string, EventObject[]>();
@@ -388,6 +396,12 @@ export function planTransitionTests<TLogic extends AnyStateMachine>(
 
 /** One line of coverage: `task-lifecycle: 7 states (7/7 declared), 9 paths, 23 legal transitions, 40 illegal pairs`. */
 export function formatCoverage(name: string, coverage: Coverage): string {
+  requireArg(
+    'formatCoverage',
+    'coverage',
+    typeof (coverage as { stateNodes?: unknown } | null)?.stateNodes === 'object',
+    "a plan's coverage (planTransitionTests(…).coverage)",
+  );
   const { declared, reached } = coverage.stateNodes;
   return (
     `${name}: ${coverage.states} states (${reached}/${declared} declared state nodes reached), ` +
@@ -397,5 +411,6 @@ export function formatCoverage(name: string, coverage: Coverage): string {
 
 /** `START → after:retryBackoff → RETRY`, or `(initial)` for the empty path. */
 export function formatPath(path: readonly PlannedStep[]): string {
+  requireArg('formatPath', 'path', Array.isArray(path), EXPECTED.array);
   return path.length === 0 ? '(initial)' : path.map((s) => s.label).join(' → ');
 }

@@ -7,6 +7,7 @@ import {
 import { isDeepStrictEqual } from 'node:util';
 import { stateLabel } from '../core/state.ts';
 import { historyIds } from './explore.ts';
+import { EXPECTED, isMachine, requireArg } from '../core/options.ts';
 
 function accepts(snapshot: AnyMachineSnapshot, event: EventObject): boolean {
   return snapshot.status === 'active' && snapshot.can(event);
@@ -28,6 +29,14 @@ export function roundTripDifferences(
   snapshot: AnyMachineSnapshot,
   samples: readonly EventObject[],
 ): string[] {
+  requireArg('roundTripDifferences', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg(
+    'roundTripDifferences',
+    'snapshot',
+    typeof (snapshot as { value?: unknown } | null)?.value !== 'undefined',
+    'a snapshot of the machine',
+  );
+  requireArg('roundTripDifferences', 'samples', Array.isArray(samples), EXPECTED.array);
   const label = stateLabel(snapshot.value);
   const json: unknown = JSON.parse(JSON.stringify(machine.getPersistedSnapshot(snapshot)));
   const restored = createActor(machine, {
