@@ -10,7 +10,7 @@
  * whatever the database's locale.
  */
 import type { ClientBase } from 'pg';
-import { StoreError } from '../../core/errors.ts';
+import { checkMigrations } from '../migrations.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface PostgresMigration {
@@ -318,22 +318,7 @@ export async function migratePostgres(
   options: MigratePostgresOptions = {},
 ): Promise<{ from: number; to: number }> {
   const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
-  migrations.forEach((m, i) => {
-    if (m.version !== i + 1) {
-      throw new StoreError({
-        operation: 'migrate',
-        kind: 'bad_migration',
-        detail: `migration #${i + 1} is numbered ${m.version}`,
-      });
-    }
-  });
-  const latest = migrations.length;
-  const tooNew = (found: number) =>
-    new StoreError({
-      operation: 'migrate',
-      kind: 'schema_too_new',
-      detail: `database schema version ${found} is newer than version ${latest} supported by this agentcharts; upgrade agentcharts`,
-    });
+  const { latest, tooNew } = checkMigrations(migrations);
 
   // Read first without locking or writing: an up-to-date database (the common
   // case, and the only one a read-only standby can serve) costs two reads.

@@ -6,7 +6,7 @@
  * agentcharts (a version this build does not know) is refused, never guessed at.
  */
 import type Database from 'better-sqlite3';
-import { StoreError } from '../../core/errors.ts';
+import { checkMigrations } from '../migrations.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface SqliteMigration {
@@ -317,23 +317,8 @@ export function migrateSqlite(
   db: Database.Database,
   migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS,
 ): { from: number; to: number } {
-  migrations.forEach((m, i) => {
-    if (m.version !== i + 1) {
-      throw new StoreError({
-        operation: 'migrate',
-        kind: 'bad_migration',
-        detail: `migration #${i + 1} is numbered ${m.version}`,
-      });
-    }
-  });
-  const latest = migrations.length;
+  const { latest, tooNew } = checkMigrations(migrations);
   const from = sqliteSchemaVersion(db);
-  const tooNew = (found: number) =>
-    new StoreError({
-      operation: 'migrate',
-      kind: 'schema_too_new',
-      detail: `database schema version ${found} is newer than version ${latest} supported by this agentcharts; upgrade agentcharts`,
-    });
   if (from > latest) throw tooNew(from);
   // Read-only connections open a current database without writing anything.
   if (from === latest) return { from, to: latest };
