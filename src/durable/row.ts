@@ -51,22 +51,16 @@ export function hashTransition(row: Omit<TransitionRow, 'hash'>): string {
   );
 }
 
-/** Builds an audit row and its chain hash; `snapshot` is the JSON the actor row will hold. */
-export function buildTransitionRow(fields: {
-  actorId: string;
-  seq: number;
-  fromState: string | null;
-  toState: string;
-  eventType: string;
-  /** JSON text of the event. */
-  event: string;
-  at: number;
-  /** JSON text of the metadata. */
-  metadata: string;
-  prevHash: string;
-  chartVersion: number;
-  snapshot: string;
-}): TransitionRow {
+/**
+ * Builds an audit row and its chain hash; `snapshot` is the JSON the actor row will
+ * hold (the row records its hash).
+ */
+export function buildTransitionRow(
+  fields: Omit<TransitionRow, 'hash' | 'snapshotHash' | 'chartVersion'> & {
+    chartVersion: number;
+    snapshot: string;
+  },
+): TransitionRow {
   const base: Omit<TransitionRow, 'hash'> = {
     actorId: fields.actorId,
     seq: fields.seq,
