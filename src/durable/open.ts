@@ -11,9 +11,9 @@ import { ConcurrencyError, StoreError } from '../core/errors.ts';
 import { chartMeta } from '../core/meta.ts';
 import type { ActorHead, ActorRow, Store, TimerRow } from '../store/types.ts';
 import { DurableActor } from './actor.ts';
-import { decodeActorRow, type ChartVersioning } from './codec.ts';
+import type { ChartVersioning } from './codec.ts';
+import { loadMigrated } from './migrate.ts';
 import { DurableInspection } from './inspection.ts';
-import { checkHead } from './row.ts';
 import { DurableRuntime, type RuntimeOptions } from './runtime.ts';
 import { checkDurableActors } from './actor-kinds.ts';
 import { createActor } from './create.ts';
@@ -58,16 +58,15 @@ async function loadInto<TLogic extends AnyStateMachine>(
   runtime: DurableRuntime,
   machine: TLogic,
   versioning: ChartVersioning,
-  found: ActorHead,
+  stored: ActorHead,
   options: ActorOptions,
   timers?: readonly TimerRow[],
 ): Promise<DurableActor<TLogic>> {
-  // Decoded first: a state the chart no longer has is a version problem
-  // (SnapshotVersionError) before it is a chain problem.
-  const snapshot = decodeActorRow(machine, versioning, found.actor);
-  checkHead(found.actor, found.head);
+  // Stored at an older chart version: migrated once, on the record.
+  const loaded = await loadMigrated(runtime, machine, versioning, stored);
+  const found = loaded.found;
   const actor = new DurableActor<TLogic>(
-    newCore(runtime, machine, versioning, found.actor, snapshot, options, found.parentId),
+    newCore(runtime, machine, versioning, found.actor, loaded.snapshot, options, found.parentId),
   );
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([found.actor.id]);
@@ -238,16 +237,8 @@ function adoptLoaded(
   found: ActorHead,
   timers?: readonly TimerRow[],
 ): Promise<DurableActor<AnyStateMachine>> {
-  const chart = runtime.chartFor(found.actor.machineId);
-  if (chart) checkDurableActors(chart.machine);
-  if (!chart) {
-    throw new StoreError({
-      operation: 'load',
-      kind: 'unknown_machine',
-      actorId: found.actor.id,
-      detail: `machine "${found.actor.machineId}" is not registered`,
-    });
-  }
+  const chart = runtime.requireChart(found.actor.machineId, found.actor.id);
+  checkDurableActors(chart.machine);
   return loadInto(
     runtime,
     chart.machine,

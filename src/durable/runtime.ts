@@ -7,7 +7,7 @@
 import { pino, type Logger } from 'pino';
 import type { ChartDefinition } from '../core/chart.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
+import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts';
 import type { ActorWrite, MessageRow, Store, TimerRow } from '../store/types.ts';
 import { childMachines } from './actor-kinds.ts';
 import { Committer } from './commit.ts';
@@ -136,6 +136,23 @@ export class DurableRuntime {
 
   chartFor(machineId: string): ChartRegistration | undefined {
     return this.charts.get(machineId);
+  }
+
+  /**
+   * @internal The chart of `machineId`, for loading actor `actorId`: StoreError
+   * (`load`, kind `unknown_machine`) when no such chart is registered.
+   */
+  requireChart(machineId: string, actorId: string): ChartRegistration {
+    const chart = this.charts.get(machineId);
+    if (!chart) {
+      throw new StoreError({
+        operation: 'load',
+        kind: 'unknown_machine',
+        actorId,
+        detail: `machine "${machineId}" is not registered`,
+      });
+    }
+    return chart;
   }
 
   observe(observer: RuntimeObserver): () => void {

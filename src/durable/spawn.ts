@@ -4,7 +4,7 @@
  * message (so it is created exactly once) and linked to its parent.
  */
 import type { AnyStateMachine } from 'xstate';
-import { ConcurrencyError, StoreError } from '../core/errors.ts';
+import { ConcurrencyError } from '../core/errors.ts';
 import type { MessageRow } from '../store/types.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { createActor } from './create.ts';
@@ -13,15 +13,7 @@ import type { DurableRuntime } from './runtime.ts';
 
 export async function spawnChild(runtime: DurableRuntime, message: MessageRow): Promise<void> {
   const body = JSON.parse(message.body) as SpawnBody;
-  const parent = runtime.chartFor(body.parentMachine);
-  if (!parent) {
-    throw new StoreError({
-      operation: 'load',
-      kind: 'unknown_machine',
-      actorId: message.from,
-      detail: `machine "${body.parentMachine}" is not registered`,
-    });
-  }
+  const parent = runtime.requireChart(body.parentMachine, message.from);
   const logic = resolveActorLogic(parent.machine, body.src);
   if (logic === undefined || actorKind(logic) !== 'machine') {
     await runtime.store.dropMessage(message.id);

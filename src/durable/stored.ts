@@ -41,15 +41,7 @@ export function storedSnapshot(
   row: ActorRow,
   stored: Stored,
 ): RecoverySnapshot {
-  const chart = runtime.chartFor(row.machineId);
-  if (!chart) {
-    throw new StoreError({
-      operation: 'load',
-      kind: 'unknown_machine',
-      actorId: row.id,
-      detail: `machine "${row.machineId}" is not registered`,
-    });
-  }
+  const chart = runtime.requireChart(row.machineId, row.id);
   if (row.chartVersion !== chart.version || stored.value === undefined) {
     return decodeActorRow(chart.machine, chart, row);
   }
