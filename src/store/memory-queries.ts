@@ -17,6 +17,7 @@ import type {
   StatesQuery,
   StepRow,
   TimerRow,
+  TransitionFeedQuery,
   TransitionFeedRow,
   TransitionRow,
 } from './types.ts';
@@ -162,14 +163,7 @@ export function countStateEntries(t: MemoryTables, query: StateEntryQuery): Stat
     .slice(0, limit);
 }
 
-export function transitionsSince(
-  t: MemoryTables,
-  query: {
-    since: number;
-    machineId?: string | undefined;
-    limit?: number | undefined;
-  },
-): TransitionFeedRow[] {
+export function transitionsSince(t: MemoryTables, query: TransitionFeedQuery): TransitionFeedRow[] {
   const limit = checkLimit(query.limit ?? 1000, 'query');
   const rows: TransitionFeedRow[] = [];
   for (const [actorId, history] of t.transitions) {

@@ -33,8 +33,12 @@ import type {
   ActorRow,
   ActorWrite,
   HistoryPage,
+  LeaseRenewal,
+  LeaseRequest,
   LeaseRow,
+  MessageQuery,
   MessageRow,
+  NewStep,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -43,7 +47,9 @@ import type {
   StepStatus,
   Store,
   TimerClaim,
+  TimerClaimRequest,
   TimerRow,
+  TransitionFeedQuery,
   TransitionFeedRow,
   TransitionRow,
   RememberedRequest,
@@ -271,12 +277,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  beginStep(step: {
-    key: string;
-    actorId: string;
-    name: string;
-    startedAt: number;
-  }): Promise<{ row: StepRow; created: boolean }> {
+  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
     return settle(() => {
       this.ensureOpen('step', step.actorId);
       const existing = this.t.steps.get(step.key);
@@ -320,11 +321,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  pendingMessages(query: {
-    to?: string | undefined;
-    afterId?: number | undefined;
-    limit: number;
-  }): Promise<MessageRow[]> {
+  pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
     return settle(() => {
       this.ensureOpen('query', query.to);
       const limit = checkLimit(query.limit, 'query');
@@ -389,13 +386,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  acquireLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    limit: number;
-    actorIds?: readonly string[] | undefined;
-  }): Promise<LeaseRow[]> {
+  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
     return settle(() => {
       this.ensureOpen('commit');
       checkLeaseRequest('commit', request);
@@ -424,12 +415,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  renewLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    actorIds: readonly string[];
-  }): Promise<string[]> {
+  renewLeases(request: LeaseRenewal): Promise<string[]> {
     return settle(() => {
       this.ensureOpen('commit');
       checkLeaseRequest('commit', request);
@@ -465,12 +451,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  claimDueTimers(request: {
-    owner: string;
-    now: number;
-    claimUntil: number;
-    limit: number;
-  }): Promise<TimerClaim[]> {
+  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
     return settle(() => {
       this.ensureOpen('timer');
       checkLeaseRequest('timer', request);
@@ -531,11 +512,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  transitionsSince(query: {
-    since: number;
-    machineId?: string | undefined;
-    limit?: number | undefined;
-  }): Promise<TransitionFeedRow[]> {
+  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
     return settle(() => {
       this.ensureOpen('query');
       return transitionsSince(this.t, query);

@@ -310,10 +310,7 @@ export interface Store {
    * Inserts the step as `executing` if absent and returns `{ row, created: true }`;
    * otherwise returns the existing row untouched with `created: false`.
    */
-  beginStep(step: { key: string; actorId: string; name: string; startedAt: number }): Promise<{
-    row: StepRow;
-    created: boolean;
-  }>;
+  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }>;
   /** Marks an executing step done or failed. */
   finishStep(
     key: string,
@@ -331,11 +328,7 @@ export interface Store {
    * Pending messages, oldest first: to one receiver, or (without `to`) to anyone,
    * after message id `afterId`.
    */
-  pendingMessages(query: {
-    to?: string | undefined;
-    afterId?: number | undefined;
-    limit: number;
-  }): Promise<MessageRow[]>;
+  pendingMessages(query: MessageQuery): Promise<MessageRow[]>;
   /** Deletes a pending message delivered without a transition (refused by its receiver). */
   dropMessage(id: number): Promise<boolean>;
   /** The actors `parentId` spawned, by id. */
@@ -352,20 +345,9 @@ export interface Store {
    * `leaseUntil`; returns the leases taken. Concurrent callers never take the same
    * actor (row locks / SKIP LOCKED).
    */
-  acquireLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    limit: number;
-    actorIds?: readonly string[] | undefined;
-  }): Promise<LeaseRow[]>;
+  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]>;
   /** Extends leases `owner` still holds (unexpired at `now`); returns the ids renewed. */
-  renewLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    actorIds: readonly string[];
-  }): Promise<string[]>;
+  renewLeases(request: LeaseRenewal): Promise<string[]>;
   /** Gives up leases (e.g. on clean shutdown). */
   releaseLeases(owner: string, actorIds: readonly string[]): Promise<void>;
   lease(actorId: string): Promise<LeaseRow | undefined>;
@@ -374,12 +356,7 @@ export interface Store {
    * expired) for `owner` until `claimUntil`, earliest first. Concurrent callers get
    * disjoint sets. Firing still consumes the row in the transition's commit.
    */
-  claimDueTimers(request: {
-    owner: string;
-    now: number;
-    claimUntil: number;
-    limit: number;
-  }): Promise<TimerClaim[]>;
+  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]>;
 
   recordRejection(row: RejectionRow): Promise<void>;
   listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;
@@ -404,11 +381,7 @@ export interface Store {
    */
   countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]>;
   /** Transition rows at or after `since`, by time, actor id and seq, up to `limit` (default 1000). */
-  transitionsSince(query: {
-    since: number;
-    machineId?: string | undefined;
-    limit?: number | undefined;
-  }): Promise<TransitionFeedRow[]>;
+  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]>;
 
   /**
    * Brings the derived read models (state and user lookups, statistics, state
@@ -458,5 +431,55 @@ export interface HistoryPage {
   /** Rows with `seq` greater than this (default 0: from the start). */
   afterSeq?: number | undefined;
   /** At most this many rows (default: all). */
+  limit?: number | undefined;
+}
+
+/** A step to begin ({@link Store.beginStep}). */
+export interface NewStep {
+  key: string;
+  actorId: string;
+  name: string;
+  startedAt: number;
+}
+
+/** Which pending messages {@link Store.pendingMessages} returns. */
+export interface MessageQuery {
+  /** Only messages to this actor; absent: to anyone. */
+  to?: string | undefined;
+  /** Only messages with a greater id. */
+  afterId?: number | undefined;
+  limit: number;
+}
+
+/** Leases to take ({@link Store.acquireLeases}). */
+export interface LeaseRequest {
+  owner: string;
+  now: number;
+  leaseUntil: number;
+  limit: number;
+  /** These actors only; absent: any active actor that is free. */
+  actorIds?: readonly string[] | undefined;
+}
+
+/** Leases to extend ({@link Store.renewLeases}). */
+export interface LeaseRenewal {
+  owner: string;
+  now: number;
+  leaseUntil: number;
+  actorIds: readonly string[];
+}
+
+/** Due timers to claim ({@link Store.claimDueTimers}). */
+export interface TimerClaimRequest {
+  owner: string;
+  now: number;
+  claimUntil: number;
+  limit: number;
+}
+
+/** Which transition rows {@link Store.transitionsSince} returns. */
+export interface TransitionFeedQuery {
+  since: number;
+  machineId?: string | undefined;
   limit?: number | undefined;
 }

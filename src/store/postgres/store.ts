@@ -46,8 +46,12 @@ import type {
   ActorRow,
   ActorWrite,
   HistoryPage,
+  LeaseRenewal,
+  LeaseRequest,
   LeaseRow,
+  MessageQuery,
   MessageRow,
+  NewStep,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -56,7 +60,9 @@ import type {
   StepStatus,
   Store,
   TimerClaim,
+  TimerClaimRequest,
   TimerRow,
+  TransitionFeedQuery,
   TransitionFeedRow,
   TransitionRow,
   RememberedRequest,
@@ -908,12 +914,7 @@ export class PostgresStore implements Store {
     return this.run('step', undefined, () => this.stepRow(key));
   }
 
-  beginStep(step: {
-    key: string;
-    actorId: string;
-    name: string;
-    startedAt: number;
-  }): Promise<{ row: StepRow; created: boolean }> {
+  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
     return this.run('step', step.actorId, async () => {
       const inserted = await this.query<StepRow>(
         `INSERT INTO steps (key, actor_id, name, status, result, started_at, finished_at, attempts)
@@ -944,11 +945,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  pendingMessages(query: {
-    to?: string | undefined;
-    afterId?: number | undefined;
-    limit: number;
-  }): Promise<MessageRow[]> {
+  pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
     return this.run('query', query.to, async () => {
       const rows = await this.query<MessageRow>(
         `SELECT id::int AS id, to_actor AS "to", from_actor AS "from", from_seq AS "fromSeq", idx,
@@ -1021,13 +1018,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  acquireLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    limit: number;
-    actorIds?: readonly string[] | undefined;
-  }): Promise<LeaseRow[]> {
+  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
     return this.run('commit', undefined, async () => {
       checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, limit, actorIds } = request;
@@ -1052,12 +1043,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  renewLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    actorIds: readonly string[];
-  }): Promise<string[]> {
+  renewLeases(request: LeaseRenewal): Promise<string[]> {
     return this.run('commit', undefined, async () => {
       checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, actorIds } = request;
@@ -1099,12 +1085,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  claimDueTimers(request: {
-    owner: string;
-    now: number;
-    claimUntil: number;
-    limit: number;
-  }): Promise<TimerClaim[]> {
+  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
     return this.run('timer', undefined, async () => {
       checkLeaseRequest('timer', request);
       const { owner, now, claimUntil, limit } = request;
@@ -1190,11 +1171,7 @@ export class PostgresStore implements Store {
     return this.run('query', undefined, () => this.readModels.countStateEntries(query));
   }
 
-  transitionsSince(query: {
-    since: number;
-    machineId?: string | undefined;
-    limit?: number | undefined;
-  }): Promise<TransitionFeedRow[]> {
+  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
     return this.run('query', undefined, () => {
       const values: unknown[] = [query.since, checkLimit(query.limit ?? 1000, 'query')];
       let machine = '';

@@ -4,7 +4,13 @@
  */
 import type Database from 'better-sqlite3';
 import { byTimer, checkLeaseRequest, compareText } from '../rules.ts';
-import type { LeaseRow, TimerClaim } from '../types.ts';
+import type {
+  LeaseRenewal,
+  LeaseRequest,
+  LeaseRow,
+  TimerClaim,
+  TimerClaimRequest,
+} from '../types.ts';
 import type { Statements } from './connection.ts';
 
 const TIMER_COLUMNS = 'actor_id AS actorId, timer_id AS timerId, event, due_at AS dueAt';
@@ -19,13 +25,7 @@ export class SqliteLeases {
     return this.db.transaction(work).immediate();
   }
 
-  acquire(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    limit: number;
-    actorIds?: readonly string[] | undefined;
-  }): LeaseRow[] {
+  acquire(request: LeaseRequest): LeaseRow[] {
     checkLeaseRequest('commit', request);
     const { owner, now, leaseUntil, limit, actorIds } = request;
     const free = '(owner IS NULL OR lease_until IS NULL OR lease_until < @now)';
@@ -53,12 +53,7 @@ export class SqliteLeases {
     return rows.sort((a, b) => compareText(a.actorId, b.actorId));
   }
 
-  renew(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    actorIds: readonly string[];
-  }): string[] {
+  renew(request: LeaseRenewal): string[] {
     checkLeaseRequest('commit', request);
     const { owner, now, leaseUntil, actorIds } = request;
     const ids = this.immediate(() =>
@@ -95,12 +90,7 @@ export class SqliteLeases {
       .get(actorId) as LeaseRow | undefined;
   }
 
-  claimDueTimers(request: {
-    owner: string;
-    now: number;
-    claimUntil: number;
-    limit: number;
-  }): TimerClaim[] {
+  claimDueTimers(request: TimerClaimRequest): TimerClaim[] {
     checkLeaseRequest('timer', request);
     const rows = this.immediate(
       () =>

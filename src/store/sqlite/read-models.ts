@@ -21,6 +21,7 @@ import type {
   StateEntryCount,
   StateEntryQuery,
   StatesQuery,
+  TransitionFeedQuery,
   TransitionFeedRow,
 } from '../types.ts';
 import type { Statements } from './connection.ts';
@@ -187,11 +188,7 @@ export class SqliteReadModels {
   }
 
   /** Transition rows at or after `since`, by time, actor and seq (the feed `tail` follows). */
-  transitionsSince(query: {
-    since: number;
-    machineId?: string | undefined;
-    limit?: number | undefined;
-  }): TransitionFeedRow[] {
+  transitionsSince(query: TransitionFeedQuery): TransitionFeedRow[] {
     const machine = query.machineId !== undefined ? 'WHERE a.machine_id = @machineId' : '';
     return this.sql
       .get(

@@ -1,6 +1,6 @@
 /** Idempotent step rows in SQLite (see the Store contract). */
 import { stepMiss } from '../rules.ts';
-import type { StepRow, StepStatus } from '../types.ts';
+import type { NewStep, StepRow, StepStatus } from '../types.ts';
 import type { Statements } from './connection.ts';
 
 const STEP_COLUMNS = `key, actor_id AS actorId, name, status, result, started_at AS startedAt,
@@ -16,10 +16,7 @@ export class SqliteSteps {
       StepRow | undefined;
   }
 
-  begin(step: { key: string; actorId: string; name: string; startedAt: number }): {
-    row: StepRow;
-    created: boolean;
-  } {
+  begin(step: NewStep): { row: StepRow; created: boolean } {
     const { changes } = this.sql
       .get(
         `INSERT INTO steps (key, actor_id, name, status, result, started_at, finished_at, attempts)

@@ -17,8 +17,12 @@ import type {
   ActorStatus,
   ActorWrite,
   HistoryPage,
+  LeaseRenewal,
+  LeaseRequest,
   LeaseRow,
+  MessageQuery,
   MessageRow,
+  NewStep,
   RejectionRow,
   StateEntryCount,
   StateEntryQuery,
@@ -27,7 +31,9 @@ import type {
   StepStatus,
   Store,
   TimerClaim,
+  TimerClaimRequest,
   TimerRow,
+  TransitionFeedQuery,
   TransitionFeedRow,
   TransitionRow,
   RememberedRequest,
@@ -275,12 +281,7 @@ export class SqliteStore implements Store {
     return this.run('step', undefined, () => this.steps.get(key));
   }
 
-  beginStep(step: {
-    key: string;
-    actorId: string;
-    name: string;
-    startedAt: number;
-  }): Promise<{ row: StepRow; created: boolean }> {
+  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
     return this.run('step', step.actorId, () => this.steps.begin(step));
   }
 
@@ -293,11 +294,7 @@ export class SqliteStore implements Store {
     return this.run('step', undefined, () => this.steps.finish(key, status, result, finishedAt));
   }
 
-  pendingMessages(query: {
-    to?: string | undefined;
-    afterId?: number | undefined;
-    limit: number;
-  }): Promise<MessageRow[]> {
+  pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
     return this.run('query', query.to, () => {
       const filters = ['id > @afterId'];
       if (query.to !== undefined) filters.push('to_actor = @to');
@@ -344,22 +341,11 @@ export class SqliteStore implements Store {
     return this.run('step', query.actorId, () => this.steps.list(query));
   }
 
-  acquireLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    limit: number;
-    actorIds?: readonly string[] | undefined;
-  }): Promise<LeaseRow[]> {
+  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
     return this.run('commit', undefined, () => this.leases.acquire(request));
   }
 
-  renewLeases(request: {
-    owner: string;
-    now: number;
-    leaseUntil: number;
-    actorIds: readonly string[];
-  }): Promise<string[]> {
+  renewLeases(request: LeaseRenewal): Promise<string[]> {
     return this.run('commit', undefined, () => this.leases.renew(request));
   }
 
@@ -371,12 +357,7 @@ export class SqliteStore implements Store {
     return this.run('load', actorId, () => this.leases.lease(actorId));
   }
 
-  claimDueTimers(request: {
-    owner: string;
-    now: number;
-    claimUntil: number;
-    limit: number;
-  }): Promise<TimerClaim[]> {
+  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
     return this.run('timer', undefined, () => this.leases.claimDueTimers(request));
   }
 
@@ -424,11 +405,7 @@ export class SqliteStore implements Store {
     return this.run('query', undefined, () => this.readModels.countStateEntries(query));
   }
 
-  transitionsSince(query: {
-    since: number;
-    machineId?: string | undefined;
-    limit?: number | undefined;
-  }): Promise<TransitionFeedRow[]> {
+  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
     return this.run('query', undefined, () => this.readModels.transitionsSince(query));
   }
 
