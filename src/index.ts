@@ -110,7 +110,12 @@ export { durablePromise, type DurablePromiseArgs } from './durable/invoke.ts';
 export type { InspectorLike } from './durable/inspection.ts';
 export { recover } from './durable/recover.ts';
 export type { RecoverOptions, RecoveryEntry, RecoveryReport } from './durable/recover-report.ts';
-export { verify, type VerifyProblem, type VerifyReport } from './durable/verify.ts';
+export {
+  verify,
+  type VerifyCheckpoint,
+  type VerifyProblem,
+  type VerifyReport,
+} from './durable/verify.ts';
 
 // Stores (PostgreSQL: `agentcharts/store/postgres`; `openStore` opens it by URL)
 export type * from './store/types.ts';

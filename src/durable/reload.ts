@@ -1,8 +1,7 @@
 /** Re-reading an actor from the store, checked against the head of its chain. */
 import { StoreError } from '../core/errors.ts';
 import type { ActorCore } from './actor-core.ts';
-import { decodeActorRow } from './codec.ts';
-import { checkHead } from './row.ts';
+import { loadMigrated } from './migrate.ts';
 
 /**
  * Re-reads the actor from the store, checking that its snapshot and the head of
@@ -11,10 +10,9 @@ import { checkHead } from './row.ts';
 export async function reload(core: ActorCore): Promise<void> {
   const found = await core.runtime.store.loadActorHead(core.id);
   if (!found) throw new StoreError({ operation: 'load', kind: 'not_found', actorId: core.id });
-  const snapshot = decodeActorRow(core.machine, core.versioning, found.actor);
-  checkHead(found.actor, found.head);
-  core.snapshot = snapshot;
-  core.row = found.actor;
+  const loaded = await loadMigrated(core.runtime, core.machine, core.versioning, found);
+  core.snapshot = loaded.snapshot;
+  core.row = loaded.found.actor;
   core.stale = false;
 }
 

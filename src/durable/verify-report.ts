@@ -17,9 +17,25 @@ export interface VerifyProblem {
   detail: string;
 }
 
+/**
+ * Where replay restarted from a migration row's recorded snapshot because the
+ * chart version before (or after) it is not registered: the rows of that segment
+ * were checked by their hash chain only.
+ */
+export interface VerifyCheckpoint {
+  actorId: string;
+  /** The migration row. */
+  seq: number;
+  from: number;
+  to: number;
+  reason: string;
+}
+
 export interface VerifyReport {
   ok: boolean;
   actorsChecked: number;
   rowsChecked: number;
   problems: VerifyProblem[];
+  /** Replay checkpoints at migrations (not problems). */
+  checkpoints: VerifyCheckpoint[];
 }

@@ -2,16 +2,17 @@ import * as z from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { childMachines } from './actor-kinds.ts';
-import { pureInitial, pureTransition, transitionOrFail } from './pure.ts';
+import { pureInitial, pureRestore, pureTransition, transitionOrFail } from './pure.ts';
+import { MIGRATION_EVENT, type MigrationEvent } from './migrate.ts';
 import { MessageLedger } from './verify-messages.ts';
 import { isDeepStrictEqual } from 'node:util';
-import type { ChartDefinition } from '../core/chart.ts';
+import type { ChartDefinition, PersistedSnapshot } from '../core/chart.ts';
 import { stateLabel } from '../core/state.ts';
 import type { Store, TransitionRow } from '../store/types.ts';
 import { GENESIS_HASH, hashTransition, sha256 } from './row.ts';
 
-export type { VerifyProblem, VerifyReport } from './verify-report.ts';
-import type { VerifyProblem, VerifyReport } from './verify-report.ts';
+export type { VerifyCheckpoint, VerifyProblem, VerifyReport } from './verify-report.ts';
+import type { VerifyCheckpoint, VerifyProblem, VerifyReport } from './verify-report.ts';
 
 function parseJson(text: string): unknown {
   try {
@@ -45,23 +46,33 @@ export async function verify(
     { store, options },
     z.object({ store: storeOption, options: z.object({ charts: chartsOption }) }),
   );
-  const charts = new Map<string, ChartDefinition>();
+  const charts = new Map<string, Map<number, ChartDefinition>>();
+  const register = (chart: ChartDefinition) => {
+    const versions = charts.get(chart.machine.id) ?? new Map<number, ChartDefinition>();
+    charts.set(chart.machine.id, versions);
+    if (!versions.has(chart.version)) versions.set(chart.version, chart);
+  };
   for (const c of options.charts) {
-    charts.set(c.machine.id, c);
+    register(c);
     // Child machines a chart spawns are verified with it.
     for (const child of childMachines(c.machine)) {
-      if (!charts.has(child.id))
-        charts.set(child.id, { ...c, machine: child, version: 1, migrations: {} });
+      register({ ...c, machine: child, version: 1, migrations: {} });
     }
   }
-  const report: VerifyReport = { ok: true, actorsChecked: 0, rowsChecked: 0, problems: [] };
+  const report: VerifyReport = {
+    ok: true,
+    actorsChecked: 0,
+    rowsChecked: 0,
+    problems: [],
+    checkpoints: [],
+  };
   const ledger = new MessageLedger();
   const ids = await store.actorIdsWithHistory();
   for (const actorId of ids) {
     report.actorsChecked++;
     const rows = await store.history(actorId);
     report.rowsChecked += rows.length;
-    const problem = await verifyActor(store, charts, actorId, rows, ledger);
+    const problem = await verifyActor(store, charts, actorId, rows, ledger, report.checkpoints);
     if (problem) report.problems.push(problem);
   }
   report.problems.push(...ledger.problems());
@@ -71,10 +82,11 @@ export async function verify(
 
 async function verifyActor(
   store: Store,
-  charts: Map<string, ChartDefinition>,
+  charts: Map<string, Map<number, ChartDefinition>>,
   actorId: string,
   rows: TransitionRow[],
   ledger: MessageLedger,
+  checkpoints: VerifyCheckpoint[],
 ): Promise<VerifyProblem | undefined> {
   // Chain and sequence first: they do not need the chart.
   let prevHash = GENESIS_HASH;
@@ -134,21 +146,32 @@ async function verifyActor(
       detail: 'stored snapshot differs from the one the last row recorded',
     };
   }
-  const chart = charts.get(actor.machineId);
-  if (!chart)
+  const versions = charts.get(actor.machineId);
+  if (!versions)
     return {
       actorId,
       kind: 'unknown_machine',
       detail: `machine "${actor.machineId}" is not registered`,
     };
-  if (actor.chartVersion !== chart.version) {
+  const last = versions.get(actor.chartVersion);
+  if (!last) {
     return {
       actorId,
       kind: 'version',
-      detail: `stored at chart version ${actor.chartVersion}, chart is at ${chart.version}; replay needs the same version`,
+      detail: `stored at chart version ${actor.chartVersion}; registered: ${[...versions.keys()].join(', ')}`,
     };
   }
 
+  // Segments: the rows between migrations, each replayed with the chart version
+  // that wrote it when that version is registered; otherwise replay restarts
+  // from the next migration row's recorded snapshot (a checkpoint).
+  const firstMigration = rows.find((r) => r.eventType === MIGRATION_EVENT);
+  const firstVersion =
+    rows[0]?.chartVersion ??
+    (parseJson(firstMigration?.event ?? '') as { from?: number } | undefined)?.from ??
+    actor.chartVersion;
+  let segment = firstVersion;
+  let chart = versions.get(segment);
   let snapshot: AnyMachineSnapshot | undefined;
   const parentId = MessageLedger.parentOf(rows);
   for (const row of rows) {
@@ -157,32 +180,60 @@ async function verifyActor(
     const event = parseJson(row.event) as (EventObject & { input?: unknown }) | undefined;
     if (!event || typeof event.type !== 'string')
       return { actorId, kind: 'replay', seq: row.seq, detail: 'event is not valid JSON' };
-    try {
-      if (!snapshot || (event.type === 'xstate.init' && snapshot.status !== 'active')) {
-        if (event.type !== 'xstate.init')
-          return { actorId, kind: 'replay', seq: row.seq, detail: 'first row is not the creation' };
-        const [initial, actions] = pureInitial(chart.machine, event.input);
-        snapshot = initial;
-        ledger.replayed(actorId, parentId, chart.machine.id, row, undefined, initial, actions);
-      } else {
-        // A message or timer whose transition threw failed the actor when it ran.
-        const current = snapshot;
-        const { next, actions } = transitionOrFail(
-          current,
-          () => (parseJson(row.metadata ?? '{}') as { source?: unknown } | undefined)?.source,
-          () => pureTransition(chart.machine, current, event),
-        );
-        snapshot = next;
-        ledger.replayed(actorId, parentId, chart.machine.id, row, previous, next, actions);
-      }
-    } catch (error) {
+    if (event.type === MIGRATION_EVENT) {
+      const migrated = checkMigration(actorId, row, event, segment, versions, chart, snapshot);
+      if ('problem' in migrated) return migrated.problem;
+      if (migrated.checkpoint) checkpoints.push(migrated.checkpoint);
+      segment = migrated.to;
+      chart = migrated.chart;
+      snapshot = migrated.snapshot;
+    } else if (row.chartVersion !== null && row.chartVersion !== segment) {
       return {
         actorId,
-        kind: 'replay',
+        kind: 'version',
         seq: row.seq,
-        detail: `replay threw: ${error instanceof Error ? error.name : 'error'}`,
+        detail: `row written at chart version ${row.chartVersion} in a segment of version ${segment}, with no migration between`,
       };
+    } else if (!chart) {
+      // A version not registered here: only its chain was checked, and what it sent
+      // cannot be replayed.
+      ledger.unreplayed(actorId, row.seq);
+      continue;
+    } else {
+      const machine = chart.machine;
+      try {
+        if (!snapshot || (event.type === 'xstate.init' && snapshot.status !== 'active')) {
+          if (event.type !== 'xstate.init')
+            return {
+              actorId,
+              kind: 'replay',
+              seq: row.seq,
+              detail: 'first row is not the creation',
+            };
+          const [initial, actions] = pureInitial(machine, event.input);
+          snapshot = initial;
+          ledger.replayed(actorId, parentId, machine.id, row, undefined, initial, actions);
+        } else {
+          // A message or timer whose transition threw failed the actor when it ran.
+          const current = snapshot;
+          const { next, actions } = transitionOrFail(
+            current,
+            () => (parseJson(row.metadata ?? '{}') as { source?: unknown } | undefined)?.source,
+            () => pureTransition(machine, current, event),
+          );
+          snapshot = next;
+          ledger.replayed(actorId, parentId, machine.id, row, previous, next, actions);
+        }
+      } catch (error) {
+        return {
+          actorId,
+          kind: 'replay',
+          seq: row.seq,
+          detail: `replay threw: ${error instanceof Error ? error.name : 'error'}`,
+        };
+      }
     }
+    if (!snapshot) continue;
     const label = stateLabel(snapshot.value);
     if (label !== row.toState) {
       return {
@@ -193,10 +244,17 @@ async function verifyActor(
       };
     }
   }
+  if (segment !== actor.chartVersion) {
+    return {
+      actorId,
+      kind: 'version',
+      detail: `the log ends at chart version ${segment}, the actor row says ${actor.chartVersion}`,
+    };
+  }
   const stored = parseJson(actor.snapshot);
   if (stored === undefined)
     return { actorId, kind: 'snapshot', detail: 'stored snapshot is not valid JSON' };
-  if (!snapshot || !isDeepStrictEqual(persisted(chart, snapshot), stored)) {
+  if (!snapshot || !isDeepStrictEqual(persisted(last, snapshot), stored)) {
     return {
       actorId,
       kind: 'snapshot',
@@ -205,4 +263,87 @@ async function verifyActor(
     };
   }
   return undefined;
+}
+
+/**
+ * A migration row: its recorded snapshot must match its hash and restore under
+ * the target version; when the segment before it was replayed, running the
+ * chart's migrations on the replayed snapshot must give the recorded one.
+ * Otherwise replay restarts from the recorded snapshot, reported as a checkpoint.
+ */
+function checkMigration(
+  actorId: string,
+  row: TransitionRow,
+  event: EventObject,
+  segment: number,
+  versions: Map<number, ChartDefinition>,
+  chart: ChartDefinition | undefined,
+  replayed: AnyMachineSnapshot | undefined,
+):
+  | { problem: VerifyProblem }
+  | {
+      to: number;
+      chart: ChartDefinition | undefined;
+      snapshot: AnyMachineSnapshot | undefined;
+      checkpoint: VerifyCheckpoint | undefined;
+    } {
+  const fail = (kind: VerifyProblem['kind'], detail: string) => ({
+    problem: { actorId, kind, seq: row.seq, detail },
+  });
+  const m = event as Partial<MigrationEvent>;
+  if (typeof m.from !== 'number' || typeof m.to !== 'number' || m.to <= m.from) {
+    return fail('replay', 'migration row without its versions');
+  }
+  if (m.from !== segment) {
+    return fail('version', `migration from version ${m.from} in a segment of version ${segment}`);
+  }
+  if (row.chartVersion !== m.to) {
+    return fail(
+      'version',
+      `migration to version ${m.to} recorded at chart version ${row.chartVersion}`,
+    );
+  }
+  if (sha256(JSON.stringify(m.snapshot)) !== row.snapshotHash) {
+    return fail('snapshot', 'the migrated snapshot differs from the hash its row recorded');
+  }
+  const target = versions.get(m.to);
+  let checkpoint: VerifyCheckpoint | undefined;
+  if (target && chart && replayed) {
+    let state: unknown = persisted(chart, replayed);
+    try {
+      for (let v = m.from; v < m.to; v++) {
+        const migrate = target.migrations[v];
+        if (!migrate) return fail('version', `chart version ${m.to} has no migration from ${v}`);
+        state = JSON.parse(JSON.stringify(migrate(state as PersistedSnapshot))) as unknown;
+      }
+    } catch (error) {
+      return fail('replay', `migration threw: ${error instanceof Error ? error.name : 'error'}`);
+    }
+    if (!isDeepStrictEqual(state, m.snapshot)) {
+      return fail(
+        'replay',
+        `migrating the replayed snapshot from ${m.from} to ${m.to} does not give the recorded one`,
+      );
+    }
+  } else {
+    checkpoint = {
+      actorId,
+      seq: row.seq,
+      from: m.from,
+      to: m.to,
+      reason: !target
+        ? `chart version ${m.to} is not registered`
+        : `chart version ${m.from} is not registered: replay restarts from the migrated snapshot`,
+    };
+  }
+  if (!target) return { to: m.to, chart: undefined, snapshot: undefined, checkpoint };
+  try {
+    const snapshot = pureRestore(target.machine, m.snapshot as PersistedSnapshot);
+    return { to: m.to, chart: target, snapshot, checkpoint };
+  } catch (error) {
+    return fail(
+      'replay',
+      `the migrated snapshot does not restore: ${error instanceof Error ? error.name : 'error'}`,
+    );
+  }
 }

@@ -1,0 +1,197 @@
+/**
+ * Chart versions under running actors: a migration runs once and is on the
+ * record (a hash-chained `agentcharts.migrated` row with the new chart version on
+ * the actor row), however many loads, sends, processes and store handles follow;
+ * `verify` replays across it. The migration here is deliberately not idempotent:
+ * it counts its runs in the context.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { assign, setup } from 'xstate';
+import {
+  createDurableActor,
+  defineChart,
+  getRuntime,
+  openStore,
+  verify,
+  type PersistedSnapshot,
+  type Store,
+} from '../src/index.ts';
+import { MIGRATION_EVENT } from '../src/durable/migrate.ts';
+import { usePostgres } from './support/postgres.ts';
+
+type Ctx = { runs: number; migrated: number };
+
+const v1 = defineChart(
+  setup({ types: {} as { context: Ctx; events: { type: 'NEXT' } } }).createMachine({
+    id: 'doc',
+    context: { runs: 0, migrated: 0 },
+    initial: 'a',
+    states: {
+      a: {
+        on: { NEXT: { target: 'b', actions: assign({ runs: ({ context }) => context.runs + 1 }) } },
+      },
+      b: { on: { NEXT: 'z' } },
+      z: { type: 'final' },
+    },
+  }),
+);
+
+/** Version 2 renames `b` to `c`; its migration counts how often it ran. */
+const rename = (s: PersistedSnapshot): PersistedSnapshot => {
+  const context = s['context'] as Ctx;
+  return {
+    ...s,
+    value: s['value'] === 'b' ? 'c' : s['value'],
+    context: { ...context, migrated: context.migrated + 1 },
+  };
+};
+const v2 = defineChart(
+  setup({ types: {} as { context: Ctx; events: { type: 'NEXT' } } }).createMachine({
+    id: 'doc',
+    context: { runs: 0, migrated: 0 },
+    initial: 'a',
+    states: {
+      a: {
+        on: { NEXT: { target: 'c', actions: assign({ runs: ({ context }) => context.runs + 1 }) } },
+      },
+      c: { on: { NEXT: 'z' } },
+      z: { type: 'final' },
+    },
+  }),
+  { version: 2, migrations: { 1: rename } },
+);
+
+async function closeAll(...stores: Store[]): Promise<void> {
+  for (const store of stores) {
+    await getRuntime(store).close();
+    await store.close();
+  }
+}
+
+/** The actor `d1` at version 1, in state b. */
+async function storedAtVersion1(url: string): Promise<void> {
+  const store = openStore(url);
+  const actor = await createDurableActor(v1.machine, { id: 'd1', store });
+  await actor.send({ type: 'NEXT' });
+  expect(actor.getSnapshot().value).toBe('b');
+  await closeAll(store);
+}
+
+function suite(name: string, url: () => string | undefined) {
+  describe(name, () => {
+    test('loading under version 2 migrates once, on the record; reloads and sends never again', async () => {
+      const at = url();
+      if (at === undefined) return;
+      await storedAtVersion1(at);
+      for (let load = 0; load < 3; load++) {
+        const store = openStore(at);
+        const actor = await createDurableActor(v2.machine, {
+          id: 'd1',
+          store,
+          version: 2,
+          migrations: v2.migrations,
+        });
+        expect(actor.getSnapshot().value).toBe('c');
+        expect(actor.getSnapshot().context).toEqual({ runs: 1, migrated: 1 });
+        const row = await store.loadActor('d1');
+        expect(row?.chartVersion).toBe(2);
+        await closeAll(store);
+      }
+      const store = openStore(at);
+      const history = await store.history('d1');
+      expect(history.map((r) => [r.eventType, r.chartVersion])).toEqual([
+        ['xstate.init', 1],
+        ['NEXT', 1],
+        [MIGRATION_EVENT, 2],
+      ]);
+      const actor = await createDurableActor(v2.machine, {
+        id: 'd1',
+        store,
+        version: 2,
+        migrations: v2.migrations,
+      });
+      await actor.send({ type: 'NEXT' });
+      expect(actor.getSnapshot().value).toBe('z');
+      expect((await store.history('d1')).at(-1)?.chartVersion).toBe(2);
+
+      // Verify across the migration: with both versions the migration itself is
+      // replayed; with version 2 only, replay restarts from its recorded snapshot.
+      const both = await verify(store, { charts: [v1, v2] });
+      expect(both.problems).toEqual([]);
+      expect(both.checkpoints).toEqual([]);
+      const current = await verify(store, { charts: [v2] });
+      expect(current.problems).toEqual([]);
+      expect(current.checkpoints).toEqual([
+        expect.objectContaining({ actorId: 'd1', seq: 3, from: 1, to: 2 }),
+      ]);
+      const old = await verify(store, { charts: [v1] });
+      expect(old.ok).toBe(false);
+      await closeAll(store);
+    });
+
+    test('two runtimes loading at once migrate once (compare-and-set)', async () => {
+      const at = url();
+      if (at === undefined) return;
+      await storedAtVersion1(at);
+      const first = openStore(at);
+      const second = openStore(at);
+      const open = (store: Store) =>
+        createDurableActor(v2.machine, { id: 'd1', store, version: 2, migrations: v2.migrations });
+      const [a, b] = await Promise.all([open(first), open(second)]);
+      expect(a.getSnapshot().context).toEqual({ runs: 1, migrated: 1 });
+      expect(b.getSnapshot().context).toEqual({ runs: 1, migrated: 1 });
+      const history = await first.history('d1');
+      expect(history.filter((r) => r.eventType === MIGRATION_EVENT)).toHaveLength(1);
+      expect((await verify(first, { charts: [v1, v2] })).problems).toEqual([]);
+      await closeAll(first, second);
+    });
+  });
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agentcharts-versions-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+suite('SQLite', () => `sqlite:${join(dir, 'doc.db')}`);
+
+describe('PostgreSQL', () => {
+  const server = usePostgres();
+  suite('real server', () => server()?.freshUrl());
+});
+
+describe('verify across versions detects edits in either segment', () => {
+  test.each([
+    ['before the migration', 2],
+    ['the migration row', 3],
+    ['after the migration', 4],
+  ])('an edited row %s', async (_where, seq) => {
+    const file = join(dir, 'doc.db');
+    await storedAtVersion1(`sqlite:${file}`);
+    const store = openStore(`sqlite:${file}`);
+    const actor = await createDurableActor(v2.machine, {
+      id: 'd1',
+      store,
+      version: 2,
+      migrations: v2.migrations,
+    });
+    await actor.send({ type: 'NEXT' });
+    await closeAll(store);
+    const raw = new Database(file);
+    // An attacker with the file: the append-only trigger goes first.
+    raw.exec('DROP TRIGGER transitions_no_update');
+    raw.prepare('UPDATE transitions SET at = at + 1 WHERE actor_id = ? AND seq = ?').run('d1', seq);
+    raw.close();
+    const after = openStore(`sqlite:${file}`);
+    for (const charts of [[v2], [v1, v2]]) {
+      const report = await verify(after, { charts });
+      expect(report.problems).toEqual([expect.objectContaining({ kind: 'chain', seq })]);
+    }
+    await after.close();
+  });
+});
