@@ -39,14 +39,33 @@ export interface GenerateOptions<TLogic extends AnyStateMachine> extends PlanOpt
   expect?: PinnedCoverage;
 }
 
-/** Appends ` (#2)`, ` (#3)` … to repeated test names so each test has its own. */
-function uniqueNames(names: string[]): string[] {
+/**
+ * One test per item, named by `nameOf`; a repeated name gets ` (#2)`, ` (#3)` …
+ * so each test has its own.
+ */
+function testEach<T>(
+  items: readonly T[],
+  nameOf: (item: T) => string,
+  body: (item: T) => void,
+): void {
   const seen = new Map<string, number>();
-  return names.map((name) => {
+  for (const item of items) {
+    const name = nameOf(item);
     const n = (seen.get(name) ?? 0) + 1;
     seen.set(name, n);
-    return n === 1 ? name : `${name} (#${n})`;
-  });
+    test(n === 1 ? name : `${name} (#${n})`, () => {
+      body(item);
+    });
+  }
+}
+
+/** Runs `check` on a started actor, then stops the actor whatever happened. */
+function stopAfter<A extends { stop(): unknown }>(actor: A, check: (actor: A) => void): void {
+  try {
+    check(actor);
+  } finally {
+    actor.stop();
+  }
 }
 
 /**
@@ -111,50 +130,43 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
     }
 
     describe('reaches every state by a shortest path', () => {
-      const names = uniqueNames(
-        plan.states.map((s) => `reaches ${s.label} by ${formatPath(s.path)}`),
-      );
-      plan.states.forEach((state, i) => {
-        test(names[i] ?? state.label, () => {
-          const actor = replayPath(machine, state.path, { input });
-          try {
+      testEach(
+        plan.states,
+        (s) => `reaches ${s.label} by ${formatPath(s.path)}`,
+        (state) => {
+          stopAfter(replayPath(machine, state.path, { input }), (actor) => {
             const snapshot = actor.getSnapshot() as AnyMachineSnapshot;
             expect(stateLabel(snapshot.value)).toBe(state.label);
             expect(serialize(snapshot)).toBe(state.key);
-          } finally {
-            actor.stop();
-          }
-        });
-      });
+          });
+        },
+      );
     });
 
     if (plan.transitions.length > 0) {
       describe('takes every legal transition', () => {
-        const names = uniqueNames(
-          plan.transitions.map((t) => `${t.fromLabel} goes to ${t.toLabel} on ${t.step.label}`),
-        );
-        plan.transitions.forEach((transition, i) => {
-          test(names[i] ?? transition.step.label, () => {
+        testEach(
+          plan.transitions,
+          (t) => `${t.fromLabel} goes to ${t.toLabel} on ${t.step.label}`,
+          (transition) => {
             const from = byKey.get(transition.from);
             expect(from, 'the source state has a path').toBeDefined();
-            const actor = replayPath(machine, from?.path ?? [], { input });
-            try {
+            stopAfter(replayPath(machine, from?.path ?? [], { input }), (actor) => {
               const next = applyStep(actor, transition.step);
               expect(stateLabel(next.value)).toBe(transition.toLabel);
               expect(serialize(next)).toBe(transition.to);
-            } finally {
-              actor.stop();
-            }
-          });
-        });
+            });
+          },
+        );
       });
     }
 
     if (plan.illegal.length > 0) {
       describe('rejects every illegal event', () => {
-        const names = uniqueNames(plan.illegal.map((r) => `${r.fromLabel} rejects ${r.eventType}`));
-        plan.illegal.forEach((rejection, i) => {
-          test(names[i] ?? rejection.eventType, () => {
+        testEach(
+          plan.illegal,
+          (r) => `${r.fromLabel} rejects ${r.eventType}`,
+          (rejection) => {
             const from = byKey.get(rejection.from);
             expect(from, 'the source state was explored').toBeDefined();
             if (!from) return;
@@ -163,7 +175,7 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
               ...(input !== undefined ? { input } : {}),
               clock: new SimulatedClock(),
             }).start();
-            try {
+            stopAfter(actor, () => {
               expect(stateLabel((actor.getSnapshot() as AnyMachineSnapshot).value)).toBe(
                 rejection.fromLabel,
               );
@@ -183,11 +195,9 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
                 });
                 expect(JSON.stringify(actor.getPersistedSnapshot())).toBe(before);
               }
-            } finally {
-              actor.stop();
-            }
-          });
-        });
+            });
+          },
+        );
       });
     }
   });
