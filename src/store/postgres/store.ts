@@ -1001,16 +1001,10 @@ export class PostgresStore implements Store {
   listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
     return this.run('step', query.actorId, () => {
       const values: unknown[] = [];
-      const filters: string[] = [];
-      if (query.actorId !== undefined) {
-        values.push(query.actorId);
-        filters.push(`actor_id = $${values.length}`);
-      }
-      if (query.status !== undefined) {
-        values.push(query.status);
-        filters.push(`status = $${values.length}`);
-      }
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+      const where = whereClause(values, [
+        ['actor_id =', query.actorId],
+        ['status =', query.status],
+      ]);
       return this.query<StepRow>(
         `SELECT ${STEP_COLUMNS} FROM steps ${where} ORDER BY started_at, key`,
         values,
@@ -1122,16 +1116,10 @@ export class PostgresStore implements Store {
   listRejections(query: { since?: number; actorId?: string } = {}): Promise<RejectionRow[]> {
     return this.run('query', query.actorId, () => {
       const values: unknown[] = [];
-      const filters: string[] = [];
-      if (query.since !== undefined) {
-        values.push(query.since);
-        filters.push(`at >= $${values.length}`);
-      }
-      if (query.actorId !== undefined) {
-        values.push(query.actorId);
-        filters.push(`actor_id = $${values.length}`);
-      }
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+      const where = whereClause(values, [
+        ['at >=', query.since],
+        ['actor_id =', query.actorId],
+      ]);
       return this.query<RejectionRow>(
         `SELECT ${REJECTION_COLUMNS} FROM rejections ${where} ORDER BY at, id`,
         values,
@@ -1208,6 +1196,24 @@ export class PostgresStore implements Store {
       throw toStoreError(error, 'close');
     }
   }
+}
+
+/**
+ * `WHERE a = $1 AND …` over the conditions whose value is defined (each a column
+ * and its operator), their values appended to `values` as the parameters; empty
+ * when none is.
+ */
+function whereClause(
+  values: unknown[],
+  conditions: ReadonlyArray<readonly [test: string, value: unknown]>,
+): string {
+  const filters: string[] = [];
+  for (const [test, value] of conditions) {
+    if (value === undefined) continue;
+    values.push(value);
+    filters.push(`${test} $${values.length}`);
+  }
+  return filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
 }
 
 function asError(error: unknown): Error {
