@@ -21,7 +21,8 @@ interface Run {
 }
 
 /**
- * Runs the real `agentcharts demo` in `cwd` (`npm start` runs the same command).
+ * Runs the refund demo, examples/refund-demo/main.ts, in `cwd` as `npm start` does
+ * (tsx's loader and the `agentcharts-source` condition, which its workers inherit).
  * `until` kills the demo's whole process group (orchestrator and worker) with
  * SIGKILL as soon as stdout matches it, as an operator's `kill -9` or a power cut would.
  */
@@ -30,7 +31,13 @@ function demo(cwd: string, args: string[] = [], until?: RegExp): Promise<Run> {
     const started = Date.now();
     const child = spawn(
       process.execPath,
-      ['--import', tsx, join(root, 'src', 'cli.ts'), 'demo', ...args],
+      [
+        '--conditions=agentcharts-source',
+        '--import',
+        tsx,
+        join(root, 'examples', 'refund-demo', 'main.ts'),
+        ...args,
+      ],
       { cwd, detached: true, env: { ...process.env, NO_COLOR: '1' } },
     );
     let stdout = '';
@@ -97,7 +104,7 @@ function alive(pid: number): boolean {
   }
 }
 
-describe('npm start (agentcharts demo)', () => {
+describe('npm start (examples/refund-demo)', () => {
   let dir: string;
   let file: string;
   let first: Run;
@@ -108,6 +115,15 @@ describe('npm start (agentcharts demo)', () => {
     first = await demo(dir);
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('is what `npm start` runs', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(pkg.scripts['start']).toBe(
+      'tsx --conditions=agentcharts-source examples/refund-demo/main.ts',
+    );
+  });
 
   test('tells the refund story end to end on ./agentcharts.db and exits 0', () => {
     expect(first.stderr).toBe('');

@@ -11,7 +11,7 @@ import {
   createTaskHandler,
   startWorker,
   type Payments,
-} from '../docs/examples/embedding-app.ts';
+} from '../examples/embedding-app/app.ts';
 
 /** A payment API with a ledger; `failNext` calls answer with a transient error. */
 class FakePayments implements Payments {
@@ -107,9 +107,9 @@ async function waitFor<T>(probe: () => Promise<T>, ok: (value: T) => boolean): P
 }
 
 describe('docs/embedding.md', () => {
-  test('shows exactly the code of docs/examples/embedding-app.ts', () => {
+  test('shows exactly the code of examples/embedding-app/app.ts', () => {
     const doc = readFileSync(join(process.cwd(), 'docs', 'embedding.md'), 'utf8');
-    const code = readFileSync(join(process.cwd(), 'docs', 'examples', 'embedding-app.ts'), 'utf8');
+    const code = readFileSync(join(process.cwd(), 'examples', 'embedding-app', 'app.ts'), 'utf8');
     const blocks = [...doc.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
     expect(blocks).toHaveLength(1);
     expect(blocks[0]).toBe(code);

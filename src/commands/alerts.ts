@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { table } from '../demo/format.ts';
+import { table } from './format.ts';
 import {
   ALERT_RULES,
   evaluateAlerts,

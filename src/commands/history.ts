@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { eventLabel, table } from '../demo/format.ts';
+import { eventLabel, table } from './format.ts';
 import { progressLine } from '../observe/progress.ts';
 import { StoreError } from '../core/errors.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';

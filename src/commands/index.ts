@@ -10,13 +10,13 @@ export type RegisterCommand = (program: Command) => void;
  * `agentcharts --version` and small commands start fast.
  */
 export const commandModules: ReadonlyArray<readonly [string, () => Promise<RegisterCommand>]> = [
-  ['demo', async () => (await import('./demo.ts')).registerDemo],
   ['inspect', async () => (await import('./inspect.ts')).registerInspect],
   ['serve', async () => (await import('./serve.ts')).registerServe],
   ['diagram', async () => (await import('./diagram.ts')).registerDiagram],
   ['paths', async () => (await import('./paths.ts')).registerPaths],
   ['recover', async () => (await import('./recover.ts')).registerRecover],
   ['verify', async () => (await import('./verify.ts')).registerVerify],
+  ['check-deploy', async () => (await import('./check-deploy.ts')).registerCheckDeploy],
   ['reindex', async () => (await import('./reindex.ts')).registerReindex],
   ['status', async () => (await import('./status.ts')).registerStatus],
   ['history', async () => (await import('./history.ts')).registerHistory],

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
-import { clockTime, eventLabel, table } from '../demo/format.ts';
+import { clockTime, eventLabel, table } from './format.ts';
 import { recover } from '../durable/recover.ts';
 import { getRuntime } from '../durable/open.ts';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';

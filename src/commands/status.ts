@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { labelsFor, stateName } from '../core/meanings.ts';
-import { table } from '../demo/format.ts';
+import { table } from './format.ts';
 import { progressLine } from '../observe/progress.ts';
 import {
   activeAgentsForUser,

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { table } from '../demo/format.ts';
+import { table } from './format.ts';
 import { verify } from '../durable/verify.ts';
 import { DEFAULT_SQLITE_FILE, openStore, parseStoreUrl } from '../store/open.ts';
 import type { Store } from '../store/types.ts';

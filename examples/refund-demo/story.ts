@@ -1,5 +1,5 @@
 /**
- * The demo's orchestrator: tells the refund story of “Agent State Machine Design” with real
+ * The refund demo's orchestrator: tells the refund story of “Agent State Machine Design” with real
  * processes.
  * It picks the task (resume the last unfinished demo task, or start a new one),
  * forks worker processes, plays the manager who approves, SIGKILLs the worker
@@ -9,15 +9,18 @@
  */
 import { fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { charts } from '../../machines/index.ts';
-import type { RecoveryReport } from '../durable/recover.ts';
-import { verify, type VerifyReport } from '../durable/verify.ts';
-import { openStore } from '../store/open.ts';
-import type { ActorRow, Store } from '../store/types.ts';
-import { clockTime, dollars, eventLabel, table, transitionText } from './format.ts';
+import { fileURLToPath } from 'node:url';
+import {
+  openStore,
+  verify,
+  type ActorRow,
+  type RecoveryReport,
+  type Store,
+  type VerifyReport,
+} from 'agentcharts';
+import { charts } from 'agentcharts/machines';
+import { clockTime, columns, dollars, eventName, transitionText } from './format.ts';
 import {
   DEMO_APPROVER,
   MANAGER_DELAY_MS,
@@ -113,7 +116,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoOutcome> {
     const orderId = String(FIRST_ORDER + n - 1);
     const key = `${taskId}:${REFUND_STEP}`;
     say(
-      'agentcharts demo: the refund story of “Agent State Machine Design”, told by real processes',
+      'agentcharts refund demo: the refund story of “Agent State Machine Design”, told by real processes',
     );
     say(`  database  ${file} (${existed ? 'existing' : 'new'} SQLite file)`);
     say(`  task      ${taskId}: refund ${dollars(AMOUNT_CENTS)} for order ${orderId}`);
@@ -157,23 +160,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoOutcome> {
         rows.push(['actor', a.actorId, `${a.stateBefore} → ${a.stateAfter}`, what]);
       }
       const shown = rows.slice(0, 12);
-      const widths = [0, 1, 2].map((i) => Math.max(...shown.map((r) => (r[i] ?? '').length)));
-      for (const r of shown) {
-        say(continuation + r.map((c, i) => (i < 3 ? c.padEnd(widths[i] ?? 0) : c)).join('  '));
-      }
+      for (const r of shown) say(columns(r, [5, 15, 18], continuation));
       if (rows.length > shown.length) {
         say(`${continuation}… and ${rows.length - shown.length} more`);
       }
     };
 
-    // From the built package the worker is plain JS; from the sources it runs through tsx.
-    const built = import.meta.url.endsWith('.js');
-    const workerPath = fileURLToPath(
-      new URL(built ? './worker.js' : './worker.ts', import.meta.url),
-    );
-    const execArgv = built
-      ? []
-      : ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
+    // The worker runs as this process does: the same loader (tsx) and the same
+    // `--conditions`, so `agentcharts` resolves to the same files in both.
+    const workerPath = fileURLToPath(new URL('./worker.ts', import.meta.url));
+    const execArgv = process.execArgv;
 
     const runWorker = (args: WorkerArgs): Promise<WorkerEnd> =>
       new Promise((done) => {
@@ -347,57 +343,49 @@ export async function runDemo(options: DemoOptions): Promise<DemoOutcome> {
     const history = await store.history(taskId);
     say();
     say(`Audit trail of ${taskId} (table transitions; each row hashes the previous one):`);
-    say(
-      table(
-        ['seq', 'time', 'from', 'event', 'to', 'by', 'hash'],
-        history.map((r) => {
-          const meta = JSON.parse(r.metadata) as { source?: string; pid?: number };
-          const by = `${meta.source ?? '?'}${meta.pid !== undefined ? ` [${meta.pid}]` : ''}`;
-          return [
+    const trail = [-3, 12, 8, 18, 8, 14];
+    say(columns(['seq', 'time', 'from', 'event', 'to', 'by', 'hash'], trail));
+    for (const r of history) {
+      const meta = JSON.parse(r.metadata) as { source?: string; pid?: number };
+      const by = `${meta.source ?? '?'}${meta.pid !== undefined ? ` [${meta.pid}]` : ''}`;
+      say(
+        columns(
+          [
             String(r.seq),
             clockTime(r.at),
             r.fromState ?? '-',
-            eventLabel(r.eventType),
+            eventName(r.eventType),
             r.toState,
             by,
             r.hash.slice(0, 12),
-          ];
-        }),
-        { right: [0] },
-      ),
-    );
+          ],
+          trail,
+        ),
+      );
+    }
 
     // The provider's side.
     const calls = provider.callsFor(key);
     const refunds = provider.refundsFor(key);
     say();
     say(`Payment provider (tables demo_provider_*, written outside the store's transactions):`);
-    say(
-      table(
-        ['call', 'time', 'idempotency key', 'answer'],
-        calls.map((c, i) => [
-          String(i + 1),
-          clockTime(c.at),
-          c.idempotencyKey,
-          c.status === 200
-            ? `200 OK, booked ${c.refundId ?? ''}`
-            : `${c.status} Service Unavailable`,
-        ]),
-        { right: [0] },
-      ),
-    );
-    say(
-      table(
-        ['refund', 'time', 'idempotency key', 'order', 'amount'],
-        refunds.map((r) => [
-          r.refundId,
-          clockTime(r.createdAt),
-          r.idempotencyKey,
-          r.orderId,
-          dollars(r.amountCents),
-        ]),
-      ),
-    );
+    const ledger = [-4, 12, 17];
+    say(columns(['call', 'time', 'idempotency key', 'answer'], ledger));
+    calls.forEach((c, i) => {
+      const answer =
+        c.status === 200 ? `200 OK, booked ${c.refundId ?? ''}` : `${c.status} Service Unavailable`;
+      say(columns([String(i + 1), clockTime(c.at), c.idempotencyKey, answer], ledger));
+    });
+    const booked = [7, 12, 17, 5];
+    say(columns(['refund', 'time', 'idempotency key', 'order', 'amount'], booked));
+    for (const r of refunds) {
+      say(
+        columns(
+          [r.refundId, clockTime(r.createdAt), r.idempotencyKey, r.orderId, dollars(r.amountCents)],
+          booked,
+        ),
+      );
+    }
     say(
       refunds.length === 1
         ? `  exactly one refund under ${key}: the refund ran once, across the crash and the retry`

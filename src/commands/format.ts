@@ -1,4 +1,4 @@
-/** Text formatting shared by the demo and the durable CLI commands: aligned columns, no JSON. */
+/** Text formatting of the durable CLI commands: aligned columns, local times, event labels; no JSON. */
 
 /** `hh:mm:ss.mmm` in local time. */
 export function clockTime(at: number): string {
@@ -16,23 +16,6 @@ export function eventLabel(eventType: string): string {
   const after = /^xstate\.after\.([^.]+)\./.exec(eventType);
   if (after?.[1] !== undefined) return `after:${after[1]}`;
   return eventType;
-}
-
-/** `from --EVENT--> to`, padded so that successive lines align; an optional note after `to`. */
-export function transitionText(
-  from: string | null,
-  eventType: string,
-  to: string,
-  note?: string,
-): string {
-  const arrow = `--${eventLabel(eventType)}-->`;
-  const head = `${(from ?? '(new)').padEnd(9)} ${arrow.padEnd(24)} `;
-  return note ? `${head}${to.padEnd(9)} ${note}` : `${head}${to}`;
-}
-
-/** Cents as dollars: 15000 → `$150.00`. */
-export function dollars(cents: number): string {
-  return `$${(cents / 100).toFixed(2)}`;
 }
 
 /** Rows as aligned columns (every cell left-aligned except those named in `right`). */

@@ -1,20 +1,24 @@
 /**
- * A demo worker process: `node --import tsx src/demo/worker.ts --db <file> --task <id> …`,
- * forked by the demo with an IPC channel. It does what a real agent worker does
- * on start: recover the store (settling an interrupted refund by asking the
- * provider), then drive its task from whatever state the store says it is in.
+ * A demo worker process: `worker.ts --db <file> --task <id> …`, forked by the
+ * demo (story.ts) with an IPC channel and the demo's own loader and conditions.
+ * It does what a real agent worker does on start: recover the store (settling an
+ * interrupted refund by asking the provider), then drive its task from whatever
+ * state the store says it is in.
  * Every decision comes from the durable task state, never from this process's
  * memory, so a fresh process continues where a killed one stopped.
  */
 import { parseArgs } from 'node:util';
-import { charts, taskLifecycle } from '../../machines/index.ts';
-import { retryDelay, type TaskLifecycleContext } from '../../machines/task-lifecycle/index.ts';
-import { createDurableActor } from '../durable/open.ts';
-import { type DurableActor } from '../durable/actor.ts';
-import { recover } from '../durable/recover.ts';
-import { getRuntime } from '../durable/open.ts';
-import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
-import { openStore } from '../store/open.ts';
+import {
+  InvalidEventError,
+  InvalidTransitionError,
+  createDurableActor,
+  getRuntime,
+  openStore,
+  recover,
+  type DurableActor,
+} from 'agentcharts';
+import { charts, taskLifecycle } from 'agentcharts/machines';
+import { retryDelay, type TaskLifecycleContext } from 'agentcharts/machines/task-lifecycle';
 import {
   REFUND_STEP,
   demoTaskInput,

@@ -2,7 +2,7 @@
  * Messages between the demo's orchestrator (the parent, which also plays the
  * manager) and its worker processes, over Node's IPC channel. Plain JSON.
  */
-import type { RecoveryReport } from '../durable/recover.ts';
+import type { RecoveryReport } from 'agentcharts';
 import type { RefundReceipt } from './provider.ts';
 
 /** Worker → parent. `at` is the worker's clock (ms since epoch). */
@@ -35,7 +35,7 @@ export type WorkerMessage =
 /** Parent → worker. */
 export type ParentMessage = { kind: 'approve'; approver: string };
 
-/** The worker's command line (`node --import tsx src/demo/worker.ts …`). */
+/** The worker's command line (`worker.ts --db <file> --task <id> …`). */
 export interface WorkerArgs {
   db: string;
   task: string;
