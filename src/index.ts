@@ -109,6 +109,13 @@ export {
 export { durablePromise, type DurablePromiseArgs } from './durable/invoke.ts';
 export type { InspectorLike } from './durable/inspection.ts';
 export { recover } from './durable/recover.ts';
+export {
+  checkDeploy,
+  type CheckDeployOptions,
+  type CheckDeployReport,
+  type StrandKind,
+  type StrandedActor,
+} from './durable/check-deploy.ts';
 export type { RecoverOptions, RecoveryEntry, RecoveryReport } from './durable/recover-report.ts';
 export {
   verify,

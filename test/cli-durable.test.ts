@@ -103,6 +103,7 @@ describe('agentcharts verify', () => {
       problems: [
         { actorId: 'task-b', kind: 'chain', seq: 3, detail: 'row content does not match its hash' },
       ],
+      checkpoints: [],
     });
   });
 

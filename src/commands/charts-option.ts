@@ -27,29 +27,54 @@ export function withChartsOption(command: Command): Command {
   return command.option(...CHARTS_FLAGS);
 }
 
-/** The charts a command works with: the built-in ones and those `--charts` names. */
+/**
+ * The charts a command works with: the built-in ones, the config's and those
+ * `--charts` names. One per machine id — the highest version — unless
+ * `allVersions` (verify replays each version's segment of a log with its chart).
+ */
 export async function chartsFor(
   opts: ChartsOption,
   cwd = process.cwd(),
+  { allVersions = false }: { allVersions?: boolean } = {},
 ): Promise<ChartDefinition[]> {
-  const byId = new Map<string, ChartDefinition>(builtIn.map((c) => [c.machine.id, c]));
-  for (const chart of (await loadConfig(cwd))?.charts ?? []) byId.set(chart.machine.id, chart);
-  for (const spec of opts.charts ?? []) {
-    const mod = await importModule(spec, cwd);
-    const values = Object.values(mod).flatMap((v) => (Array.isArray(v) ? v : [v]));
-    // A chart and the machine it wraps may both be exported: the chart wins.
-    const mine = new Map<string, ChartDefinition>();
-    for (const value of values) {
-      if (isChartLike(value) && !isStateMachine(value)) {
-        const chart = value as ChartDefinition;
-        mine.set(chart.machine.id, chart);
-      }
+  // machine id → version → chart; a later source replaces the same id and version.
+  const byId = new Map<string, Map<number, ChartDefinition>>();
+  const add = (chart: ChartDefinition) => {
+    const versions = byId.get(chart.machine.id) ?? new Map<number, ChartDefinition>();
+    versions.set(chart.version, chart);
+    byId.set(chart.machine.id, versions);
+  };
+  for (const chart of builtIn) add(chart);
+  const mine: ChartDefinition[] = [...((await loadConfig(cwd))?.charts ?? [])];
+  for (const spec of opts.charts ?? []) mine.push(...(await moduleCharts(spec, cwd)));
+  // Your chart of a built-in machine id replaces the built-in one, every version.
+  for (const id of new Set(mine.map((c) => c.machine.id))) byId.delete(id);
+  for (const chart of mine) add(chart);
+  return [...byId.values()].flatMap((versions) => {
+    const sorted = [...versions.values()].sort((x, y) => x.version - y.version);
+    return allVersions ? sorted : sorted.slice(-1);
+  });
+}
+
+/** The charts a `--charts` module exports (a chart and the machine it wraps: the chart). */
+export async function moduleCharts(spec: string, cwd: string): Promise<ChartDefinition[]> {
+  const mod = await importModule(spec, cwd);
+  const values = Object.values(mod).flatMap((v) => (Array.isArray(v) ? v : [v]));
+  const charts: ChartDefinition[] = [];
+  const wrapped = new Set<unknown>();
+  for (const value of values) {
+    if (isChartLike(value) && !isStateMachine(value)) {
+      const chart = value as ChartDefinition;
+      charts.push(chart);
+      wrapped.add(chart.machine.id);
     }
-    for (const value of values) {
-      if (isStateMachine(value) && !mine.has(value.id)) mine.set(value.id, defineChart(value));
-    }
-    if (mine.size === 0) throw new NoMachineError(spec, 'exports no chart and no machine');
-    for (const [id, chart] of mine) byId.set(id, chart);
   }
-  return [...byId.values()];
+  for (const value of values) {
+    if (isStateMachine(value) && !wrapped.has(value.id)) {
+      wrapped.add(value.id);
+      charts.push(defineChart(value));
+    }
+  }
+  if (charts.length === 0) throw new NoMachineError(spec, 'exports no chart and no machine');
+  return charts;
 }

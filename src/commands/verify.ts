@@ -69,7 +69,7 @@ export function registerVerify(program: Command): void {
     .option('--json', 'print the report as JSON');
   withChartsOption(command).action(
     async (opts: StoreOptions & ChartsOption & { json?: boolean }): Promise<void> => {
-      const charts = await chartsFor(opts);
+      const charts = await chartsFor(opts, process.cwd(), { allVersions: true });
       const { store, where } = openExistingStore(opts);
       try {
         const report = await verify(store, { charts });
@@ -81,6 +81,11 @@ export function registerVerify(program: Command): void {
             `  actors  ${report.actorsChecked}`,
             `  rows    ${report.rowsChecked}`,
           ];
+          for (const c of report.checkpoints) {
+            lines.push(
+              `  checkpoint: ${c.actorId} seq ${c.seq}, migrated ${c.from} → ${c.to}: ${c.reason}`,
+            );
+          }
           if (report.ok) {
             lines.push(
               'ok: every hash chain is intact and every stored snapshot equals the replay of its events',
