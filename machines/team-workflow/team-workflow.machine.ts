@@ -113,7 +113,7 @@ function reopened(task: TeamTask): Partial<TeamTask> {
 
 const settled = (t: TeamTask) => t.status === 'DONE' || t.status === 'FAILED';
 
-export const machine = setup({
+const teamSetup = setup({
   types: {
     context: {} as TeamWorkflowContext,
     events: {} as TeamWorkflowEvent,
@@ -360,7 +360,50 @@ export const machine = setup({
     clearComments: assign(() => ({ comments: workspace.commentsCleared() })),
     resetContext: assign(({ context }) => freshContext(context)),
   },
-}).createMachine({
+});
+
+/**
+ * The team's review of a draft (the plan, or the tasks): every valid vote is
+ * recorded; enough approvals end it in Approved, a change request sends it back to
+ * `drafting` for another revision of `phase`. The Team Leader may decide instead.
+ */
+function teamReview(
+  drafting: 'Architect_Drafts' | 'Architect_Decomposes',
+  phase: 'plan' | 'tasks',
+) {
+  return teamSetup.createStateConfig({
+    meta: { class: 'waiting', color: '#6366f1' },
+    on: {
+      VOTE: [
+        {
+          guard: and(['voteIsValid', 'isApproval', 'reachesThreshold']),
+          target: 'Approved',
+          actions: 'recordVote',
+        },
+        {
+          guard: and(['voteIsValid', 'isChangeRequest']),
+          target: drafting,
+          actions: ['recordVote', { type: 'reopenDrafting', params: { phase } }],
+        },
+        { guard: 'voteIsValid', actions: 'recordVote' },
+      ],
+      LEADER_DECISION: [
+        {
+          guard: and(['isLeader', 'isApproval']),
+          target: 'Approved',
+          actions: 'recordLeaderComment',
+        },
+        {
+          guard: and(['isLeader', 'isChangeRequest']),
+          target: drafting,
+          actions: ['recordLeaderComment', { type: 'reopenDrafting', params: { phase } }],
+        },
+      ],
+    },
+  });
+}
+
+export const machine = teamSetup.createMachine({
   id: 'team-workflow',
   context: teamWorkflowContext,
   initial: 'IDLE',
@@ -417,39 +460,7 @@ export const machine = setup({
             PLAN_DRAFTED: { guard: 'isArchitect', target: 'Team_Review', actions: 'recordPlan' },
           },
         },
-        Team_Review: {
-          meta: { class: 'waiting', color: '#6366f1' },
-          on: {
-            VOTE: [
-              {
-                guard: and(['voteIsValid', 'isApproval', 'reachesThreshold']),
-                target: 'Approved',
-                actions: 'recordVote',
-              },
-              {
-                guard: and(['voteIsValid', 'isChangeRequest']),
-                target: 'Architect_Drafts',
-                actions: ['recordVote', { type: 'reopenDrafting', params: { phase: 'plan' } }],
-              },
-              { guard: 'voteIsValid', actions: 'recordVote' },
-            ],
-            LEADER_DECISION: [
-              {
-                guard: and(['isLeader', 'isApproval']),
-                target: 'Approved',
-                actions: 'recordLeaderComment',
-              },
-              {
-                guard: and(['isLeader', 'isChangeRequest']),
-                target: 'Architect_Drafts',
-                actions: [
-                  'recordLeaderComment',
-                  { type: 'reopenDrafting', params: { phase: 'plan' } },
-                ],
-              },
-            ],
-          },
-        },
+        Team_Review: teamReview('Architect_Drafts', 'plan'),
         Approved: {
           description: 'Consensus reached (CONSENSUS_APPROVED in “Agent Workflow State Machine”)',
           type: 'final',
@@ -471,39 +482,7 @@ export const machine = setup({
             },
           },
         },
-        Team_Review: {
-          meta: { class: 'waiting', color: '#6366f1' },
-          on: {
-            VOTE: [
-              {
-                guard: and(['voteIsValid', 'isApproval', 'reachesThreshold']),
-                target: 'Approved',
-                actions: 'recordVote',
-              },
-              {
-                guard: and(['voteIsValid', 'isChangeRequest']),
-                target: 'Architect_Decomposes',
-                actions: ['recordVote', { type: 'reopenDrafting', params: { phase: 'tasks' } }],
-              },
-              { guard: 'voteIsValid', actions: 'recordVote' },
-            ],
-            LEADER_DECISION: [
-              {
-                guard: and(['isLeader', 'isApproval']),
-                target: 'Approved',
-                actions: 'recordLeaderComment',
-              },
-              {
-                guard: and(['isLeader', 'isChangeRequest']),
-                target: 'Architect_Decomposes',
-                actions: [
-                  'recordLeaderComment',
-                  { type: 'reopenDrafting', params: { phase: 'tasks' } },
-                ],
-              },
-            ],
-          },
-        },
+        Team_Review: teamReview('Architect_Decomposes', 'tasks'),
         Approved: {
           description: 'Consensus reached (CONSENSUS_APPROVED in “Agent Workflow State Machine”)',
           type: 'final',
