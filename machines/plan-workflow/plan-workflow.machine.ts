@@ -15,11 +15,6 @@ import {
 type ArtifactAdded = Extract<GlobalEvent, { type: 'ARTIFACT_ADDED' }>;
 type CommentAdded = Extract<GlobalEvent, { type: 'ADD_COMMENT' }>;
 
-/**
- * Context reducers of the global events. plan-workflow and team-workflow both wrap
- * them in `assign`, so the two charts give ARTIFACT_ADDED, ADD_COMMENT and
- * CLEAR_COMMENTS the same meaning.
- */
 /** Who may send the global events and what they do (shared with team-workflow). */
 export const globalEventMeta = {
   ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
@@ -31,6 +26,23 @@ export const globalEventMeta = {
   },
 };
 
+/**
+ * The global events' transitions, on the root of plan-workflow and team-workflow
+ * alike (every state accepts them): the named actions, which each chart implements
+ * with the {@link workspace} reducers, and RESET back to IDLE.
+ */
+export const globalEventTransitions = {
+  ARTIFACT_ADDED: { actions: 'addArtifact' },
+  ADD_COMMENT: { actions: 'addComment' },
+  CLEAR_COMMENTS: { actions: 'clearComments' },
+  RESET: { target: '.IDLE', actions: 'resetContext' },
+} as const;
+
+/**
+ * Context reducers of the global events. plan-workflow and team-workflow both wrap
+ * them in `assign`, so the two charts give ARTIFACT_ADDED, ADD_COMMENT and
+ * CLEAR_COMMENTS the same meaning.
+ */
 export const workspace = {
   /** The empty workspace of a fresh run (also what RESET restores). */
   empty(): WorkspaceContext {
@@ -162,12 +174,7 @@ export const machine = setup({
   // state accepts them, COMPLETE included (the issue asks for them in every state).
   // COMPLETE is therefore not an XState final state: the work is done (tag `terminal`)
   // and RESET starts over.
-  on: {
-    ARTIFACT_ADDED: { actions: 'addArtifact' },
-    ADD_COMMENT: { actions: 'addComment' },
-    CLEAR_COMMENTS: { actions: 'clearComments' },
-    RESET: { target: '.IDLE', actions: 'resetContext' },
-  },
+  on: globalEventTransitions,
   meta: {
     events: {
       START: { description: 'Begin planning.' },

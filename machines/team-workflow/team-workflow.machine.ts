@@ -1,5 +1,9 @@
 import { and, assertEvent, assign, enqueueActions, setup, stateIn } from 'xstate';
-import { globalEventMeta, workspace } from '../plan-workflow/index.ts';
+import {
+  globalEventMeta,
+  globalEventTransitions,
+  workspace,
+} from '../plan-workflow/plan-workflow.machine.ts';
 import { teamTask } from './team-task.machine.ts';
 import {
   DEFAULT_THRESHOLD,
@@ -408,12 +412,7 @@ export const machine = teamSetup.createMachine({
   context: teamWorkflowContext,
   initial: 'IDLE',
   // The single-agent chart's global events, with the same context effects.
-  on: {
-    ARTIFACT_ADDED: { actions: 'addArtifact' },
-    ADD_COMMENT: { actions: 'addComment' },
-    CLEAR_COMMENTS: { actions: 'clearComments' },
-    RESET: { target: '.IDLE', actions: 'resetContext' },
-  },
+  on: globalEventTransitions,
   meta: {
     events: {
       START: { description: 'Begin: the architect drafts a plan.' },
