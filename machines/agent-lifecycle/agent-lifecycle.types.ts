@@ -1,24 +1,6 @@
 import * as z from 'zod';
 import { eventSchema, jsonValue, type EventFromSchemas } from '../../src/strict/events.ts';
 
-/** The twelve agent states of “Agent State Machine” (v1.0), its `AgentState`. */
-export const AGENT_STATES = [
-  'idle',
-  'initializing',
-  'planning',
-  'executing',
-  'evaluating',
-  'adapting',
-  'waiting_input',
-  'waiting_agent',
-  'succeeded',
-  'failed',
-  'paused',
-  'cancelled',
-] as const;
-
-export type AgentState = (typeof AGENT_STATES)[number];
-
 /**
  * The states an agent can be paused from and resumed to: the document's "active" states
  * (its status route lists exactly these as active). In the chart they are the
@@ -35,6 +17,18 @@ export const ACTIVE_STATES = [
 ] as const;
 
 export type ActiveState = (typeof ACTIVE_STATES)[number];
+
+/** The twelve agent states of “Agent State Machine” (v1.0), its `AgentState`. */
+export const AGENT_STATES = [
+  'idle',
+  ...ACTIVE_STATES,
+  'succeeded',
+  'failed',
+  'paused',
+  'cancelled',
+] as const;
+
+export type AgentState = (typeof AGENT_STATES)[number];
 
 /** States the document marks "Terminal": they leave only through `CLEANUP` to `idle`. */
 export const TERMINAL_STATES = ['succeeded', 'failed', 'cancelled'] as const;
