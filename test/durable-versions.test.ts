@@ -26,7 +26,7 @@ import { usePostgres } from './support/postgres.ts';
 type Ctx = { runs: number; migrated: number };
 
 const v1 = defineChart(
-  setup({ types: {} as { context: Ctx; events: { type: 'NEXT' } } }).createMachine({
+  setup({ types: { context: {} as Ctx, events: {} as { type: 'NEXT' } } }).createMachine({
     id: 'doc',
     context: { runs: 0, migrated: 0 },
     initial: 'a',
@@ -50,7 +50,7 @@ const rename = (s: PersistedSnapshot): PersistedSnapshot => {
   };
 };
 const v2 = defineChart(
-  setup({ types: {} as { context: Ctx; events: { type: 'NEXT' } } }).createMachine({
+  setup({ types: { context: {} as Ctx, events: {} as { type: 'NEXT' } } }).createMachine({
     id: 'doc',
     context: { runs: 0, migrated: 0 },
     initial: 'a',

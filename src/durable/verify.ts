@@ -338,7 +338,7 @@ function checkMigration(
   }
   if (!target) return { to: m.to, chart: undefined, snapshot: undefined, checkpoint };
   try {
-    const snapshot = pureRestore(target.machine, m.snapshot as PersistedSnapshot);
+    const snapshot = pureRestore(target.machine, m.snapshot);
     return { to: m.to, chart: target, snapshot, checkpoint };
   } catch (error) {
     return fail(

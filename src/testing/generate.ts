@@ -23,6 +23,8 @@ import {
   type TransitionPlan,
 } from './plan.ts';
 import { applyStep, replayPath } from './replay.ts';
+import { checkMigrationCase, planMigrationCases } from './migrations.ts';
+import type { ChartDefinition } from '../core/chart.ts';
 
 /** Coverage counts a test pins, so that a chart change that alters them is seen. */
 export interface PinnedCoverage {
@@ -37,6 +39,12 @@ export interface GenerateOptions<TLogic extends AnyStateMachine> extends PlanOpt
   describe?: string;
   /** Pinned counts; a test fails when the plan's coverage differs. */
   expect?: PinnedCoverage;
+  /**
+   * The chart this machine belongs to (its version and migrations) and its earlier
+   * versions: every state they reach, and the contexts their transitions produce,
+   * must migrate to a snapshot this version restores and continues from.
+   */
+  versions?: { chart: ChartDefinition; previous: readonly ChartDefinition[] } | undefined;
 }
 
 /**
@@ -126,6 +134,19 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
       test('the coverage counts match the pinned counts', () => {
         const { states, legal, illegal, paths } = plan.coverage;
         expect({ states, legal, illegal, paths }).toEqual(pinned);
+      });
+    }
+
+    if (options.versions) {
+      const { chart, previous } = options.versions;
+      describe('migrates what earlier versions stored', () => {
+        testEach(
+          planMigrationCases(chart, previous),
+          (c) => `version ${c.from} ${c.label} migrates to ${c.to} and continues`,
+          (c) => {
+            expect(checkMigrationCase(chart, c, options.events)).toBeUndefined();
+          },
+        );
       });
     }
 
