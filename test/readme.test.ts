@@ -17,7 +17,13 @@ const programs = (text: string) =>
     .filter((code) => code.startsWith('import '));
 const guide = readFileSync(join(root, 'docs', 'your-own-chart.md'), 'utf8');
 const agents = readFileSync(join(root, 'docs', 'agents.md'), 'utf8');
-const blocks = [...programs(readme), ...programs(guide), ...programs(agents)];
+const versions = readFileSync(join(root, 'docs', 'versions.md'), 'utf8');
+const blocks = [
+  ...programs(readme),
+  ...programs(guide),
+  ...programs(agents),
+  ...programs(versions),
+];
 
 describe('the README', () => {
   test('shows the two-command Quick start', () => {
