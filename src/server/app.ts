@@ -30,18 +30,26 @@ import type { ServerOptions } from './options.ts';
 import { registerActorRoutes } from './routes/actors.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerEventRoutes } from './routes/events.ts';
+import { registerInspectionRoutes } from './routes/inspection.ts';
+import { attachInspectionSocket } from './inspection-socket.ts';
+import type { InspectionHub, InspectionSocketSlot } from './inspection.ts';
 import { registerMcpRoute } from './routes/mcp.ts';
 import { registerOpsRoutes } from './routes/ops.ts';
 import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
 import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
-export type { DashboardOptions, ServerOptions } from './options.ts';
+import { AgentchartsError } from '../core/errors.ts';
+export type { CorsOptions, DashboardOptions, InspectionOptions, ServerOptions } from './options.ts';
 
 export interface AgentchartsServer {
   app: Hono<ServerEnv>;
   runtime: DurableRuntime;
   hub: SseHub;
   feed: TransitionFeed;
+  /** What inspected XState apps sent (the local inspector), in bounded memory. */
+  inspection: InspectionHub;
+  /** @internal The inspection socket's upgrade, set by {@link listen}. */
+  inspectionSocket: InspectionSocketSlot;
   /** Resolves when the transition feed knows where every actor stands. */
   ready: Promise<void>;
   /** Stops the feed and ends SSE streams. The store and runtime stay open. */
@@ -59,7 +67,7 @@ export interface AgentchartsServer {
  */
 export function createServer(options: ServerOptions): AgentchartsServer {
   const kit = createKit(options);
-  const { logger, runtime, hub, feed, unobserveEmitted, metrics, fail } = kit;
+  const { logger, runtime, hub, feed, unobserveEmitted, metrics, fail, inspection } = kit;
   const app = new Hono<ServerEnv>();
 
   app.use('*', allowedHosts(options.allowedHosts ?? []));
@@ -72,10 +80,11 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       '*',
       honoLogger((line) => logger.info(line)),
     );
-  // A request that takes longer than this gets 504 (the stream is exempt).
+  // A request that takes longer than this gets 504 (the streams are exempt).
   const requestTimeout = timeout(options.requestTimeoutMs ?? 30_000);
+  const streams = new Set(['/api/stream', '/api/inspections/stream']);
   app.use('/api/*', async (c, next) =>
-    c.req.path === '/api/stream' ? next() : requestTimeout(c, next),
+    streams.has(c.req.path) ? next() : requestTimeout(c, next),
   );
 
   app.onError((error, c) => {
@@ -107,6 +116,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   registerStreamRoute(app, kit);
   registerEventRoutes(app, kit);
   registerDashboardRoutes(app, kit);
+  registerInspectionRoutes(app, kit);
   const closeMcp = registerMcpRoute(app, kit);
 
   return {
@@ -114,6 +124,8 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     runtime,
     hub,
     feed,
+    inspection,
+    inspectionSocket: kit.inspectionSocket,
     ready: feed.ready,
     async close() {
       feed.stop();
@@ -125,10 +137,37 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   };
 }
 
+/** The server could not listen: the port is taken or not ours to bind. */
+export class ListenError extends AgentchartsError {
+  override name = 'ListenError';
+  readonly host: string;
+  readonly port: number;
+  readonly reason: 'EADDRINUSE' | 'EACCES' | 'EADDRNOTAVAIL';
+  constructor(host: string, port: number, reason: 'EADDRINUSE' | 'EACCES' | 'EADDRNOTAVAIL') {
+    super(
+      'LISTEN',
+      reason === 'EADDRINUSE'
+        ? `port ${port} on ${host} is taken (another server listens there); choose another with --port`
+        : reason === 'EACCES'
+          ? `port ${port} on ${host} may not be bound by this user; choose one above 1023 with --port`
+          : `address ${host} is not an address of this machine; choose another with --host`,
+    );
+    this.host = host;
+    this.port = port;
+    this.reason = reason;
+  }
+}
+
 /** A running HTTP server. */
 export interface ListeningServer {
   url: string;
   port: number;
+  /**
+   * The inspection socket XState apps send to (`createWebSocketInspector({ url })`),
+   * or undefined when it is off (`inspection.enabled: false`, or `@hono/node-ws`
+   * is not installed).
+   */
+  inspectUrl: string | undefined;
   server: ServerType;
   close(): Promise<void>;
 }
@@ -155,11 +194,16 @@ export async function listen(
   requireArg('listen', 'options', isOptionsBag(options), EXPECTED.options);
   await server.ready;
   const hostname = options.hostname ?? '127.0.0.1';
+  const port0 = options.port ?? 0;
   const http = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: server.app.fetch, port: options.port ?? 0, hostname }, () =>
-      resolve(s),
+    const s = serve({ fetch: server.app.fetch, port: port0, hostname }, () => resolve(s));
+    s.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === 'EADDRINUSE' || error.code === 'EACCES' || error.code === 'EADDRNOTAVAIL'
+          ? new ListenError(hostname, port0, error.code)
+          : error,
+      ),
     );
-    s.once('error', reject);
   });
   // Slow clients cannot hold a connection open forever: headers within 10 s,
   // a whole request within 60 s (streams are responses, not requests).
@@ -170,11 +214,23 @@ export async function listen(
   http.maxConnections = options.maxConnections ?? 10_000;
   const port = (http.address() as AddressInfo).port;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const socket = server.inspectionSocket.enabled
+    ? await attachInspectionSocket(
+        server.app as never,
+        http,
+        server.inspectionSocket,
+        server.inspection.limits.maxMessageBytes,
+        server.runtime.logger,
+      )
+    : undefined;
   return {
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    url,
     port,
+    inspectUrl: socket ? `${url.replace(/^http/, 'ws')}/inspect` : undefined,
     server: http,
     async close() {
+      socket?.close();
       await server.close();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());

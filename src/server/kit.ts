@@ -22,6 +22,7 @@ import {
 } from './http.ts';
 import { authMiddleware } from './middleware/auth.ts';
 import type { ServerOptions } from './options.ts';
+import { InspectionHub, type InspectionSocketSlot } from './inspection.ts';
 import { SessionStore, type SessionPrincipal } from './sessions.ts';
 import { SseHub } from './sse.ts';
 import { createDispatch } from './writes.ts';
@@ -71,6 +72,13 @@ export function createKit(options: ServerOptions) {
     css: loadAsset('app.css'),
   };
   const mermaidPath = mermaidBundlePath();
+  // What inspected XState apps sent, in bounded memory; the socket is attached by `listen`.
+  const inspection = new InspectionHub(options.inspection);
+  const inspectionSocket: InspectionSocketSlot = {
+    enabled: options.inspection?.enabled !== false,
+    upgrade: undefined,
+  };
+  const allowedOrigins = new Set((options.cors?.origins ?? []).map((o) => new URL(o).origin));
   /** mermaid's bundle, read once on first request. */
   const mermaidCache: { js?: string | undefined } = {};
 
@@ -154,6 +162,9 @@ export function createKit(options: ServerOptions) {
     startSession,
     auth,
     dispatch,
+    inspection,
+    inspectionSocket,
+    allowedOrigins,
   };
 }
 

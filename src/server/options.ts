@@ -3,7 +3,24 @@ import type { Logger } from 'pino';
 import type { ChartDefinition } from '../core/chart.ts';
 import type { Store } from '../store/types.ts';
 import type { ApiKey } from './auth.ts';
+import type { InspectionLimits } from './inspection.ts';
 import type { SseHubOptions } from './sse.ts';
+
+/** The local inspector: the inspection socket XState apps send to, and its memory. */
+export interface InspectionOptions extends InspectionLimits {
+  /**
+   * Accept inspection messages at `/inspect` and show them in the dashboard.
+   * Default true. Connections from loopback need no credential; others need a
+   * read credential (see docs/inspector.md).
+   */
+  enabled?: boolean | undefined;
+}
+
+/** Browsers of other origins that may read (agentcharts/react, a dashboard of your own). */
+export interface CorsOptions {
+  /** Exact origins (`https://app.example.com`), no wildcard. */
+  origins: readonly string[];
+}
 
 /** The dashboard's approvals and sessions. */
 export interface DashboardOptions {
@@ -66,4 +83,8 @@ export interface ServerOptions {
   requestLogs?: boolean | undefined;
   /** API requests taking longer get 504 (the stream is exempt). Default 30 s. */
   requestTimeoutMs?: number | undefined;
+  /** The local inspector (on by default). */
+  inspection?: InspectionOptions | undefined;
+  /** Cross-origin browser reads: which origins, with credentials (off by default). */
+  cors?: CorsOptions | undefined;
 }

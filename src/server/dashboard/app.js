@@ -105,10 +105,10 @@ function scheduleRefresh() {
   }, 300);
 }
 
-function openStream(query) {
+function openStream(query, path = '/api/stream') {
   source?.close();
   const search = new URLSearchParams(query).toString();
-  source = new EventSource(`/api/stream${search ? `?${search}` : ''}`);
+  source = new EventSource(`${path}${search ? `?${search}` : ''}`);
   live.dataset.state = 'connecting';
   live.textContent = 'connecting…';
   source.onopen = () => {
@@ -121,6 +121,8 @@ function openStream(query) {
   };
   source.onmessage = () => scheduleRefresh();
   source.addEventListener('resync', () => scheduleRefresh());
+  // The inspector's stream names the inspected actors that changed.
+  source.addEventListener('change', () => scheduleRefresh());
 }
 
 // ---- actors table ----------------------------------------------------------------
@@ -660,6 +662,264 @@ async function renderActor(id) {
   }
 }
 
+// ---- inspector: actors of plain XState apps, sent over the inspection socket ---------------
+
+const inspectorPage = { id: undefined, diagram: undefined };
+
+/** A state value as text: `paying`, or the leaf paths of a nested value. */
+function stateText(value) {
+  if (value === null || value === undefined) return '—';
+  if (typeof value === 'string') return value;
+  const leaves = [];
+  const walk = (v, path) => {
+    if (typeof v === 'string') leaves.push([...path, v].join('.'));
+    else if (v && typeof v === 'object') {
+      const keys = Object.keys(v);
+      if (keys.length === 0) leaves.push(path.join('.'));
+      for (const key of keys) walk(v[key], [...path, key]);
+    }
+  };
+  walk(value, []);
+  return leaves.join(', ');
+}
+
+function inspectedLink(actor, text) {
+  return link(`/inspector/${encodeURIComponent(actor.id)}`, text ?? actor.name);
+}
+
+/** Parents before their children, children indented. */
+function inspectedTree(actors) {
+  const byParent = new Map();
+  const ids = new Set(actors.map((a) => a.id));
+  for (const a of actors) {
+    const key = a.parentId && ids.has(a.parentId) ? a.parentId : null;
+    if (!byParent.has(key)) byParent.set(key, []);
+    byParent.get(key).push(a);
+  }
+  const out = [];
+  const visit = (parent, depth) => {
+    for (const a of byParent.get(parent) ?? []) {
+      out.push({ actor: a, depth });
+      if (depth < 20) visit(a.id, depth + 1);
+    }
+  };
+  visit(null, 0);
+  return out;
+}
+
+async function renderInspectorList() {
+  const result = await api('/api/inspections');
+  if (!result.ok) {
+    view.replaceChildren(errorCard(result));
+    return;
+  }
+  const { actors, limits, stats } = result.body;
+  const socket = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/inspect`;
+  const help = el(
+    'section',
+    { class: 'card', 'data-testid': 'inspector-help' },
+    el('h2', {}, 'Inspector'),
+    el(
+      'p',
+      {},
+      'Any XState app shows up here when it sends its inspection events to this server: ',
+      el('code', {}, `createWebSocketInspector({ url: '${socket}' })`),
+      ' from @statelyai/inspect, then ',
+      el('code', {}, 'createActor(machine, { inspect: inspector.inspect })'),
+      '.',
+    ),
+    el(
+      'p',
+      { class: 'muted' },
+      `Kept in memory: up to ${limits.maxActors} actors, ${limits.maxEntriesPerActor} events and snapshots each; ` +
+        `${stats.received} messages received, ${
+          stats.refused.too_large + stats.refused.invalid_json + stats.refused.invalid_message
+        } refused, ${stats.actorsDropped} actors dropped.`,
+    ),
+  );
+  const rows = inspectedTree(actors);
+  const table =
+    rows.length === 0
+      ? el('p', { class: 'muted', 'data-testid': 'no-inspected' }, 'No inspected actors yet.')
+      : el(
+          'table',
+          { 'data-testid': 'inspected-table' },
+          el(
+            'thead',
+            {},
+            el(
+              'tr',
+              {},
+              ['Actor', 'Session', 'State', 'Status', 'Events', 'Updated'].map((h) =>
+                el('th', {}, h),
+              ),
+            ),
+          ),
+          el(
+            'tbody',
+            {},
+            rows.map(({ actor: a, depth }) =>
+              el(
+                'tr',
+                {
+                  'data-testid': 'inspected-row',
+                  'data-name': a.name,
+                  'data-state': stateText(a.value),
+                },
+                el(
+                  'td',
+                  {},
+                  el('span', { class: 'tree-indent', style: { width: `${depth * 1.25}rem` } }),
+                  depth > 0 ? '↳ ' : '',
+                  inspectedLink(a),
+                ),
+                el('td', { class: 'muted' }, `app ${a.connection} · ${a.sessionId}`),
+                el('td', {}, badge(stateText(a.value), '#1d4ed8', 'inspected-state')),
+                el('td', {}, a.status ?? ''),
+                el('td', {}, a.entries),
+                el('td', { class: 'muted' }, when(a.updatedAt)),
+              ),
+            ),
+          ),
+        );
+  view.replaceChildren(help, el('section', { class: 'card' }, table));
+}
+
+function entryLine(entry) {
+  const head = el('div', { class: 'when' }, `#${entry.seq} · ${when(entry.at)} · ${entry.kind}`);
+  if (entry.kind === 'event') {
+    return el(
+      'li',
+      { 'data-testid': 'inspected-entry', 'data-kind': 'event', 'data-event': entry.eventType },
+      head,
+      el('div', {}, 'event ', el('code', {}, entry.eventType || '(none)')),
+    );
+  }
+  return el(
+    'li',
+    { 'data-testid': 'inspected-entry', 'data-kind': 'snapshot', 'data-event': entry.eventType },
+    head,
+    el(
+      'details',
+      { class: 'inspected-entry' },
+      el(
+        'summary',
+        {},
+        'snapshot ',
+        badge(stateText(entry.snapshot?.value), '#1d4ed8', 'entry-state'),
+        entry.eventType ? [' after ', el('code', {}, entry.eventType)] : null,
+      ),
+      el('pre', {}, JSON.stringify(entry.snapshot?.context ?? null, null, 2)),
+    ),
+  );
+}
+
+async function renderInspected(id) {
+  if (inspectorPage.id !== id) {
+    inspectorPage.id = id;
+    inspectorPage.diagram = undefined;
+  }
+  const result = await api(`/api/inspections/${encodeURIComponent(id)}`);
+  if (!result.ok) {
+    view.replaceChildren(link('/inspector', '← all inspected actors'), errorCard(result));
+    return;
+  }
+  const data = result.body;
+  const a = data.actor;
+  let diagramBox = view.querySelector('[data-testid="inspected-diagram"]');
+  const mermaidText = data.diagram?.mermaid;
+  const keepDiagram = diagramBox && inspectorPage.diagram === mermaidText;
+  if (!keepDiagram) {
+    diagramBox = el('div', { class: 'diagram', 'data-testid': 'inspected-diagram' });
+  }
+  const header = el(
+    'section',
+    { class: 'card', 'data-testid': 'inspected-header', 'data-state': stateText(a.value) },
+    el('p', {}, link('/inspector', '← all inspected actors')),
+    el('h2', {}, a.name, ' ', badge(stateText(a.value), '#1d4ed8', 'inspected-state')),
+    el(
+      'p',
+      { class: 'muted' },
+      [
+        `session ${a.sessionId}`,
+        `app ${a.connection}`,
+        a.status && `status ${a.status}`,
+        `${a.entries} events and snapshots`,
+        a.droppedEntries ? `${a.droppedEntries} oldest dropped` : '',
+        `updated ${when(a.updatedAt)}`,
+      ]
+        .filter(Boolean)
+        .join(' · '),
+    ),
+    data.parent
+      ? el('p', { 'data-testid': 'inspected-parent' }, 'Parent: ', inspectedLink(data.parent))
+      : null,
+  );
+  const children = data.children.length
+    ? el(
+        'section',
+        { class: 'card', 'data-testid': 'inspected-children' },
+        el('h3', {}, `Child actors (${data.children.length})`),
+        el(
+          'ul',
+          { class: 'children' },
+          data.children.map((c) =>
+            el(
+              'li',
+              { 'data-testid': 'inspected-child', 'data-name': c.name },
+              inspectedLink(c),
+              ' ',
+              badge(stateText(c.value), '#1d4ed8', 'child-state'),
+            ),
+          ),
+        ),
+      )
+    : null;
+  const reasons = {
+    no_definition: 'This actor sent no machine definition (it is not a state machine).',
+    not_json: 'The machine definition it sent is not JSON.',
+    not_a_machine_config: 'The definition it sent is not a machine config.',
+    rejected_by_xstate: 'XState could not rebuild the machine from the definition it sent.',
+  };
+  view.replaceChildren(
+    header,
+    children ?? '',
+    el('section', { class: 'card' }, el('h3', {}, 'Chart'), diagramBox),
+    el(
+      'div',
+      { class: 'grid' },
+      el(
+        'section',
+        { class: 'card' },
+        el('h3', {}, 'Timeline'),
+        el(
+          'ol',
+          { class: 'timeline', 'data-testid': 'inspected-timeline' },
+          [...data.entries].reverse().map(entryLine),
+        ),
+      ),
+      el(
+        'section',
+        { class: 'card' },
+        el('h3', {}, 'Context'),
+        el(
+          'pre',
+          { 'data-testid': 'inspected-context' },
+          JSON.stringify(data.snapshot?.context ?? null, null, 2),
+        ),
+      ),
+    ),
+  );
+  if (!keepDiagram) {
+    inspectorPage.diagram = mermaidText;
+    if (data.diagram) await drawDiagram(diagramBox, data.diagram);
+    else
+      diagramBox.replaceChildren(
+        el('p', { class: 'muted' }, reasons[data.diagramError] ?? 'No chart.'),
+      );
+  }
+}
+
 // ---- routing -------------------------------------------------------------------------------
 
 async function route() {
@@ -682,8 +942,13 @@ async function route() {
     );
     return;
   }
+  const inspected = /^\/inspector(?:\/(.+))?$/.exec(window.location.pathname);
   const match = /^\/actors\/(.+)$/.exec(window.location.pathname);
-  if (match) {
+  if (inspected) {
+    const id = inspected[1] === undefined ? undefined : decodeURIComponent(inspected[1]);
+    refreshView = () => (id === undefined ? renderInspectorList() : renderInspected(id));
+    openStream({}, '/api/inspections/stream');
+  } else if (match) {
     const id = decodeURIComponent(match[1]);
     refreshView = () => renderActor(id);
     openStream({ actor: id });

@@ -55,6 +55,8 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
   };
   app.get('/', page);
   app.get('/actors/:id', page);
+  app.get('/inspector', page);
+  app.get('/inspector/:id', page);
   app.post('/logout', (c) => {
     const id = getCookie(c, SESSION_COOKIE);
     sessions.close(id);
