@@ -16,6 +16,7 @@ import type {
   StatesQuery,
 } from '../types.ts';
 import { checkLimit } from '../rules.ts';
+import { boundConditions, whereClause } from './filters.ts';
 
 type Query = <R>(text: string, values?: unknown[]) => Promise<R[]>;
 type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
@@ -101,15 +102,11 @@ export class PostgresReadModels {
 
   countActors(query: ActorCountQuery): Promise<ActorCount[]> {
     const values: unknown[] = [];
-    const filters: string[] = [];
-    const filter = (sql: string, value: unknown) => {
-      values.push(value);
-      filters.push(`${sql} $${values.length}`);
-    };
-    if (query.machineId !== undefined) filter('machine_id =', query.machineId);
-    if (query.userId !== undefined) filter('user_id =', query.userId);
-    if (query.updatedSince !== undefined) filter('updated_at >=', query.updatedSince);
-    const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+    const where = whereClause(values, [
+      ['machine_id =', query.machineId],
+      ['user_id =', query.userId],
+      ['updated_at >=', query.updatedSince],
+    ]);
     return this.query<ActorCount>(
       `WITH ${CURRENT}
        SELECT machine_id AS "machineId", state, status, COUNT(*) AS count,
@@ -122,14 +119,14 @@ export class PostgresReadModels {
 
   actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
     const values: unknown[] = [[...query.states], checkLimit(query.limit ?? 100, 'query')];
-    const filters = ['state = ANY($1::text[])'];
-    const filter = (sql: string, value: unknown) => {
-      values.push(value);
-      filters.push(`${sql} $${values.length}`);
-    };
-    if (query.machineId !== undefined) filter('machine_id =', query.machineId);
-    if (query.userId !== undefined) filter('user_id =', query.userId);
-    if (query.enteredBefore !== undefined) filter('state_since <=', query.enteredBefore);
+    const filters = [
+      'state = ANY($1::text[])',
+      ...boundConditions(values, [
+        ['machine_id =', query.machineId],
+        ['user_id =', query.userId],
+        ['state_since <=', query.enteredBefore],
+      ]),
+    ];
     return this.query<ActorDwell>(
       `WITH ${CURRENT}
        SELECT actor_id AS "actorId", machine_id AS "machineId", state, status,

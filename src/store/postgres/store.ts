@@ -32,6 +32,7 @@ import {
   stepMiss,
 } from '../rules.ts';
 import { CommitNotifications } from './notifications.ts';
+import { boundConditions, whereClause } from './filters.ts';
 import { PostgresReadModels } from './read-models.ts';
 import { migratePostgres } from './schema.ts';
 import type { PostgresStoreOptions } from './options.ts';
@@ -1130,15 +1131,13 @@ export class PostgresStore implements Store {
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
     return this.run('query', undefined, async () => {
       const values: unknown[] = [query.since];
-      const filters = ['at >= $1'];
-      if (query.until !== undefined) {
-        values.push(query.until);
-        filters.push(`at < $${values.length}`);
-      }
-      if (query.reason !== undefined) {
-        values.push(query.reason);
-        filters.push(`reason = $${values.length}`);
-      }
+      const filters = [
+        'at >= $1',
+        ...boundConditions(values, [
+          ['at <', query.until],
+          ['reason =', query.reason],
+        ]),
+      ];
       const rows = await this.query<{ n: number }>(
         `SELECT COUNT(*) AS n FROM rejections WHERE ${filters.join(' AND ')}`,
         values,
@@ -1196,24 +1195,6 @@ export class PostgresStore implements Store {
       throw toStoreError(error, 'close');
     }
   }
-}
-
-/**
- * `WHERE a = $1 AND …` over the conditions whose value is defined (each a column
- * and its operator), their values appended to `values` as the parameters; empty
- * when none is.
- */
-function whereClause(
-  values: unknown[],
-  conditions: ReadonlyArray<readonly [test: string, value: unknown]>,
-): string {
-  const filters: string[] = [];
-  for (const [test, value] of conditions) {
-    if (value === undefined) continue;
-    values.push(value);
-    filters.push(`${test} $${values.length}`);
-  }
-  return filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
 }
 
 function asError(error: unknown): Error {
