@@ -10,60 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { assign, setup } from 'xstate';
-import {
-  createDurableActor,
-  defineChart,
-  getRuntime,
-  openStore,
-  verify,
-  type PersistedSnapshot,
-  type Store,
-} from '../src/index.ts';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+import { createDurableActor, getRuntime, openStore, verify, type Store } from '../src/index.ts';
+import { v1, v2 } from './fixtures/counting-versions.ts';
 import { MIGRATION_EVENT } from '../src/durable/migrate.ts';
 import { usePostgres } from './support/postgres.ts';
-
-type Ctx = { runs: number; migrated: number };
-
-const v1 = defineChart(
-  setup({ types: { context: {} as Ctx, events: {} as { type: 'NEXT' } } }).createMachine({
-    id: 'doc',
-    context: { runs: 0, migrated: 0 },
-    initial: 'a',
-    states: {
-      a: {
-        on: { NEXT: { target: 'b', actions: assign({ runs: ({ context }) => context.runs + 1 }) } },
-      },
-      b: { on: { NEXT: 'z' } },
-      z: { type: 'final' },
-    },
-  }),
-);
-
-/** Version 2 renames `b` to `c`; its migration counts how often it ran. */
-const rename = (s: PersistedSnapshot): PersistedSnapshot => {
-  const context = s['context'] as Ctx;
-  return {
-    ...s,
-    value: s['value'] === 'b' ? 'c' : s['value'],
-    context: { ...context, migrated: context.migrated + 1 },
-  };
-};
-const v2 = defineChart(
-  setup({ types: { context: {} as Ctx, events: {} as { type: 'NEXT' } } }).createMachine({
-    id: 'doc',
-    context: { runs: 0, migrated: 0 },
-    initial: 'a',
-    states: {
-      a: {
-        on: { NEXT: { target: 'c', actions: assign({ runs: ({ context }) => context.runs + 1 }) } },
-      },
-      c: { on: { NEXT: 'z' } },
-      z: { type: 'final' },
-    },
-  }),
-  { version: 2, migrations: { 1: rename } },
-);
 
 async function closeAll(...stores: Store[]): Promise<void> {
   for (const store of stores) {
@@ -133,6 +86,29 @@ function suite(name: string, url: () => string | undefined) {
       await closeAll(store);
     });
 
+    test('two processes loading at the same moment migrate once (compare-and-set)', async () => {
+      const at = url();
+      if (at === undefined) return;
+      await storedAtVersion1(at);
+      const worker = join(import.meta.dirname, 'fixtures', 'counting-versions.ts');
+      const startAt = Date.now() + 1_500;
+      const outputs = await Promise.all(
+        [1, 2].map(() =>
+          run(process.execPath, ['--import', tsx, worker, at, String(startAt)], {
+            encoding: 'utf8',
+          }),
+        ),
+      );
+      for (const { stdout } of outputs) {
+        expect(JSON.parse(stdout)).toEqual({ runs: 1, migrated: 1 });
+      }
+      const store = openStore(at);
+      const history = await store.history('d1');
+      expect(history.filter((r) => r.eventType === MIGRATION_EVENT)).toHaveLength(1);
+      expect((await verify(store, { charts: [v1, v2] })).problems).toEqual([]);
+      await store.close();
+    }, 60_000);
+
     test('two runtimes loading at once migrate once (compare-and-set)', async () => {
       const at = url();
       if (at === undefined) return;
@@ -151,6 +127,9 @@ function suite(name: string, url: () => string | undefined) {
     });
   });
 }
+
+const run = promisify(execFile);
+const tsx = createRequire(import.meta.url).resolve('tsx');
 
 let dir: string;
 beforeEach(() => {
