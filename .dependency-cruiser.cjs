@@ -13,7 +13,7 @@ const ORDER = [
   ['durable'],
   ['observe', 'inspect', 'testing', 'agents'],
   ['server'],
-  ['commands', 'demo', 'cli', 'index'],
+  ['commands', 'cli', 'index'],
 ];
 const above = Object.fromEntries(
   ORDER.slice(0, -1).flatMap((rank, i) => rank.map((name) => [name, ORDER.slice(i + 1).flat()])),
@@ -33,8 +33,8 @@ module.exports = {
       severity: 'error',
       comment: `src/${name} imports only from its own layer and below (DESIGN.md, Layout).`,
       from: { path: layer([name]) },
-      // The chart catalog (machines/) sits beside the runtime: only the server, the
-      // CLI and the demo pick charts out of it.
+      // The chart catalog (machines/) sits beside the runtime: only the server and the
+      // CLI pick charts out of it.
       to: { path: name === 'server' ? layer(higher) : [layer(higher), '^machines/'] },
     })),
     {
@@ -52,7 +52,6 @@ module.exports = {
           'agents',
           'server',
           'commands',
-          'demo',
           'cli',
           'index',
         ]),
