@@ -71,10 +71,18 @@ export class MemoryStore implements Store {
   private readonly t: MemoryTables = newTables();
   private closed = false;
 
-  private ensureOpen(operation: StoreOperation, actorId?: string): void {
-    if (this.closed) {
-      throw new StoreError({ operation, kind: 'closed', actorId, detail: 'the store is closed' });
-    }
+  /** Runs one operation as a promise: refused once closed, a throw becoming a rejection. */
+  private run<T>(
+    operation: StoreOperation,
+    actorId: string | undefined,
+    work: () => T,
+  ): Promise<T> {
+    return settle(() => {
+      if (this.closed) {
+        throw new StoreError({ operation, kind: 'closed', actorId, detail: 'the store is closed' });
+      }
+      return work();
+    });
   }
 
   /** The error that rejects this write alone, checked before anything changes. */
@@ -112,8 +120,7 @@ export class MemoryStore implements Store {
   }
 
   commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>> {
-    return settle(() => {
-      this.ensureOpen('commit', writes.length === 1 ? writes[0]?.actorId : undefined);
+    return this.run('commit', writes.length === 1 ? writes[0]?.actorId : undefined, () => {
       return writes.map((write) => {
         const error = this.conflict(write);
         if (error) return error;
@@ -174,16 +181,14 @@ export class MemoryStore implements Store {
   }
 
   loadActor(actorId: string): Promise<ActorRow | undefined> {
-    return settle(() => {
-      this.ensureOpen('load', actorId);
+    return this.run('load', actorId, () => {
       const row = this.t.actors.get(actorId);
       return row && { ...row };
     });
   }
 
   loadActorHead(actorId: string): Promise<ActorHead | undefined> {
-    return settle(() => {
-      this.ensureOpen('load', actorId);
+    return this.run('load', actorId, () => {
       const row = this.t.actors.get(actorId);
       if (row === undefined) return undefined;
       const head = this.t.transitions.get(actorId)?.at(-1);
@@ -197,8 +202,7 @@ export class MemoryStore implements Store {
   }
 
   listActors(query: ActorQuery = {}): Promise<ActorRow[]> {
-    return settle(() => {
-      this.ensureOpen('query');
+    return this.run('query', undefined, () => {
       const limit = checkLimit(query.limit ?? 100, 'query');
       const { machineId, state, states, userId, status, afterId } = query;
       return [...this.t.actors.values()]
@@ -218,8 +222,7 @@ export class MemoryStore implements Store {
   }
 
   history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
-    return settle(() => {
-      this.ensureOpen('query', actorId);
+    return this.run('query', actorId, () => {
       const { afterSeq, limit } = checkHistoryPage(page);
       const rows = this.t.transitions.get(actorId) ?? [];
       // seq runs 1, 2, 3, … in order: row `seq` sits at index seq - 1.
@@ -232,22 +235,17 @@ export class MemoryStore implements Store {
   }
 
   actorIdsWithHistory(): Promise<string[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return [...this.t.transitions.keys()].sort(compareText);
-    });
+    return this.run('query', undefined, () => [...this.t.transitions.keys()].sort(compareText));
   }
 
   timers(actorId: string): Promise<TimerRow[]> {
-    return settle(() => {
-      this.ensureOpen('timer', actorId);
-      return [...(this.t.timers.get(actorId)?.values() ?? [])].map((t) => ({ ...t })).sort(byTimer);
-    });
+    return this.run('timer', actorId, () =>
+      [...(this.t.timers.get(actorId)?.values() ?? [])].map((t) => ({ ...t })).sort(byTimer),
+    );
   }
 
   dueTimers(now: number, limit: number): Promise<TimerRow[]> {
-    return settle(() => {
-      this.ensureOpen('timer');
+    return this.run('timer', undefined, () => {
       checkLimit(limit, 'timer');
       return this.allTimers()
         .filter((t) => t.dueAt <= now)
@@ -258,8 +256,7 @@ export class MemoryStore implements Store {
   }
 
   nextTimerDue(): Promise<number | undefined> {
-    return settle(() => {
-      this.ensureOpen('timer');
+    return this.run('timer', undefined, () => {
       const due = this.allTimers().map((t) => t.dueAt);
       return due.length === 0 ? undefined : Math.min(...due);
     });
@@ -270,16 +267,14 @@ export class MemoryStore implements Store {
   }
 
   getStep(key: string): Promise<StepRow | undefined> {
-    return settle(() => {
-      this.ensureOpen('step');
+    return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       return row && { ...row };
     });
   }
 
   beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
-    return settle(() => {
-      this.ensureOpen('step', step.actorId);
+    return this.run('step', step.actorId, () => {
       const existing = this.t.steps.get(step.key);
       if (existing) return { row: { ...existing }, created: false };
       const row: StepRow = {
@@ -303,8 +298,7 @@ export class MemoryStore implements Store {
     result: string,
     finishedAt: number,
   ): Promise<void> {
-    return settle(() => {
-      this.ensureOpen('step');
+    return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       if (row?.status !== 'executing') throw stepMiss(key, row, 'executing');
       this.t.steps.set(key, { ...row, status, result, finishedAt });
@@ -312,8 +306,7 @@ export class MemoryStore implements Store {
   }
 
   startStep(key: string, startedAt: number): Promise<boolean> {
-    return settle(() => {
-      this.ensureOpen('step');
+    return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       if (row?.status !== 'executing' || row.attempts !== 0) return false;
       this.t.steps.set(key, { ...row, attempts: 1, startedAt });
@@ -322,8 +315,7 @@ export class MemoryStore implements Store {
   }
 
   pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
-    return settle(() => {
-      this.ensureOpen('query', query.to);
+    return this.run('query', query.to, () => {
       const limit = checkLimit(query.limit, 'query');
       const rows: MessageRow[] = [];
       for (const m of this.t.messages.values()) {
@@ -337,27 +329,22 @@ export class MemoryStore implements Store {
   }
 
   dropMessage(id: number): Promise<boolean> {
-    return settle(() => {
-      this.ensureOpen('commit');
-      return this.t.messages.delete(id);
-    });
+    return this.run('commit', undefined, () => this.t.messages.delete(id));
   }
 
   childrenOf(parentId: string): Promise<ActorRow[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return [...this.t.parents]
+    return this.run('query', undefined, () =>
+      [...this.t.parents]
         .filter(([, parent]) => parent === parentId)
         .map(([child]) => this.t.actors.get(child))
         .filter((a): a is ActorRow => a !== undefined)
         .sort((a, b) => compareText(a.id, b.id))
-        .map((a) => ({ ...a }));
-    });
+        .map((a) => ({ ...a })),
+    );
   }
 
   restartStep(key: string, startedAt: number): Promise<void> {
-    return settle(() => {
-      this.ensureOpen('step');
+    return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       if (row === undefined || row.status === 'done')
         throw stepMiss(key, row, 'executing or failed');
@@ -373,22 +360,20 @@ export class MemoryStore implements Store {
   }
 
   listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
-    return settle(() => {
-      this.ensureOpen('step');
-      return [...this.t.steps.values()]
+    return this.run('step', undefined, () =>
+      [...this.t.steps.values()]
         .filter(
           (s) =>
             (query.actorId === undefined || s.actorId === query.actorId) &&
             (query.status === undefined || s.status === query.status),
         )
         .sort((a, b) => a.startedAt - b.startedAt || compareText(a.key, b.key))
-        .map((s) => ({ ...s }));
-    });
+        .map((s) => ({ ...s })),
+    );
   }
 
   acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
-    return settle(() => {
-      this.ensureOpen('commit');
+    return this.run('commit', undefined, () => {
       checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, limit, actorIds } = request;
       const free = (id: string) => {
@@ -416,8 +401,7 @@ export class MemoryStore implements Store {
   }
 
   renewLeases(request: LeaseRenewal): Promise<string[]> {
-    return settle(() => {
-      this.ensureOpen('commit');
+    return this.run('commit', undefined, () => {
       checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil } = request;
       return [...new Set(request.actorIds)]
@@ -434,8 +418,7 @@ export class MemoryStore implements Store {
   }
 
   releaseLeases(owner: string, actorIds: readonly string[]): Promise<void> {
-    return settle(() => {
-      this.ensureOpen('commit');
+    return this.run('commit', undefined, () => {
       checkLeaseRequest('commit', { owner });
       for (const id of actorIds) {
         if (this.t.leases.get(id)?.owner === owner) this.t.leases.delete(id);
@@ -444,16 +427,14 @@ export class MemoryStore implements Store {
   }
 
   lease(actorId: string): Promise<LeaseRow | undefined> {
-    return settle(() => {
-      this.ensureOpen('load', actorId);
+    return this.run('load', actorId, () => {
       const held = this.t.leases.get(actorId);
       return held && { actorId, ...held };
     });
   }
 
   claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
-    return settle(() => {
-      this.ensureOpen('timer');
+    return this.run('timer', undefined, () => {
       checkLeaseRequest('timer', request);
       const { owner, now, claimUntil, limit } = request;
       return this.allTimers()
@@ -471,64 +452,44 @@ export class MemoryStore implements Store {
   }
 
   recordRejection(row: RejectionRow): Promise<void> {
-    return settle(() => {
-      this.ensureOpen('commit', row.actorId);
+    return this.run('commit', row.actorId, () => {
       this.t.rejections.push({ ...row });
     });
   }
 
   listRejections(query: { since?: number; actorId?: string } = {}): Promise<RejectionRow[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return listRejections(this.t, query);
-    });
+    return this.run('query', undefined, () => listRejections(this.t, query));
   }
 
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return countRejections(this.t, query);
-    });
+    return this.run('query', undefined, () => countRejections(this.t, query));
   }
 
   countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return countActors(this.t, query);
-    });
+    return this.run('query', undefined, () => countActors(this.t, query));
   }
 
   actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return actorsInStates(this.t, query);
-    });
+    return this.run('query', undefined, () => actorsInStates(this.t, query));
   }
 
   countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return countStateEntries(this.t, query);
-    });
+    return this.run('query', undefined, () => countStateEntries(this.t, query));
   }
 
   transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return transitionsSince(this.t, query);
-    });
+    return this.run('query', undefined, () => transitionsSince(this.t, query));
   }
 
   refreshReadModels(): Promise<void> {
-    return settle(() => this.ensureOpen('query'));
+    return this.run('query', undefined, () => undefined);
   }
 
   private readonly nonces = new Map<string, number>();
   private noncesSweptAt = 0;
 
   rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
-    return settle(() => {
-      this.ensureOpen('commit');
+    return this.run('commit', undefined, () => {
       if (request.now - this.noncesSweptAt > 60_000) {
         this.noncesSweptAt = request.now;
         for (const [id, expires] of this.nonces) if (expires < request.now) this.nonces.delete(id);
@@ -542,10 +503,7 @@ export class MemoryStore implements Store {
   }
 
   rebuildReadModels(): Promise<{ actors: number; entries: number }> {
-    return settle(() => {
-      this.ensureOpen('query');
-      return { actors: this.t.actors.size, entries: 0 };
-    });
+    return this.run('query', undefined, () => ({ actors: this.t.actors.size, entries: 0 }));
   }
 
   close(): Promise<void> {
