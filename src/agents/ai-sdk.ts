@@ -31,9 +31,12 @@ import {
   type SendableActor,
   type ToolsOptions,
 } from './tools.ts';
+import { EXPECTED, isActor, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** Every move the role could make on the actor's chart, each executing only when legal. */
 export function aiTools(actor: SendableActor, options: ToolsOptions = {}): ToolSet {
+  requireArg('aiTools', 'actor', isActor(actor), EXPECTED.actor);
+  requireArg('aiTools', 'options', isOptionsBag(options), EXPECTED.options);
   return aiMoveTools(actor.machine, options, (name, input) =>
     executeMove(actor, name, input, options),
   );
@@ -48,6 +51,9 @@ export function aiMoveTools(
   options: ToolsOptions,
   execute: (name: string, input: Record<string, unknown>) => Promise<unknown>,
 ): ToolSet {
+  requireArg('aiMoveTools', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg('aiMoveTools', 'options', isOptionsBag(options), EXPECTED.options);
+  requireArg('aiMoveTools', 'execute', typeof execute === 'function', 'a function running a move');
   const role = options.role ?? 'agent';
   return Object.fromEntries(
     sendableEvents(machine, options)
