@@ -161,6 +161,9 @@ export function registerServe(program: Command): void {
           opts.dashboardApprovals && keys.some((k) => k.role === 'approver')
             ? 'dashboard approvals: an approver signs in with their own key id and secret; the token only reads'
             : 'dashboard is read-only',
+          listening.inspectUrl !== undefined
+            ? `inspector: ${listening.url}/inspector; XState apps send to ${listening.inspectUrl} (loopback, or with a read credential)`
+            : 'inspector: the inspection socket is off (npm install @hono/node-ws to inspect XState apps)',
         ];
         process.stdout.write(`${lines.join('\n')}\n`);
         await new Promise<void>((resolve) => {
