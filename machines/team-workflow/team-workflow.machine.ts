@@ -371,10 +371,11 @@ const teamSetup = setup({
  * recorded; enough approvals end it in Approved, a change request sends it back to
  * `drafting` for another revision of `phase`. The Team Leader may decide instead.
  */
-function teamReview(
-  drafting: 'Architect_Drafts' | 'Architect_Decomposes',
-  phase: 'plan' | 'tasks',
-) {
+function teamReview<
+  const Drafting extends 'Architect_Drafts' | 'Architect_Decomposes',
+  const Phase extends 'plan' | 'tasks',
+>(drafting: Drafting, phase: Phase) {
+  // `as const`: the literal types the machine config would give it inline.
   return teamSetup.createStateConfig({
     meta: { class: 'waiting', color: '#6366f1' },
     on: {
@@ -404,7 +405,7 @@ function teamReview(
         },
       ],
     },
-  });
+  } as const);
 }
 
 export const machine = teamSetup.createMachine({
