@@ -44,23 +44,39 @@ export function mermaidIdsByPath(machine: AnyStateMachine, diagram: string): Map
   return ids;
 }
 
-/** Mermaid text of the chart with the active states drawn in `color`. */
+/**
+ * Mermaid text of the chart with the active states drawn in `color`, and the
+ * states of `visited` (the path so far, when time travelling) outlined.
+ */
 export function highlightedDiagram(
   machine: AnyStateMachine,
   value: StateValue,
   color: string,
-): { mermaid: string; active: string[] } {
+  visited: readonly StateValue[] = [],
+): { mermaid: string; active: string[]; visited: string[] } {
   const diagram = toMermaid(machine);
   const ids = mermaidIdsByPath(machine, diagram);
-  const active = leafPaths(value)
-    .map((p) => ids.get(p))
-    .filter((id): id is string => id !== undefined);
-  if (active.length === 0) return { mermaid: diagram, active };
+  const idsOf = (v: StateValue) =>
+    leafPaths(v)
+      .map((p) => ids.get(p))
+      .filter((id): id is string => id !== undefined);
+  const active = idsOf(value);
+  const activeSet = new Set(active);
+  const past = [...new Set(visited.flatMap(idsOf))].filter((id) => !activeSet.has(id));
+  if (active.length === 0 && past.length === 0) return { mermaid: diagram, active, visited: past };
   const safeColor = /^#[0-9a-fA-F]{6}$/.test(color) ? color : '#6b7280';
-  const lines = [
-    diagram.trimEnd(),
-    `  classDef current fill:${safeColor},stroke:#111827,stroke-width:4px,color:#ffffff,font-weight:bold`,
-    `  class ${active.join(',')} current`,
-  ];
-  return { mermaid: `${lines.join('\n')}\n`, active };
+  const lines = [diagram.trimEnd()];
+  if (past.length > 0) {
+    lines.push(
+      '  classDef visited fill:#dbeafe,stroke:#1d4ed8,stroke-width:3px,stroke-dasharray:4 2,color:#111827',
+      `  class ${past.join(',')} visited`,
+    );
+  }
+  if (active.length > 0) {
+    lines.push(
+      `  classDef current fill:${safeColor},stroke:#111827,stroke-width:4px,color:#ffffff,font-weight:bold`,
+      `  class ${active.join(',')} current`,
+    );
+  }
+  return { mermaid: `${lines.join('\n')}\n`, active, visited: past };
 }

@@ -36,10 +36,31 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** WCAG relative luminance of a `#rrggbb` colour. */
+function luminance(hex) {
+  const channel = (i) => {
+    const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+}
+
+/** Black or white text, whichever reads better on `background` (WCAG contrast). */
+function textOn(background) {
+  if (!/^#[0-9a-fA-F]{6}$/.test(background ?? '')) return '#ffffff';
+  const l = luminance(background);
+  return (l + 0.05) / 0.05 > 1.05 / (l + 0.05) ? '#000000' : '#ffffff';
+}
+
 function badge(state, color, testid = 'state-badge') {
   return el(
     'span',
-    { class: 'badge', 'data-testid': testid, 'data-state': state, style: { background: color } },
+    {
+      class: 'badge',
+      'data-testid': testid,
+      'data-state': state,
+      style: { background: color, color: textOn(color) },
+    },
     state.replaceAll('_', ' '),
   );
 }
@@ -354,7 +375,13 @@ async function renderList() {
 
 // ---- actor page ----------------------------------------------------------------------
 
-const actorPage = { id: undefined, diagram: undefined, comment: '', notice: undefined };
+const actorPage = {
+  id: undefined,
+  diagram: undefined,
+  comment: '',
+  notice: undefined,
+  last: undefined,
+};
 let mermaidReady;
 let renderCount = 0;
 
@@ -383,6 +410,7 @@ async function drawDiagram(container, diagram) {
     // Mermaid's output is sanitised SVG (securityLevel strict).
     container.innerHTML = svg;
     container.dataset.active = diagram.active.join(',');
+    container.dataset.visited = (diagram.visited ?? []).join(',');
   } catch (error) {
     container.replaceChildren(
       el('p', { class: 'muted' }, `The chart could not be drawn (${error.message}).`),
@@ -522,20 +550,37 @@ function approvalCard(data) {
   );
 }
 
-function timeline(trail, total) {
+function timeline(trail, total, selected) {
   return el(
     'section',
     { class: 'card' },
     el('h3', {}, `Timeline (${total} transition${total === 1 ? '' : 's'})`),
     el(
+      'p',
+      { class: 'muted' },
+      'Choose a step to see the actor as it was then (← and → step through the trail).',
+    ),
+    el(
       'ol',
       { class: 'timeline', 'data-testid': 'timeline' },
-      [...trail]
-        .reverse()
-        .map((t) =>
+      [...trail].reverse().map((t) =>
+        el(
+          'li',
+          {
+            'data-testid': 'timeline-entry',
+            'data-event': t.eventType,
+            'data-seq': t.seq,
+            class: selected === t.seq ? 'selected' : undefined,
+          },
           el(
-            'li',
-            { 'data-testid': 'timeline-entry', 'data-event': t.eventType },
+            'button',
+            {
+              type: 'button',
+              class: 'step',
+              'data-testid': 'timeline-step',
+              'aria-pressed': selected === t.seq ? 'true' : 'false',
+              onclick: () => selectStep(t.seq),
+            },
             el('div', { class: 'when' }, `#${t.seq} · ${when(t.at)} · ${t.source ?? ''}`),
             el(
               'div',
@@ -548,9 +593,156 @@ function timeline(trail, total) {
             ),
           ),
         ),
+      ),
     ),
   );
 }
+
+// ---- time travel: one step of the trail, replayed from the log --------------------------
+
+/** The step in the address (`?step=12`), or undefined for the present. */
+function selectedStep() {
+  const text = new URLSearchParams(window.location.search).get('step');
+  return text && /^\d{1,9}$/.test(text) ? Number(text) : undefined;
+}
+
+/** Shows step `seq` (undefined: the present); the address keeps it, so it can be shared. */
+function selectStep(seq) {
+  const params = new URLSearchParams(window.location.search);
+  if (seq === undefined) params.delete('step');
+  else params.set('step', String(seq));
+  const search = params.toString();
+  window.history.replaceState({}, '', `${window.location.pathname}${search ? `?${search}` : ''}`);
+  void refreshView();
+}
+
+const CHECKS = {
+  match: [
+    'ok',
+    'Replayed from the log: the same snapshot the audit row hashed when it was written.',
+  ],
+  mismatch: [
+    'bad',
+    'Replayed from the log, but it differs from the snapshot the audit row hashed.',
+  ],
+  unrecorded: ['', 'Replayed from the log; this row predates snapshot hashes, so it is unchecked.'],
+  not_replayed: ['bad', 'This step could not be replayed with the registered chart.'],
+};
+
+function diffList(diff) {
+  if (diff.length === 0) return el('p', { class: 'muted' }, 'The context did not change.');
+  const show = (v) => (v === undefined ? '' : JSON.stringify(v));
+  return el(
+    'ul',
+    { class: 'diff', 'data-testid': 'step-diff' },
+    diff.map((d) =>
+      el(
+        'li',
+        { class: d.kind, 'data-path': d.path, 'data-kind': d.kind },
+        d.kind === 'added'
+          ? `+ ${d.path}: ${show(d.after)}`
+          : d.kind === 'removed'
+            ? `- ${d.path}: ${show(d.before)}`
+            : `~ ${d.path}: ${show(d.before)} → ${show(d.after)}`,
+      ),
+    ),
+  );
+}
+
+function timeTravelCard(step) {
+  const [tone, text] = CHECKS[step.snapshotCheck] ?? ['', step.snapshotCheck];
+  return el(
+    'section',
+    {
+      class: 'card',
+      'data-testid': 'time-travel',
+      'data-seq': step.seq,
+      'data-state': step.to,
+      'aria-live': 'polite',
+    },
+    el(
+      'h3',
+      {},
+      `Step ${step.seq} of ${step.last}: `,
+      el('code', {}, step.eventType),
+      ' → ',
+      badge(step.toName ?? step.to, step.color, 'step-state'),
+    ),
+    el(
+      'div',
+      { class: 'pager' },
+      el(
+        'button',
+        {
+          type: 'button',
+          'data-testid': 'step-prev',
+          disabled: step.seq <= 1,
+          onclick: () => selectStep(step.seq - 1),
+        },
+        '← Earlier',
+      ),
+      el(
+        'button',
+        {
+          type: 'button',
+          'data-testid': 'step-next',
+          disabled: step.seq >= step.last,
+          onclick: () => selectStep(step.seq + 1),
+        },
+        'Later →',
+      ),
+      el(
+        'button',
+        { type: 'button', 'data-testid': 'step-now', onclick: () => selectStep(undefined) },
+        'Back to now',
+      ),
+      el('a', { href: window.location.href, 'data-testid': 'step-link' }, 'Link to this step'),
+    ),
+    el(
+      'p',
+      {
+        class: `verified ${tone}`,
+        'data-testid': 'snapshot-check',
+        'data-check': step.snapshotCheck,
+      },
+      text,
+      step.chainIntact ? '' : ' The hash chain is broken up to this step.',
+    ),
+    el(
+      'p',
+      { class: 'muted', 'data-testid': 'step-path' },
+      'Path: ',
+      step.path.map((p) => p.state).join(' → '),
+    ),
+    el(
+      'div',
+      { class: 'grid' },
+      el(
+        'div',
+        {},
+        el('h4', {}, 'Context then'),
+        el('pre', { 'data-testid': 'step-context' }, JSON.stringify(step.context, null, 2)),
+      ),
+      el('div', {}, el('h4', {}, 'Changes from the step before'), diffList(step.diff)),
+    ),
+  );
+}
+
+/** ← and → step through the trail of the actor on screen. */
+window.addEventListener('keydown', (event) => {
+  if (!actorPage.id || !actorPage.last || event.altKey || event.ctrlKey || event.metaKey) return;
+  const target = event.target;
+  if (target instanceof window.HTMLInputElement || target instanceof window.HTMLTextAreaElement)
+    return;
+  const current = selectedStep();
+  if (event.key === 'ArrowLeft') {
+    event.preventDefault();
+    selectStep(Math.max(1, (current ?? actorPage.last + 1) - 1));
+  } else if (event.key === 'ArrowRight' && current !== undefined) {
+    event.preventDefault();
+    selectStep(current >= actorPage.last ? undefined : current + 1);
+  }
+});
 
 function errorCard(result) {
   const text =
@@ -597,8 +789,19 @@ async function renderActor(id) {
   }
   const data = result.body;
   const a = data.actor;
+  actorPage.last = data.trailTotal;
+  const seq = selectedStep();
+  let step;
+  if (seq !== undefined) {
+    const stepResult = await api(`/api/actors/${encodeURIComponent(id)}/steps/${seq}`);
+    step = stepResult.ok ? stepResult.body : undefined;
+    if (!stepResult.ok) {
+      actorPage.notice = { ok: false, text: `Step ${seq}: ${stepResult.body.error ?? 'refused'}` };
+    }
+  }
+  const diagram = step ? step.diagram : data.diagram;
   let diagramBox = view.querySelector('[data-testid="diagram"]');
-  const keepDiagram = diagramBox && actorPage.diagram === data.diagram?.mermaid;
+  const keepDiagram = diagramBox && actorPage.diagram === diagram?.mermaid;
   if (!keepDiagram) diagramBox = el('div', { class: 'diagram', 'data-testid': 'diagram' });
   const header = el(
     'section',
@@ -643,11 +846,17 @@ async function renderActor(id) {
     header,
     approvalCard(data) ?? '',
     childrenCard(data.children ?? []) ?? '',
-    el('section', { class: 'card' }, el('h3', {}, 'Chart'), diagramBox),
+    step ? timeTravelCard(step) : '',
+    el(
+      'section',
+      { class: 'card' },
+      el('h3', {}, step ? `Chart at step ${step.seq}` : 'Chart'),
+      diagramBox,
+    ),
     el(
       'div',
       { class: 'grid' },
-      timeline(data.trail, data.trailTotal),
+      timeline(data.trail, data.trailTotal, step?.seq),
       el(
         'section',
         { class: 'card' },
@@ -657,8 +866,8 @@ async function renderActor(id) {
     ),
   );
   if (!keepDiagram) {
-    actorPage.diagram = data.diagram?.mermaid;
-    await drawDiagram(diagramBox, data.diagram);
+    actorPage.diagram = diagram?.mermaid;
+    await drawDiagram(diagramBox, diagram);
   }
 }
 

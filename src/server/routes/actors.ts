@@ -6,6 +6,7 @@ import { decodeActorRow } from '../../durable/codec.ts';
 import { keyCoversActor } from '../auth.ts';
 import { CATEGORIES, badge, type StateCategory } from '../badges.ts';
 import { highlightedDiagram } from '../diagram.ts';
+import { trailStep, TrailStepError } from '../../inspect/time-travel.ts';
 import {
   TRAIL_LIMIT,
   historyQuerySchema,
@@ -95,6 +96,50 @@ export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void 
       next: rows.length === limit ? (rows.at(-1)?.seq ?? null) : null,
       total: row.version,
     });
+  });
+
+  /**
+   * Time travel: step `seq` of the trail replayed from the log (snapshot, context,
+   * the diff to the step before, the path so far on the chart), checked against
+   * the snapshot hash the row recorded and the hash chain.
+   */
+  app.get('/api/actors/:id/steps/:seq', auth.reader, async (c) => {
+    const id = c.req.param('id');
+    const outOfScope = auth.actorOutOfScope(c, id);
+    if (outOfScope) return outOfScope;
+    const seqText = c.req.param('seq');
+    const seq = /^\d{1,9}$/.test(seqText) ? Number(seqText) : NaN;
+    if (!Number.isInteger(seq)) {
+      return fail(c, 400, { error: 'invalid_query', field: 'seq', reason: 'not_a_step' });
+    }
+    const row = await options.store.loadActor(id);
+    if (!row) return fail(c, 404, { error: 'actor_not_found', actorId: id });
+    const chart = runtime.chartFor(row.machineId);
+    if (!chart) return fail(c, 404, { error: 'chart_not_registered', machineId: row.machineId });
+    try {
+      const step = await trailStep(options.store, chart, row, seq);
+      const color = badge(row.machineId, step.to).color;
+      return c.json({
+        ...step,
+        toName: badge(row.machineId, step.to).name,
+        color,
+        diagram: highlightedDiagram(
+          chart.machine,
+          step.value ?? step.to,
+          color,
+          step.path.slice(0, -1).map((p) => p.value ?? p.state),
+        ),
+      });
+    } catch (error) {
+      if (error instanceof TrailStepError) {
+        return fail(c, error.reason === 'too_long' ? 422 : 404, {
+          error: error.reason === 'too_long' ? 'replay_too_long' : 'step_not_found',
+          actorId: id,
+          seq,
+        });
+      }
+      throw error;
+    }
   });
 
   app.get('/api/actors/:id', auth.reader, async (c) => {
