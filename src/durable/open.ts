@@ -4,7 +4,13 @@
  * snapshot checked against the head of its chain, migrated to the chart's
  * version), and loading by id through the charts a runtime knows.
  */
-import { InvalidOptionsError, isStore } from '../core/options.ts';
+import {
+  EXPECTED,
+  InvalidOptionsError,
+  isOptionsBag,
+  isStore,
+  requireArg,
+} from '../core/options.ts';
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
@@ -30,6 +36,8 @@ const NO_MIGRATIONS = Object.freeze({});
 
 /** The runtime of a store, created on first use with `options`. */
 export function getRuntime(store: Store, options?: RuntimeOptions): DurableRuntime {
+  requireArg('getRuntime', 'store', isStore(store), EXPECTED.store);
+  requireArg('getRuntime', 'options', isOptionsBag(options), EXPECTED.options);
   let runtime = runtimes.get(store);
   if (!runtime) {
     const created = new DurableRuntime(store, options ?? {}, {
@@ -191,6 +199,14 @@ export async function openDurableActor(
   actorId: string,
   options: { charts?: Iterable<ChartDefinition> } = {},
 ): Promise<DurableActor<AnyStateMachine>> {
+  requireArg('openDurableActor', 'store', isStore(store), EXPECTED.store);
+  requireArg(
+    'openDurableActor',
+    'actorId',
+    typeof actorId === 'string' && actorId !== '',
+    'a non-empty string',
+  );
+  requireArg('openDurableActor', 'options', isOptionsBag(options), EXPECTED.options);
   const runtime = getRuntime(store, options.charts ? { charts: options.charts } : undefined);
   return loadActorById(runtime, actorId);
 }

@@ -8,6 +8,7 @@
 import { UncertainStepError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Store } from '../store/types.ts';
+import { EXPECTED, isStore, requireArg } from '../core/options.ts';
 
 /** What a reconcile hook decides about an uncertain step. */
 export type StepReconciliation =
@@ -70,6 +71,15 @@ export async function settleStep(
   decision: StepReconciliation,
   now: number,
 ): Promise<void> {
+  requireArg('settleStep', 'store', isStore(store), EXPECTED.store);
+  requireArg('settleStep', 'key', typeof key === 'string', EXPECTED.string);
+  requireArg(
+    'settleStep',
+    'decision',
+    typeof (decision as { status?: unknown } | null)?.status === 'string',
+    "a reconciliation ({ status: 'done', result } or { status: 'retry' } …)",
+  );
+  requireArg('settleStep', 'now', Number.isFinite(now), 'a time in ms');
   if (decision.status === 'done') {
     await store.finishStep(key, 'done', JSON.stringify(decision.result ?? null), now);
   } else {

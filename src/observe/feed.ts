@@ -12,6 +12,7 @@ import { decodeActorRow } from '../durable/codec.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { StreamTransition } from './stream.ts';
 import type { ActorRow, TransitionFeedRow, TransitionRow } from '../store/types.ts';
+import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** Where a transition was seen: committed by this process, or found in the store. */
 export type NoticeOrigin = 'local' | 'store';
@@ -110,6 +111,18 @@ export function feedTransitions(
   runtime: DurableRuntime,
   options: TransitionFeedOptions,
 ): TransitionFeed {
+  requireArg(
+    'feedTransitions',
+    'runtime',
+    typeof (runtime as { observe?: unknown } | null)?.observe === 'function',
+    'a durable runtime (getRuntime(store))',
+  );
+  requireArg(
+    'feedTransitions',
+    'options',
+    isOptionsBag(options) && options !== undefined,
+    EXPECTED.object,
+  );
   const seen = new Map<string, number>();
   const pollMs = options.pollMs ?? 1000;
   const lookbackMs = options.lookbackMs ?? 2000;

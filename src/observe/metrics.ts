@@ -27,6 +27,7 @@ import {
   isFinishedClass as isFinished,
   stateName,
 } from '../core/meanings.ts';
+import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** Seconds: from sub-second hops to a day (“Agent State Machine Design” alerts at 30 min, 2 h and 4 h). */
 export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
@@ -82,6 +83,13 @@ export function createMetrics(
   runtime: DurableRuntime,
   options: MetricsOptions = {},
 ): AgentchartsMetrics {
+  requireArg(
+    'createMetrics',
+    'runtime',
+    typeof (runtime as { observe?: unknown } | null)?.observe === 'function',
+    'a durable runtime (getRuntime(store))',
+  );
+  requireArg('createMetrics', 'options', isOptionsBag(options), EXPECTED.options);
   const registry = options.registry ?? new Registry();
   const prefix = options.prefix ?? 'agentcharts_';
   const buckets = [...(options.buckets ?? DEFAULT_DURATION_BUCKETS)];

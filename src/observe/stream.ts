@@ -16,6 +16,7 @@ import {
   stateName,
   type StateClass,
 } from '../core/meanings.ts';
+import { EXPECTED, requireArg } from '../core/options.ts';
 
 // ---------------------------------------------------------------- schemas
 
@@ -234,6 +235,13 @@ function contentMessages(
  * runtime.observe({ onTransition: (n) => toStreamMessages(n).forEach(send) });
  */
 export function toStreamMessages(t: StreamTransition): StreamMessage[] {
+  requireArg(
+    'toStreamMessages',
+    'transition',
+    typeof (t as { actorId?: unknown } | null)?.actorId === 'string' &&
+      Number.isFinite((t as { at?: unknown }).at),
+    'a transition ({ actorId, machineId, from, to, at, … })',
+  );
   const head = { agent_id: t.actorId, timestamp: iso(t.at), machine_id: t.machineId };
   const messages: StreamMessage[] = [];
   const toClass = classifyState(t.machineId, t.to, t.status);
@@ -517,6 +525,7 @@ export function parseLine(
   line: number,
   maxLength = 1024 * 1024,
 ): ParsedLine | undefined {
+  requireArg('parseLine', 'text', typeof text === 'string', EXPECTED.string);
   const trimmed = text.endsWith('\r') ? text.slice(0, -1) : text;
   if (trimmed.trim() === '') return undefined;
   if (trimmed.length > maxLength)

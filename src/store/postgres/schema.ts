@@ -11,6 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { checkMigrations } from '../migrations.ts';
+import { EXPECTED, isOptionsBag, requireArg } from '../../core/options.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface PostgresMigration {
@@ -282,6 +283,12 @@ export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
  * (the first of its `search_path`), 0 when the table does not exist.
  */
 export async function postgresSchemaVersion(client: ClientBase): Promise<number> {
+  requireArg(
+    'postgresSchemaVersion',
+    'client',
+    typeof (client as { query?: unknown } | null)?.query === 'function',
+    'a pg client (pool.connect())',
+  );
   const table = await client.query<{ t: string | null }>(
     `SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations')::text AS t`,
   );
@@ -317,6 +324,13 @@ export async function migratePostgres(
   client: ClientBase,
   options: MigratePostgresOptions = {},
 ): Promise<{ from: number; to: number }> {
+  requireArg(
+    'migratePostgres',
+    'client',
+    typeof (client as { query?: unknown } | null)?.query === 'function',
+    'a pg client (pool.connect())',
+  );
+  requireArg('migratePostgres', 'options', isOptionsBag(options), EXPECTED.options);
   const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
   const { latest, tooNew } = checkMigrations(migrations);
 

@@ -68,6 +68,7 @@ import type {
   TransitionRow,
   RememberedRequest,
 } from '../types.ts';
+import { EXPECTED, isOptionsBag, requireArg } from '../../core/options.ts';
 
 /** SQLSTATE classes and codes → StoreError kinds. Exact codes win over classes. */
 const SQLSTATE_KINDS: Readonly<Record<string, string>> = {
@@ -346,6 +347,8 @@ export function writeStatement(
  * await store.connect(); // optional: fail fast on a wrong URL or a newer schema
  */
 export function openPostgresStore(url: string, options: PostgresStoreOptions = {}): PostgresStore {
+  requireArg('openPostgresStore', 'url', typeof url === 'string', 'a postgres:// URL');
+  requireArg('openPostgresStore', 'options', isOptionsBag(options), EXPECTED.options);
   return new PostgresStore(url, options);
 }
 

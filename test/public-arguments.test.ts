@@ -1,0 +1,63 @@
+/**
+ * Every function of the root entry, called with arguments of the wrong kind,
+ * either works or throws a typed agentcharts error (InvalidOptionsError, naming
+ * the function and the argument) — never a TypeError from deep inside.
+ */
+import { describe, expect, test } from 'vitest';
+import * as api from '../src/index.ts';
+import * as server from '../src/server/index.ts';
+import * as ai from '../src/agents/ai-sdk.ts';
+import * as postgres from '../src/store/postgres/index.ts';
+import * as testing from '../src/testing/generate.ts';
+
+const GARBAGE: readonly (readonly unknown[])[] = [
+  [],
+  [undefined, 42],
+  [{}, 'x'],
+  [null, null, null],
+  ['text', [], 7],
+  [42, { events: 3 }],
+];
+
+const functions = (entry: Record<string, unknown>) =>
+  Object.entries(entry).filter(
+    (e): e is [string, (...args: unknown[]) => unknown] =>
+      typeof e[1] === 'function' && !/^[A-Z]/.test(e[0]),
+  );
+
+describe.each([
+  ['agentcharts', api],
+  ['agentcharts/server', server],
+  ['agentcharts/ai', ai],
+  ['agentcharts/store/postgres', postgres],
+] as const)('%s', (_entry, module) => {
+  test.each(functions(module))('%s: wrong arguments get a typed error', async (_name, fn) => {
+    for (const args of GARBAGE) {
+      try {
+        const result = fn(...args);
+        if (result instanceof Promise) await result;
+      } catch (error) {
+        expect(error, `${_name}(${args.map((a) => JSON.stringify(a)).join(', ')})`).toBeInstanceOf(
+          api.AgentchartsError,
+        );
+      }
+    }
+  });
+});
+
+test('agentcharts/testing: wrong arguments get a typed error (outside a suite, before any test is registered)', () => {
+  for (const args of GARBAGE) {
+    expect(() => testing.generateTransitionTests(...(args as [never, never]))).toThrow(
+      api.InvalidOptionsError,
+    );
+  }
+});
+
+test('an InvalidOptionsError names the function and the argument', () => {
+  expect(() => api.exploreMachine({} as never, { events: {} })).toThrow(
+    'exploreMachine: machine must be an XState machine (setup(…).createMachine(…))',
+  );
+  expect(() => api.toolsFor(undefined as never)).toThrow(
+    'toolsFor: actor must be an actor (createDurableActor or createStrictActor)',
+  );
+});
