@@ -9,6 +9,7 @@ import type {
   AnyStateMachine,
   EventFromLogic,
   EventObject,
+  Observer,
   SnapshotFrom,
   Subscription,
 } from 'xstate';
@@ -227,11 +228,22 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     return this.enqueue(() => reload(this.core));
   }
 
-  /** Called after every committed transition of this actor (in this process). */
-  subscribe(listener: (notice: TransitionNotice) => void): Subscription {
+  /**
+   * Called after every committed transition of this actor (in this process), with
+   * a function or an observer: the shape XState's `Subscribable` has, so
+   * `useSelector(actor, (s) => s.value)` from `@xstate/react` follows it (it
+   * reads `getSnapshot()` on each notice).
+   */
+  subscribe(
+    listener: ((notice: TransitionNotice) => void) | Observer<TransitionNotice>,
+  ): Subscription {
     const listeners = (this.core.listeners ??= new Set());
-    listeners.add(listener);
-    return { unsubscribe: () => listeners.delete(listener) };
+    const call =
+      typeof listener === 'function'
+        ? listener
+        : (notice: TransitionNotice) => listener.next?.(notice);
+    listeners.add(call);
+    return { unsubscribe: () => listeners.delete(call) };
   }
 
   /** Listens to events the chart emits (`emit(...)`), after their transition committed; `'*'` for all. */

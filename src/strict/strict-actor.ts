@@ -6,6 +6,7 @@ import {
   type AnyStateMachine,
   type EventFromLogic,
   type InputFrom,
+  type Observer,
   type Snapshot,
   type SnapshotFrom,
   type Subscription,
@@ -195,8 +196,13 @@ export class StrictActor<TLogic extends AnyStateMachine> {
     return this.ref.getPersistedSnapshot();
   }
 
-  subscribe(listener: (snapshot: SnapshotFrom<TLogic>) => void): Subscription {
-    return this.ref.subscribe(listener);
+  /** Called with each new snapshot: a function or an observer, as XState's `Subscribable`. */
+  subscribe(
+    listener: ((snapshot: SnapshotFrom<TLogic>) => void) | Observer<SnapshotFrom<TLogic>>,
+  ): Subscription {
+    return typeof listener === 'function'
+      ? this.ref.subscribe(listener)
+      : this.ref.subscribe(listener);
   }
 }
 
