@@ -25,6 +25,15 @@ function fromStatus(status: string): StateClass {
   return 'working';
 }
 
+function checkLabel(fn: string, machineId: unknown, label: unknown): void {
+  requireArg(
+    fn,
+    'label',
+    typeof machineId === 'string' && typeof label === 'string',
+    'a machine id and a state label (strings)',
+  );
+}
+
 /**
  * The class of `label` in machine `machineId`'s chart; an actor whose snapshot
  * status is not `active` is finished whatever its state is.
@@ -34,35 +43,20 @@ function fromStatus(status: string): StateClass {
  * classifyState('task-lifecycle', 'failed', 'done');        // 'failed'
  */
 export function classifyState(machineId: string, label: string, status = 'active'): StateClass {
-  requireArg(
-    'classifyState',
-    'label',
-    typeof machineId === 'string' && typeof label === 'string',
-    'a machine id and a state label (strings)',
-  );
+  checkLabel('classifyState', machineId, label);
   const meta = knownChartMeta(machineId);
   return meta ? meta.classify(label, status) : fromStatus(status);
 }
 
 /** The document's name of a label (`active.executing` → `executing`); the label itself when unknown. */
 export function stateName(machineId: string, label: string): string {
-  requireArg(
-    'stateName',
-    'label',
-    typeof machineId === 'string' && typeof label === 'string',
-    'a machine id and a state label (strings)',
-  );
+  checkLabel('stateName', machineId, label);
   return knownChartMeta(machineId)?.stateName(label) ?? label;
 }
 
 /** Badge colour of a label. */
 export function stateColor(machineId: string, label: string, status = 'active'): string {
-  requireArg(
-    'stateColor',
-    'label',
-    typeof machineId === 'string' && typeof label === 'string',
-    'a machine id and a state label (strings)',
-  );
+  checkLabel('stateColor', machineId, label);
   const meta = knownChartMeta(machineId);
   if (meta && status === 'active') return meta.color(label);
   return CLASS_COLORS[classifyState(machineId, label, status)];

@@ -101,6 +101,18 @@ export function historyIds(snapshot: AnyMachineSnapshot): Record<string, string[
   return history;
 }
 
+/** The arguments every traversal takes: a machine and sample events by type. */
+export function checkTraversalArgs(fn: string, machine: unknown, options: unknown): void {
+  requireArg(fn, 'machine', isMachine(machine), EXPECTED.machine);
+  const events = (options as { events?: unknown } | null | undefined)?.events;
+  requireArg(
+    fn,
+    'options.events',
+    typeof events === 'object' && events !== null,
+    "sample events by type ({ START: [{ type: 'START' }] })",
+  );
+}
+
 /**
  * Breadth-first exploration of a machine with sample events, built on
  * `xstate/graph`'s `getAdjacencyMap`. Only enabled transitions are followed;
@@ -110,13 +122,7 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: ExploreOptions<TLogic>,
 ): ExploredGraph<TLogic> {
-  requireArg('exploreMachine', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg(
-    'exploreMachine',
-    'options.events',
-    typeof (options as { events?: unknown } | null)?.events === 'object' && options.events !== null,
-    "sample events by type ({ START: [{ type: 'START' }] })",
-  );
+  checkTraversalArgs('exploreMachine', machine, options);
   const samples = Object.values(options.events).flatMap(
     (list) => (list ?? []) as readonly EventObject[],
   );

@@ -10,12 +10,13 @@ import { InvalidEventError } from '../core/errors.ts';
 import { getEventSchemas, getMachineEventTypes, validateEvent } from '../strict/events.ts';
 import { leafPaths, stateLabel } from '../core/state.ts';
 import {
+  checkTraversalArgs,
   eventLabel,
   exploreMachine,
   serializeSnapshotIdentity,
   type ExploreOptions,
 } from './explore.ts';
-import { EXPECTED, isMachine, requireArg } from '../core/options.ts';
+import { EXPECTED, requireArg } from '../core/options.ts';
 
 /**
  * Options of {@link planTransitionTests}: the exploration options plus the
@@ -186,13 +187,7 @@ export function planTransitionTests<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: PlanOptions<TLogic>,
 ): TransitionPlan {
-  requireArg('planTransitionTests', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg(
-    'planTransitionTests',
-    'options.events',
-    typeof (options as { events?: unknown } | null)?.events === 'object' && options.events !== null,
-    "sample events by type ({ START: [{ type: 'START' }] })",
-  );
+  checkTraversalArgs('planTransitionTests', machine, options);
   // Samples and event types. Invalid samples are reported and left out of the traversal.
   const problems: PlanProblem[] = [];
   const samplesByType = new Map<string, EventObject[]>();
