@@ -18,6 +18,10 @@ import { v1, v2 } from './fixtures/counting-versions.ts';
 import { MIGRATION_EVENT } from '../src/durable/migrate.ts';
 import { usePostgres } from './support/postgres.ts';
 
+/** `d1` loaded by version 2 of the chart (migrated if stored at version 1). */
+const openAtVersion2 = (store: Store) =>
+  createDurableActor(v2.machine, { id: 'd1', store, version: 2, migrations: v2.migrations });
+
 async function closeAll(...stores: Store[]): Promise<void> {
   for (const store of stores) {
     await getRuntime(store).close();
@@ -42,12 +46,7 @@ function suite(name: string, url: () => string | undefined) {
       await storedAtVersion1(at);
       for (let load = 0; load < 3; load++) {
         const store = openStore(at);
-        const actor = await createDurableActor(v2.machine, {
-          id: 'd1',
-          store,
-          version: 2,
-          migrations: v2.migrations,
-        });
+        const actor = await openAtVersion2(store);
         expect(actor.getSnapshot().value).toBe('c');
         expect(actor.getSnapshot().context).toEqual({ runs: 1, migrated: 1 });
         const row = await store.loadActor('d1');
@@ -61,12 +60,7 @@ function suite(name: string, url: () => string | undefined) {
         ['NEXT', 1],
         [MIGRATION_EVENT, 2],
       ]);
-      const actor = await createDurableActor(v2.machine, {
-        id: 'd1',
-        store,
-        version: 2,
-        migrations: v2.migrations,
-      });
+      const actor = await openAtVersion2(store);
       await actor.send({ type: 'NEXT' });
       expect(actor.getSnapshot().value).toBe('z');
       expect((await store.history('d1')).at(-1)?.chartVersion).toBe(2);
@@ -115,9 +109,7 @@ function suite(name: string, url: () => string | undefined) {
       await storedAtVersion1(at);
       const first = openStore(at);
       const second = openStore(at);
-      const open = (store: Store) =>
-        createDurableActor(v2.machine, { id: 'd1', store, version: 2, migrations: v2.migrations });
-      const [a, b] = await Promise.all([open(first), open(second)]);
+      const [a, b] = await Promise.all([openAtVersion2(first), openAtVersion2(second)]);
       expect(a.getSnapshot().context).toEqual({ runs: 1, migrated: 1 });
       expect(b.getSnapshot().context).toEqual({ runs: 1, migrated: 1 });
       const history = await first.history('d1');
@@ -153,12 +145,7 @@ describe('verify across versions detects edits in either segment', () => {
     const file = join(dir, 'doc.db');
     await storedAtVersion1(`sqlite:${file}`);
     const store = openStore(`sqlite:${file}`);
-    const actor = await createDurableActor(v2.machine, {
-      id: 'd1',
-      store,
-      version: 2,
-      migrations: v2.migrations,
-    });
+    const actor = await openAtVersion2(store);
     await actor.send({ type: 'NEXT' });
     await closeAll(store);
     const raw = new Database(file);
