@@ -25,6 +25,7 @@ interface ServeOptions extends StoreOptions {
   poll: string;
   timers: boolean;
   inspect?: string | boolean;
+  corsOrigin?: string[];
 }
 
 function integer(option: string, text: string, min: number, max: number): number {
@@ -69,6 +70,25 @@ function readToken(opts: ServeOptions, where: string): { token: string; from: st
   return { token, from };
 }
 
+/** The `--cors-origin` values as origins (`https://app.example.com`), each checked. */
+function corsOrigins(values: readonly string[]): string[] {
+  return values.map((value) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== value.replace(/\/$/, '')) {
+      throw new CliOptionError(
+        '--cors-origin',
+        `expected an origin like https://app.example.com, got "${value}"`,
+      );
+    }
+    return url.origin;
+  });
+}
+
 /** `agentcharts serve`: the HTTP API, approval webhook, SSE stream, metrics and dashboard. */
 export function registerServe(program: Command): void {
   program
@@ -96,6 +116,10 @@ export function registerServe(program: Command): void {
     .option(
       '--allowed-host <name...>',
       'host names to answer for besides loopback (a leading . allows subdomains); others get 421',
+    )
+    .option(
+      '--cors-origin <origin...>',
+      'browser apps of these exact origins may read cross-origin (credentials: the cookie or a stream ticket)',
     )
     .option('--trust-proxy', 'behind a TLS proxy: trust X-Forwarded-Proto/Host (Secure cookies)')
     .option(
@@ -132,6 +156,7 @@ export function registerServe(program: Command): void {
           publicRead: opts.publicRead === true,
           allowedHosts: opts.allowedHost ?? [],
           trustProxy: opts.trustProxy === true,
+          cors: { origins: corsOrigins(opts.corsOrigin ?? []) },
           dashboard: { approvals: opts.dashboardApprovals },
           pollMs,
           fireTimers: opts.timers,

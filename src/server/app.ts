@@ -15,6 +15,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { cors } from 'hono/cors';
 import { logger as honoLogger } from 'hono/logger';
 import { secureHeaders } from 'hono/secure-headers';
 import { timeout } from 'hono/timeout';
@@ -73,6 +74,19 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   app.use('*', allowedHosts(options.allowedHosts ?? []));
   // nosniff, no-referrer, frame and opener policies: hono's own middleware.
   app.use('*', secureHeaders({ crossOriginEmbedderPolicy: false }));
+  // Browser apps of the allowed origins may read, with credentials (cookie or ticket).
+  if (kit.allowedOrigins.size > 0) {
+    app.use(
+      '/api/*',
+      cors({
+        origin: [...kit.allowedOrigins],
+        credentials: true,
+        allowMethods: ['GET', 'POST'],
+        allowHeaders: ['content-type', 'authorization', 'last-event-id'],
+        maxAge: 600,
+      }),
+    );
+  }
   // One line per request at INFO, through hono's logger into the server's pino
   // (off with `requestLogs: false`, e.g. under a load test).
   if (options.requestLogs !== false)

@@ -25,6 +25,7 @@ import type { ServerOptions } from './options.ts';
 import { InspectionHub, type InspectionSocketSlot } from './inspection.ts';
 import { SessionStore, type SessionPrincipal } from './sessions.ts';
 import { SseHub } from './sse.ts';
+import { StreamTickets } from './stream-tickets.ts';
 import { createDispatch } from './writes.ts';
 
 /**
@@ -165,6 +166,7 @@ export function createKit(options: ServerOptions) {
     inspection,
     inspectionSocket,
     allowedOrigins,
+    streamTickets: new StreamTickets(),
   };
 }
 

@@ -40,6 +40,8 @@ export interface ServerEnv {
     signedJson: unknown;
     /** Prefix of field names in typed errors of this request (`event.` for `/api/events`). */
     fieldPrefix: string;
+    /** The filter a stream ticket was issued for (it overrides the query). */
+    streamFilter: { actorId: string | undefined; machineId: string | undefined } | undefined;
   };
 }
 
