@@ -15,6 +15,12 @@ export interface MermaidOptions {
   children?: boolean;
   /** Prefix of every state id (a child drawn inside its parent's diagram). */
   idPrefix?: string;
+  /**
+   * Label an `after` edge with the event name the chart gives it in its
+   * transition `meta.event` (`RETRY (after retryBackoff)`) instead of the delay
+   * alone. Default false (the generated documents keep `after <delay>`).
+   */
+  timerEvents?: boolean;
 }
 
 // Words Mermaid's state diagram lexer reads as keywords, not state ids.
@@ -90,10 +96,19 @@ function delayText(delay: unknown): string {
 }
 
 /** The event part of a transition label, from its XState event descriptor. */
-function eventText(t: AnyTransitionDefinition & { delay?: unknown }, always: boolean): string {
+function eventText(
+  t: AnyTransitionDefinition & { delay?: unknown; meta?: unknown },
+  always: boolean,
+  timerEvents = false,
+): string {
   if (always) return 'always';
   const type = t.eventType;
-  if (type.startsWith('xstate.after.')) return `after ${delayText(t.delay)}`;
+  if (type.startsWith('xstate.after.')) {
+    const named = (t.meta as { event?: unknown } | undefined)?.event;
+    return timerEvents && typeof named === 'string' && named !== ''
+      ? `${named} (after ${delayText(t.delay)})`
+      : `after ${delayText(t.delay)}`;
+  }
   if (type.startsWith('xstate.done.state.')) return 'done';
   if (type.startsWith('xstate.done.actor.'))
     return `done: ${type.slice('xstate.done.actor.'.length)}`;
@@ -172,7 +187,7 @@ export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}
             : guarded && list.length > 1
               ? ' [else]'
               : '';
-        const label = cleanLabel(`${eventText(t, always)}${guard}`);
+        const label = cleanLabel(`${eventText(t, always, options.timerEvents)}${guard}`);
         const targets = t.target && t.target.length > 0 ? t.target : [source];
         for (const target of targets) {
           if (target === root) targetsRoot = true;
@@ -257,7 +272,11 @@ export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}
     // prefixed, so a state name shared with the parent stays two states).
     for (const [i, child] of childMachines(machine).entries()) {
       const childPrefix = `c${i + 1}_`;
-      const inner = toMermaid(child, { children: false, idPrefix: childPrefix })
+      const inner = toMermaid(child, {
+        children: false,
+        idPrefix: childPrefix,
+        timerEvents: options.timerEvents === true,
+      })
         .trimEnd()
         .split('\n')
         .slice(1);

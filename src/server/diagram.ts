@@ -54,7 +54,8 @@ export function highlightedDiagram(
   color: string,
   visited: readonly StateValue[] = [],
 ): { mermaid: string; active: string[]; visited: string[] } {
-  const diagram = toMermaid(machine);
+  // Timer edges carry the chart's event names (RETRY, TIMEOUT), as the trail does.
+  const diagram = toMermaid(machine, { timerEvents: true });
   const ids = mermaidIdsByPath(machine, diagram);
   const idsOf = (v: StateValue) =>
     leafPaths(v)
