@@ -382,6 +382,37 @@ describe.skipIf(!available)('the dashboard in headless Chromium', () => {
     expect(consoleErrors).toEqual([]);
   });
 
+  test('charts are laid out by ELK: no two edge labels overlap, timer edges carry event names', async () => {
+    await page.goto(`${http.url}/actors/refund-paused`);
+    await page.waitForSelector('[data-testid="diagram"] svg');
+    expect(await page.evaluate(() => document.documentElement.dataset['layout'])).toBe('elk');
+    const boxes = await page
+      .locator('[data-testid="diagram"] svg .edgeLabel')
+      .evaluateAll((labels) =>
+        labels
+          // The outermost element of each label (mermaid nests one inside another).
+          .filter((l) => l.parentElement?.closest('.edgeLabel') === null)
+          .map((l) => {
+            const r = l.getBoundingClientRect();
+            return { text: l.textContent?.trim() ?? '', x: r.x, y: r.y, w: r.width, h: r.height };
+          })
+          .filter((b) => b.w > 0 && b.h > 0 && b.text !== ''),
+      );
+    expect(boxes.length).toBeGreaterThan(10);
+    const overlaps: string[] = [];
+    for (const [i, a] of boxes.entries()) {
+      for (const b of boxes.slice(i + 1)) {
+        const x = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+        const y = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+        if (x > 1 && y > 1) overlaps.push(`${a.text} / ${b.text}`);
+      }
+    }
+    expect(overlaps).toEqual([]);
+    expect(boxes.map((b) => b.text)).toContain('RETRY (after retryBackoff) [canRetry]');
+    await shot('10-chart-elk');
+    expect(consoleErrors).toEqual([]);
+  });
+
   test('the actors list has no serious accessibility violations', async () => {
     await page.goto(`${http.url}/`);
     await expect.poll(() => page.locator('[data-testid="actor-row"]').count()).toBe(5);

@@ -7,6 +7,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import * as z from 'zod';
 import type { ActorRow, TransitionRow } from '../store/types.ts';
 import { fromHeaders, type HeaderGetter } from './auth.ts';
@@ -146,6 +147,20 @@ export function mermaidBundlePath(): string | undefined {
     return undefined;
   }
 }
+
+/** The browser ESM build of `@mermaid-js/layout-elk` (its `dist` folder), if installed. */
+export function elkLayoutDir(): string | undefined {
+  try {
+    const manifest = createRequire(import.meta.url).resolve('@mermaid-js/layout-elk/package.json');
+    return join(dirname(manifest), 'dist');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The files of that build the dashboard may load: the entry and its chunks, nothing else. */
+export const ELK_FILE =
+  /^(mermaid-layout-elk\.esm\.min\.mjs|chunks\/mermaid-layout-elk\.esm\.min\/[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.mjs)$/;
 
 /** The Node request behind a Hono context, when served by @hono/node-server. */
 export function incomingOf(c: Context): IncomingMessage | undefined {

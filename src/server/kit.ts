@@ -16,6 +16,7 @@ import { RequestVerifier } from './auth.ts';
 import {
   SESSION_COOKIE,
   SESSION_TTL_MS,
+  elkLayoutDir,
   loadAsset,
   mermaidBundlePath,
   type ErrorBody,
@@ -73,6 +74,8 @@ export function createKit(options: ServerOptions) {
     css: loadAsset('app.css'),
   };
   const mermaidPath = mermaidBundlePath();
+  // mermaid's ELK layout (optional): readable charts, labels that do not overlap.
+  const elkDir = mermaidPath !== undefined ? elkLayoutDir() : undefined;
   // What inspected XState apps sent, in bounded memory; the socket is attached by `listen`.
   const inspection = new InspectionHub(options.inspection);
   const inspectionSocket: InspectionSocketSlot = {
@@ -157,6 +160,7 @@ export function createKit(options: ServerOptions) {
     assets,
     mermaidPath,
     mermaidCache,
+    elkDir,
     feed,
     unobserveEmitted,
     fail,

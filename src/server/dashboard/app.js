@@ -385,12 +385,34 @@ const actorPage = {
 let mermaidReady;
 let renderCount = 0;
 
+/** Whether the server has mermaid's ELK layout (from /api/session). */
+let elkAvailable = false;
+
 function loadMermaid() {
   mermaidReady ??= new Promise((resolve, reject) => {
     const script = el('script', { src: '/assets/mermaid.min.js' });
-    script.onload = () => {
-      window.mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default' });
-      resolve(window.mermaid);
+    script.onload = async () => {
+      const mermaid = window.mermaid;
+      let layout = 'dagre';
+      if (elkAvailable) {
+        try {
+          // ELK lays nested states out so that edge labels do not overlap.
+          const elk = await import('/assets/layout-elk/mermaid-layout-elk.esm.min.mjs');
+          mermaid.registerLayoutLoaders(elk.default);
+          layout = 'elk';
+        } catch {
+          layout = 'dagre';
+        }
+      }
+      mermaid.initialize({
+        startOnLoad: false,
+        securityLevel: 'strict',
+        theme: 'default',
+        layout,
+        elk: { mergeEdges: false, nodePlacementStrategy: 'NETWORK_SIMPLEX' },
+      });
+      document.documentElement.dataset.layout = layout;
+      resolve(mermaid);
     };
     script.onerror = () => reject(new Error('mermaid could not be loaded'));
     document.head.append(script);
@@ -1133,6 +1155,7 @@ async function renderInspected(id) {
 
 async function route() {
   const session = await api('/api/session');
+  elkAvailable = session.body.elk === true;
   if (!session.body.authenticated) {
     source?.close();
     live.dataset.state = 'closed';

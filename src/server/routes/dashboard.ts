@@ -3,9 +3,11 @@ import type { Hono } from 'hono';
 import { type Context } from 'hono';
 import { deleteCookie, getCookie } from 'hono/cookie';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { signRequest } from '../auth.ts';
 import {
   CSP,
+  ELK_FILE,
   SESSION_COOKIE,
   decisionSchema,
   parseJson,
@@ -29,6 +31,7 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
     sessions,
     assets,
     mermaidPath,
+    elkDir,
     fail,
     startSession,
     auth,
@@ -81,6 +84,26 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
     });
   });
 
+  /** mermaid's ELK layout, file by file (the entry and its chunks), read once each. */
+  const elkFiles = new Map<string, string>();
+  app.get('/assets/layout-elk/*', (c) => {
+    const file = c.req.path.slice('/assets/layout-elk/'.length);
+    if (elkDir === undefined || !ELK_FILE.test(file)) return fail(c, 404, { error: 'not_found' });
+    let text = elkFiles.get(file);
+    if (text === undefined) {
+      try {
+        text = readFileSync(join(elkDir, file), 'utf8');
+      } catch {
+        return fail(c, 404, { error: 'not_found' });
+      }
+      elkFiles.set(file, text);
+    }
+    return c.body(text, 200, {
+      'content-type': 'text/javascript; charset=utf-8',
+      'cache-control': 'public, max-age=86400',
+    });
+  });
+
   app.get('/api/session', (c) => {
     const session = auth.sessionOf(c);
     const approver = session && sessionApprover(session);
@@ -90,6 +113,8 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
       approvals: dashboardApprovals,
       /** The approver signed in on this session (their key id), or null for a reader. */
       approver: approver ?? null,
+      /** Whether mermaid's ELK layout is installed (the dashboard then lays charts out with it). */
+      elk: elkDir !== undefined,
     });
   });
 
