@@ -5,9 +5,18 @@ import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { assign, createActor, createMachine, sendParent } from 'xstate';
-import { charts } from '../machines/index.ts';
+import { catalog, charts } from '../machines/index.ts';
 import { getRuntime } from '../src/index.ts';
-import { createServer, listen, ListenError, type ListeningServer } from '../src/server/app.ts';
+import {
+  createServer,
+  listen,
+  ListenError,
+  type AgentchartsServer,
+  type ListeningServer,
+} from '../src/server/app.ts';
+import { localInspector } from '../src/server/inspection-local.ts';
+import { inspectStore } from '../src/inspect/inspector.ts';
+import { createDurableActor } from '../src/index.ts';
 import { InspectionHub } from '../src/server/inspection.ts';
 import { machineFromDefinition, InvalidDefinitionError } from '../src/inspect/definition.ts';
 import { openStore } from '../src/store/open.ts';
@@ -47,6 +56,7 @@ const checkout = createMachine({
 let dir: string;
 let store: Store;
 let http: ListeningServer;
+let server: AgentchartsServer;
 const auth = { authorization: `Bearer ${TOKEN}` };
 const socketUrl = (): string => {
   if (http.inspectUrl === undefined) throw new Error('the server has no inspection socket');
@@ -70,7 +80,7 @@ interface Summary {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agentcharts-inspection-'));
   store = openStore(`sqlite:${join(dir, 'i.db')}`);
-  const server = createServer({
+  server = createServer({
     store,
     charts,
     keys: [],
@@ -189,6 +199,39 @@ describe('the local inspector', () => {
     expect(after.refused['invalid_json']).toBe((before.refused['invalid_json'] ?? 0) + 1);
     expect(after.refused['invalid_message']).toBe((before.refused['invalid_message'] ?? 0) + 1);
     ws.close();
+  });
+
+  test("a chart's durable actors appear beside the apps (what agentcharts inspect <machine> does)", async () => {
+    const task = catalog['task-lifecycle'];
+    const actor = await createDurableActor(task.machine, {
+      id: 'inspected-task',
+      store,
+      input: { taskId: 'inspected-task' },
+      schemas: task.events,
+    });
+    await actor.send({ type: 'START' });
+    const inspection = inspectStore(store, {
+      chart: task,
+      inspector: localInspector(server.inspection),
+      actorId: 'inspected-task',
+    });
+    await inspection.ready;
+    inspection.stop();
+    const detail = (
+      await getJson(`/api/inspections/${encodeURIComponent('0~durable:inspected-task')}`)
+    ).body as {
+      actor: { name: string; value: unknown };
+      diagram: { active: string[]; mermaid: string };
+      entries: Array<{ kind: string; eventType: string }>;
+    };
+    expect(detail.actor).toMatchObject({ name: 'inspected-task', value: 'running' });
+    expect(detail.diagram.active).toEqual(['running']);
+    // The chart itself is drawn (its timer events named), not a rebuilt definition.
+    expect(detail.diagram.mermaid).toContain('RETRY (after retryBackoff)');
+    expect(detail.entries.filter((e) => e.kind === 'event').map((e) => e.eventType)).toEqual([
+      'xstate.init',
+      'START',
+    ]);
   });
 
   test('a taken port is a ListenError naming the port', async () => {
