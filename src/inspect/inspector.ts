@@ -23,6 +23,17 @@ export {
 import { DurableInspection, type InspectorLike } from '../durable/inspection.ts';
 import { EXPECTED, isActor, isMachine, isStore, requireArg } from '../core/options.ts';
 
+/** Whether `v` has an `inspect` function or observer, as XState's inspectors do. */
+function isInspectorLike(v: unknown): boolean {
+  const inspect = (v as { inspect?: unknown } | null)?.inspect;
+  return (
+    typeof inspect === 'function' ||
+    (typeof inspect === 'object' &&
+      inspect !== null &&
+      typeof (inspect as { next?: unknown }).next === 'function')
+  );
+}
+
 /**
  * Shows every durable actor of a runtime (or one actor) in an inspector from now
  * on: each committed transition becomes `@xstate.event` + `@xstate.snapshot`,
@@ -49,8 +60,8 @@ export function attachInspector(
   requireArg(
     'attachInspector',
     'inspector',
-    typeof (inspector as { actor?: unknown } | null)?.actor === 'function',
-    'an inspector (createWebSocketInspector(…) or createBrowserInspector(…))',
+    isInspectorLike(inspector),
+    'an inspector ({ inspect }: createWebSocketInspector(…), createBrowserInspector(…))',
   );
   const inspection = new DurableInspection(inspector);
   if ('machine' in target) {
