@@ -330,7 +330,8 @@ export class InspectionHub {
     this.totalBytes = 0;
   }
 
-  private refuse(reason: InspectionRefusal): InspectionRefusal {
+  /** Counts a message refused before it could be read (a binary frame). */
+  refuse(reason: InspectionRefusal): InspectionRefusal {
     this.stats.refused[reason] += 1;
     return reason;
   }

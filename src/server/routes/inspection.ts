@@ -108,10 +108,11 @@ export function registerInspectionRoutes(app: Hono<ServerEnv>, kit: ServerKit): 
     logger.info({ connection }, 'inspection connection opened');
     const response = await upgrade(c, {
       onMessage(event) {
+        // The protocol is JSON text; a binary frame is refused and counted.
         const refused =
           typeof event.data === 'string'
             ? inspection.receive(connection, event.data)
-            : 'invalid_message';
+            : inspection.refuse('invalid_message');
         if (refused) logger.debug({ connection, refused }, 'inspection message refused');
       },
       onClose() {
