@@ -6,13 +6,17 @@
  * @module agentcharts/server
  */
 export {
+  ListenError,
   createServer,
   listen,
   type AgentchartsServer,
+  type CorsOptions,
   type DashboardOptions,
+  type InspectionOptions,
   type ListeningServer,
   type ServerOptions,
 } from './app.ts';
+export { InspectionHub, type InspectionLimits } from './inspection.ts';
 export {
   DEFAULT_TOLERANCE_SECONDS,
   KEY_HEADER,
