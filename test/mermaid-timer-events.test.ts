@@ -7,12 +7,14 @@ import { runCli } from './support/cli.ts';
 const task = catalog['task-lifecycle'];
 
 describe('timer edges named by the chart', () => {
-  test('timerEvents labels after-edges with meta.event; the default keeps the delay', () => {
-    const named = toMermaid(task.machine, { timerEvents: true });
+  test('after-edges are labelled with meta.event by default; timerEvents: false keeps the delay only', () => {
+    const named = toMermaid(task.machine);
     expect(named).toContain('retrying --> retrying : RETRY (after retryBackoff) [canRetry]');
     expect(named).toContain('MAX_RETRIES_EXCEEDED (after retryBackoff) [else]');
     expect(named).not.toMatch(/xstate\.after/);
-    expect(toMermaid(task.machine)).toContain('after retryBackoff [canRetry]');
+    expect(toMermaid(task.machine, { timerEvents: false })).toContain(
+      'retrying --> retrying : after retryBackoff [canRetry]',
+    );
   });
 
   test('the dashboard draws the chart with the timer event names', () => {
@@ -20,9 +22,11 @@ describe('timer edges named by the chart', () => {
     expect(mermaid).toContain('RETRY (after retryBackoff)');
   });
 
-  test('agentcharts diagram --timer-events prints the same', async () => {
-    const result = await runCli(['diagram', 'task-lifecycle', '--timer-events']);
+  test('agentcharts diagram prints the same; --no-timer-events the delays only', async () => {
+    const result = await runCli(['diagram', 'task-lifecycle']);
     expect(result.code).toBe(0);
-    expect(result.stdout).toBe(toMermaid(task.machine, { timerEvents: true }));
+    expect(result.stdout).toBe(toMermaid(task.machine));
+    const delays = await runCli(['diagram', 'task-lifecycle', '--no-timer-events']);
+    expect(delays.stdout).toBe(toMermaid(task.machine, { timerEvents: false }));
   });
 });

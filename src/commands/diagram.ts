@@ -19,15 +19,15 @@ export function registerDiagram(program: Command): void {
     .option('--direction <dir>', 'layout direction: TB, BT, LR or RL')
     .option('--markdown', 'wrap the diagram in a ```mermaid fence')
     .option(
-      '--timer-events',
-      "label timer (after) edges with the chart's event names (RETRY (after retryBackoff))",
+      '--no-timer-events',
+      "label timer (after) edges with the delay only, not the chart's event names (RETRY (after retryBackoff))",
     )
     .action(
       async (
         spec: string,
         opts: { export?: string; direction?: string; markdown?: boolean; timerEvents?: boolean },
       ): Promise<void> => {
-        const options: MermaidOptions = { timerEvents: opts.timerEvents === true };
+        const options: MermaidOptions = { timerEvents: opts.timerEvents !== false };
         if (opts.direction !== undefined) {
           const dir = opts.direction.toUpperCase();
           if (!(DIRECTIONS as readonly string[]).includes(dir)) {

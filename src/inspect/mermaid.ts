@@ -17,8 +17,8 @@ export interface MermaidOptions {
   idPrefix?: string;
   /**
    * Label an `after` edge with the event name the chart gives it in its
-   * transition `meta.event` (`RETRY (after retryBackoff)`) instead of the delay
-   * alone. Default false (the generated documents keep `after <delay>`).
+   * transition `meta.event` (`RETRY (after retryBackoff)`), as the log and the
+   * dashboard name it. Default true; false labels it with the delay alone.
    */
   timerEvents?: boolean;
 }
@@ -187,7 +187,7 @@ export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}
             : guarded && list.length > 1
               ? ' [else]'
               : '';
-        const label = cleanLabel(`${eventText(t, always, options.timerEvents)}${guard}`);
+        const label = cleanLabel(`${eventText(t, always, options.timerEvents !== false)}${guard}`);
         const targets = t.target && t.target.length > 0 ? t.target : [source];
         for (const target of targets) {
           if (target === root) targetsRoot = true;
@@ -275,7 +275,7 @@ export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}
       const inner = toMermaid(child, {
         children: false,
         idPrefix: childPrefix,
-        timerEvents: options.timerEvents === true,
+        timerEvents: options.timerEvents !== false,
       })
         .trimEnd()
         .split('\n')
