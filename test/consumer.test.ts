@@ -67,6 +67,9 @@ const OPTIONAL = [
   'ai@6',
   // Loads a TypeScript chart module or config where Node cannot strip types (before 22.18).
   'tsx@4',
+  // agentcharts/react
+  'react@19',
+  '@types/react@19',
   // The AI SDK's declarations import 'json-schema' (types not bundled): needed for skipLibCheck false.
   '@types/json-schema',
 ];
@@ -225,14 +228,15 @@ import { createServer, createMetrics } from 'agentcharts/server';
 import { PostgresStore } from 'agentcharts/store/postgres';
 import { generateTransitionTests } from 'agentcharts/testing';
 import { aiTools } from 'agentcharts/ai';
+import { useRemoteActor } from 'agentcharts/react';
 const store = openStore('postgres://user@localhost/app');
-console.log(store instanceof PostgresStore, typeof createServer, typeof createMetrics, typeof generateTransitionTests, typeof aiTools);
+console.log(store instanceof PostgresStore, typeof createServer, typeof createMetrics, typeof generateTransitionTests, typeof aiTools, typeof useRemoteActor);
 await store.close();
 `,
     );
     const run = spawnSync(process.execPath, ['entries.mjs'], { cwd: app, encoding: 'utf8' });
     expect(run.stderr).toBe('');
-    expect(run.stdout.trim()).toBe('true function function function function');
+    expect(run.stdout.trim()).toBe('true function function function function function');
   });
 
   test('your own chart in agentcharts.config.ts, from the installed CLI', () => {
@@ -296,12 +300,13 @@ import { createServer, type ServerOptions } from 'agentcharts/server';
 import { openPostgresStore } from 'agentcharts/store/postgres';
 import { generateTransitionTests } from 'agentcharts/testing';
 import { aiTools } from 'agentcharts/ai';
+import { useRemoteActor } from 'agentcharts/react';
 const store: Store = openStore('memory:');
 const actor = await createDurableActor(chart.machine, { id: 't', store, input: { taskId: 't' } });
 const state: string = String(actor.getSnapshot().value);
 const tools = toolsFor(actor, { schemas: chart.events });
 const options: ServerOptions = { store, charts: [chart], keys: [] };
-export { state, taskLifecycle, tools, options, createServer, openPostgresStore, generateTransitionTests, aiTools };
+export { state, taskLifecycle, tools, options, createServer, openPostgresStore, generateTransitionTests, aiTools, useRemoteActor };
 `,
       );
       const tsc = require.resolve('typescript/bin/tsc');
