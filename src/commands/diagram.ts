@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { writeFileSync } from 'node:fs';
 import { mermaidFence, toMermaid, type MermaidOptions } from '../inspect/mermaid.ts';
 import { CliOptionError } from './paths.ts';
 import { loadConfig } from './config-file.ts';
@@ -6,11 +7,14 @@ import { resolveChart } from './resolve-chart.ts';
 
 const DIRECTIONS = ['TB', 'BT', 'LR', 'RL'] as const;
 
-/** `agentcharts diagram <machine | module>`: the chart as a Mermaid stateDiagram-v2. */
+/**
+ * `agentcharts diagram <machine | module>`: the chart as a Mermaid stateDiagram-v2,
+ * or with `--svg` drawn to SVG (mermaid's ELK layout in headless Chromium, offline).
+ */
 export function registerDiagram(program: Command): void {
   program
     .command('diagram')
-    .description('Print a machine as a Mermaid stateDiagram-v2')
+    .description('Print a machine as a Mermaid stateDiagram-v2, or draw it to SVG (--svg)')
     .argument(
       '<machine>',
       'a catalog name (task-lifecycle), a machine id of agentcharts.config.ts, or a path to a module exporting a machine',
@@ -22,11 +26,35 @@ export function registerDiagram(program: Command): void {
       '--no-timer-events',
       "label timer (after) edges with the delay only, not the chart's event names (RETRY (after retryBackoff))",
     )
+    .option(
+      '--svg',
+      'draw the diagram to SVG, laid out by ELK (needs playwright-core, mermaid, @mermaid-js/layout-elk and Chromium)',
+    )
+    .option('--out <file>', 'with --svg: write the SVG to this file instead of stdout')
+    .option(
+      '--browser <path>',
+      'with --svg: the Chromium executable (default: $CHROMIUM_PATH, $PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH, /usr/bin/chromium, playwright’s own)',
+    )
     .action(
       async (
         spec: string,
-        opts: { export?: string; direction?: string; markdown?: boolean; timerEvents?: boolean },
+        opts: {
+          export?: string;
+          direction?: string;
+          markdown?: boolean;
+          timerEvents?: boolean;
+          svg?: boolean;
+          out?: string;
+          browser?: string;
+        },
       ): Promise<void> => {
+        if (opts.svg === true && opts.markdown === true) {
+          throw new CliOptionError('--markdown', 'not with --svg');
+        }
+        if (opts.svg !== true) {
+          if (opts.out !== undefined) throw new CliOptionError('--out', 'only with --svg');
+          if (opts.browser !== undefined) throw new CliOptionError('--browser', 'only with --svg');
+        }
         const options: MermaidOptions = { timerEvents: opts.timerEvents !== false };
         if (opts.direction !== undefined) {
           const dir = opts.direction.toUpperCase();
@@ -40,6 +68,13 @@ export function registerDiagram(program: Command): void {
           configured: (await loadConfig())?.charts,
         });
         const diagram = toMermaid(chart.machine, options);
+        if (opts.svg === true) {
+          const { renderMermaidSvg } = await import('../inspect/render-svg.ts');
+          const svg = await renderMermaidSvg(diagram, { browser: opts.browser });
+          if (opts.out !== undefined) writeFileSync(opts.out, svg);
+          else process.stdout.write(svg);
+          return;
+        }
         process.stdout.write(opts.markdown ? `${mermaidFence(diagram)}\n` : diagram);
       },
     );
