@@ -14,8 +14,9 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { createDurableActor, getRuntime, openStore, verify, type Store } from '../src/index.ts';
-import { v1, v2 } from './fixtures/counting-versions.ts';
+import { v1, v2, type Ctx } from './fixtures/counting-versions.ts';
 import { MIGRATION_EVENT } from '../src/durable/migrate.ts';
+import { noticesFromTrail } from '../src/observe/feed.ts';
 import { usePostgres } from './support/postgres.ts';
 
 /** `d1` loaded by version 2 of the chart (migrated if stored at version 1). */
@@ -64,6 +65,19 @@ function suite(name: string, url: () => string | undefined) {
       await actor.send({ type: 'NEXT' });
       expect(actor.getSnapshot().value).toBe('z');
       expect((await store.history('d1')).at(-1)?.chartVersion).toBe(2);
+
+      // The feed (stream, dashboard) replays from the migration's snapshot.
+      const row = await store.loadActor('d1');
+      if (!row) throw new Error('no row');
+      const notices = noticesFromTrail(v2, row, await store.history('d1'), 2);
+      // (The migration counted in the context: a replay of the whole log with
+      // version 2 would not have it.)
+      expect(
+        notices.map((n) => [n.eventType, n.snapshot.value, (n.snapshot.context as Ctx).migrated]),
+      ).toEqual([
+        [MIGRATION_EVENT, 'c', 1],
+        ['NEXT', 'z', 1],
+      ]);
 
       // Verify across the migration: with both versions the migration itself is
       // replayed; with version 2 only, replay restarts from its recorded snapshot.

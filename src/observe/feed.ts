@@ -6,9 +6,10 @@
  * Each (actor, version) is told once, in version order per actor.
  */
 import { initialTransition, transition, type AnyMachineSnapshot, type EventObject } from 'xstate';
-import type { ChartDefinition } from '../core/chart.ts';
+import type { ChartDefinition, PersistedSnapshot } from '../core/chart.ts';
 import type { EventSource, TransitionNotice } from '../durable/notices.ts';
-import { decodeActorRow } from '../durable/codec.ts';
+import { decodeActorRow, restoreSnapshot } from '../durable/codec.ts';
+import { MIGRATION_EVENT } from '../durable/migrate.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { StreamTransition } from './stream.ts';
 import type { ActorRow, TransitionFeedRow, TransitionRow } from '../store/types.ts';
@@ -244,15 +245,31 @@ export function snapshotsFromTrail(
     { version: chart.version, migrations: chart.migrations },
     actor,
   );
-  if (actor.chartVersion === chart.version && rows[0]?.seq === 1) {
+  // Rows before the last migration were written by another chart version: they
+  // are not replayed; replay starts from the migration's recorded snapshot.
+  const lastMigration = rows.findLastIndex((r) => r.eventType === MIGRATION_EVENT);
+  if (actor.chartVersion === chart.version && (rows[0]?.seq === 1 || lastMigration >= 0)) {
     try {
       let snapshot: AnyMachineSnapshot | undefined;
-      for (const row of rows) {
-        const event = parse(row.event) as (EventObject & { input?: unknown }) | undefined;
+      for (const [i, row] of rows.entries()) {
+        if (i < lastMigration) {
+          out.set(row.seq, latest);
+          continue;
+        }
+        const event = parse(row.event) as
+          (EventObject & { input?: unknown; snapshot?: unknown }) | undefined;
         if (!event) throw new Error('unreadable event');
-        snapshot = snapshot
-          ? (transition(chart.machine, snapshot as never, event as never)[0] as AnyMachineSnapshot)
-          : (initialTransition(chart.machine, event.input as never)[0] as AnyMachineSnapshot);
+        if (i === lastMigration) {
+          snapshot = restoreSnapshot(chart.machine, event.snapshot as PersistedSnapshot);
+        } else {
+          snapshot = snapshot
+            ? (transition(
+                chart.machine,
+                snapshot as never,
+                event as never,
+              )[0] as AnyMachineSnapshot)
+            : (initialTransition(chart.machine, event.input as never)[0] as AnyMachineSnapshot);
+        }
         out.set(row.seq, snapshot);
       }
       out.set(actor.version, latest);
