@@ -1,5 +1,5 @@
 import { createWebSocketInspector } from '@statelyai/inspect';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,17 +12,9 @@ import { signRequest, type ApiKey } from '../src/server/auth.ts';
 import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
+import { CHROMIUM, chromiumAvailable, edgeLabelOverlaps } from './support/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  if (process.env['CI']) {
-    throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium (.ci/run does)`);
-  }
-  console.warn(
-    `\n${'!'.repeat(78)}\n!! SKIPPED: dashboard browser tests — ${CHROMIUM} is not installed.\n!! Install it (apt-get install chromium) to run them; CI never skips them.\n${'!'.repeat(78)}\n`,
-  );
-}
+const available = chromiumAvailable('dashboard browser tests');
 
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard');
 const task = catalog['task-lifecycle'];
@@ -386,29 +378,12 @@ describe.skipIf(!available)('the dashboard in headless Chromium', () => {
     await page.goto(`${http.url}/actors/refund-paused`);
     await page.waitForSelector('[data-testid="diagram"] svg');
     expect(await page.evaluate(() => document.documentElement.dataset['layout'])).toBe('elk');
-    const boxes = await page
-      .locator('[data-testid="diagram"] svg .edgeLabel')
-      .evaluateAll((labels) =>
-        labels
-          // The outermost element of each label (mermaid nests one inside another).
-          .filter((l) => l.parentElement?.closest('.edgeLabel') === null)
-          .map((l) => {
-            const r = l.getBoundingClientRect();
-            return { text: l.textContent?.trim() ?? '', x: r.x, y: r.y, w: r.width, h: r.height };
-          })
-          .filter((b) => b.w > 0 && b.h > 0 && b.text !== ''),
-      );
-    expect(boxes.length).toBeGreaterThan(10);
-    const overlaps: string[] = [];
-    for (const [i, a] of boxes.entries()) {
-      for (const b of boxes.slice(i + 1)) {
-        const x = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
-        const y = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
-        if (x > 1 && y > 1) overlaps.push(`${a.text} / ${b.text}`);
-      }
-    }
+    const { texts, overlaps } = await edgeLabelOverlaps(
+      page.locator('[data-testid="diagram"] svg .edgeLabel'),
+    );
+    expect(texts.length).toBeGreaterThan(10);
     expect(overlaps).toEqual([]);
-    expect(boxes.map((b) => b.text)).toContain('RETRY (after retryBackoff) [canRetry]');
+    expect(texts).toContain('RETRY (after retryBackoff) [canRetry]');
     await shot('10-chart-elk');
     expect(consoleErrors).toEqual([]);
   });

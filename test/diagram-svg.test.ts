@@ -5,18 +5,10 @@ import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { catalog } from '../machines/index.ts';
+import { CHROMIUM, chromiumAvailable, edgeLabelOverlaps } from './support/browser.ts';
 import { expectCleanFailure, runCli, type CliResult } from './support/cli.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  if (process.env['CI']) {
-    throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium (.ci/run does)`);
-  }
-  console.warn(
-    `\n${'!'.repeat(78)}\n!! SKIPPED: agentcharts diagram --svg tests — ${CHROMIUM} is not installed.\n!! Install it (apt-get install chromium) to run them; CI never skips them.\n${'!'.repeat(78)}\n`,
-  );
-}
+const available = chromiumAvailable('agentcharts diagram --svg tests');
 
 const states = Object.keys(catalog['task-lifecycle'].machine.root.states);
 
@@ -88,27 +80,10 @@ describe.skipIf(!available)('agentcharts diagram --svg (mermaid ELK layout in Ch
       .locator('.node')
       .evaluateAll((elements) => elements.map((e) => e.textContent?.trim() ?? ''));
     for (const state of states) expect(nodes).toContain(state);
-    const boxes = await page.locator('.edgeLabel').evaluateAll((labels) =>
-      labels
-        // The outermost element of each label (mermaid nests one inside another).
-        .filter((l) => l.parentElement?.closest('.edgeLabel') === null)
-        .map((l) => {
-          const r = l.getBoundingClientRect();
-          return { text: l.textContent?.trim() ?? '', x: r.x, y: r.y, w: r.width, h: r.height };
-        })
-        .filter((b) => b.w > 0 && b.h > 0 && b.text !== ''),
-    );
-    expect(boxes.length).toBeGreaterThan(10);
-    const overlaps: string[] = [];
-    for (const [i, a] of boxes.entries()) {
-      for (const b of boxes.slice(i + 1)) {
-        const x = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
-        const y = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
-        if (x > 1 && y > 1) overlaps.push(`${a.text} / ${b.text}`);
-      }
-    }
+    const { texts, overlaps } = await edgeLabelOverlaps(page.locator('.edgeLabel'));
+    expect(texts.length).toBeGreaterThan(10);
     expect(overlaps).toEqual([]);
-    expect(boxes.map((b) => b.text)).toContain('RETRY (after retryBackoff) [canRetry]');
+    expect(texts).toContain('RETRY (after retryBackoff) [canRetry]');
   });
 
   test('a browser that is not there: one clear line and exit 1', async () => {
