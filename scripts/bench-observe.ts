@@ -189,11 +189,7 @@ async function benchQueries(dir: string): Promise<void> {
       'collection statistics, last hour',
       () => collectionStatistics(store, { updatedSince: now - 3_600_000 }),
     ],
-    [
-      'user-active',
-      'active agents of a user',
-      () => activeAgentsForUser(store, 'user-00042'),
-    ],
+    ['user-active', 'active agents of a user', () => activeAgentsForUser(store, 'user-00042')],
     [
       'status-state',
       'status --state running (50 longest in state)',

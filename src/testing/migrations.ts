@@ -96,7 +96,7 @@ export function checkMigrationCase(
     return `version ${migrationCase.to} cannot restore it: ${error instanceof Error ? error.message : String(error)}`;
   }
   for (const samples of Object.values(events)) {
-    for (const event of (samples ?? [])) {
+    for (const event of samples ?? []) {
       if (!restored.can(event)) continue;
       try {
         pureTransition(chart.machine, restored, event);
