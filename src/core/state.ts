@@ -17,7 +17,7 @@ export function stateLabel(value: StateValue | AnyMachineSnapshot): string {
     typeof value === 'object' && value !== null && 'value' in value && 'status' in value
       ? (value as AnyMachineSnapshot).value
       : value;
-  return leafPaths(v).join(',');
+  return pathsOf(v).join(',');
 }
 
 /** Dotted leaf paths of a state value. */
@@ -28,11 +28,15 @@ export function leafPaths(value: StateValue): string[] {
     typeof value === 'string' || (typeof value === 'object' && value !== null),
     'a state value',
   );
+  return pathsOf(value);
+}
+
+function pathsOf(value: StateValue): string[] {
   if (typeof value === 'string') return [value];
   const out: string[] = [];
   for (const [key, child] of Object.entries(value)) {
     if (child === undefined) continue;
-    const sub = leafPaths(child);
+    const sub = pathsOf(child);
     if (sub.length === 0) out.push(key);
     else for (const s of sub) out.push(`${key}.${s}`);
   }

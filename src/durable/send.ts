@@ -8,7 +8,7 @@ import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { chartMeta } from '../core/meta.ts';
 import { stateLabel } from '../core/state.ts';
-import { validateEvent } from '../strict/events.ts';
+import { eventIn } from '../strict/events.ts';
 import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore, SendOptions } from './actor-core.ts';
 import {
@@ -47,7 +47,7 @@ export async function processEvent(
   try {
     parsed = options.internal
       ? (event as EventObject)
-      : validateEvent(core.machine, event, {
+      : eventIn(core.machine, event, {
           actorId: core.id,
           schemas: core.schemas,
           maxBytes: core.maxEventBytes,

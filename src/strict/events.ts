@@ -56,6 +56,10 @@ const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 /** Reads the event schemas a machine declared through `setup({ schemas: { events } })`. */
 export function getEventSchemas(machine: AnyStateMachine): EventSchemas | undefined {
   requireArg('getEventSchemas', 'machine', isMachine(machine), EXPECTED.machine);
+  return schemasOf(machine);
+}
+
+function schemasOf(machine: AnyStateMachine): EventSchemas | undefined {
   const schemas = machine.schemas as Partial<ChartSchemas> | undefined;
   return schemas && typeof schemas === 'object' && schemas.events ? schemas.events : undefined;
 }
@@ -189,6 +193,18 @@ export function validateEvent(
 ): EventObject {
   requireArg('validateEvent', 'machine', isMachine(machine), EXPECTED.machine);
   requireArg('validateEvent', 'options', isOptionsBag(options), EXPECTED.options);
+  return eventIn(machine, event, options);
+}
+
+/**
+ * {@link validateEvent} without its argument checks, for the send paths of actors
+ * whose machine and options were checked once, when they were created.
+ */
+export function eventIn(
+  machine: AnyStateMachine,
+  event: unknown,
+  options: ValidateEventOptions,
+): EventObject {
   const machineId = machine.id;
   const actorId = options.actorId;
   const fail = (reason: InvalidEventReason, eventType?: string, field?: string, detail?: string) =>
@@ -214,7 +230,7 @@ export function validateEvent(
     throw fail(problem.reason, type, field, problem.detail);
   }
 
-  const declared = options.schemas ?? getEventSchemas(machine);
+  const declared = options.schemas ?? schemasOf(machine);
   // An empty set of schemas is no schemas (a chart defined from a bare machine).
   const schemas = declared && Object.keys(declared).length > 0 ? declared : undefined;
   if (!schemas) {

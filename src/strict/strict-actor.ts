@@ -12,7 +12,7 @@ import {
   type Subscription,
 } from 'xstate';
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
-import { validateEvent, validateInput, type EventSchemas } from './events.ts';
+import { eventIn, validateInput, type EventSchemas } from './events.ts';
 import { stateLabel } from '../core/state.ts';
 import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
@@ -40,7 +40,17 @@ export function checkEvent<TLogic extends AnyStateMachine>(
     typeof snapshot === 'object' && snapshot !== null,
     'a snapshot of the machine',
   );
-  const parsed = validateEvent(machine, event, {
+  return checkedEvent(machine, snapshot, event, options);
+}
+
+/** {@link checkEvent} without its argument checks (the strict actor checked them once). */
+function checkedEvent<TLogic extends AnyStateMachine>(
+  machine: TLogic,
+  snapshot: SnapshotFrom<TLogic>,
+  event: unknown,
+  options: CheckEventOptions,
+): EventFromLogic<TLogic> {
+  const parsed = eventIn(machine, event, {
     actorId: options.actorId,
     schemas: options.schemas,
     maxBytes: options.maxEventBytes,
@@ -120,7 +130,7 @@ export class StrictActor<TLogic extends AnyStateMachine> {
     const before = this.ref.getSnapshot() as AnyMachineSnapshot;
     let parsed: EventFromLogic<TLogic>;
     try {
-      parsed = validateEvent(this.machine, event, {
+      parsed = eventIn(this.machine, event, {
         actorId: this.options.id,
         schemas: this.options.schemas,
         maxBytes: this.options.maxEventBytes,
@@ -162,7 +172,7 @@ export class StrictActor<TLogic extends AnyStateMachine> {
   /** Throws what {@link send} would throw for `event`, without sending it. */
   check(event: unknown): EventFromLogic<TLogic> {
     try {
-      return checkEvent(this.machine, this.ref.getSnapshot(), event, {
+      return checkedEvent(this.machine, this.ref.getSnapshot(), event, {
         actorId: this.options.id,
         schemas: this.options.schemas,
         maxEventBytes: this.options.maxEventBytes,
@@ -178,7 +188,7 @@ export class StrictActor<TLogic extends AnyStateMachine> {
   /** Whether {@link send} would accept `event` now. */
   can(event: unknown): boolean {
     try {
-      checkEvent(this.machine, this.ref.getSnapshot(), event, {
+      checkedEvent(this.machine, this.ref.getSnapshot(), event, {
         schemas: this.options.schemas,
         maxEventBytes: this.options.maxEventBytes,
       });
