@@ -1,21 +1,12 @@
 import { afterAll, describe, expect, test } from 'vitest';
-import { charts } from '../machines/index.ts';
-import { createServer } from '../src/server/app.ts';
 import { StreamTickets } from '../src/server/stream-tickets.ts';
 import { openStore } from '../src/store/open.ts';
+import { readOnlyServer } from './support/server.ts';
 
 const TOKEN = 'cors-token-0123456789abcdef';
 const APP = 'http://localhost:5173';
 const store = openStore('memory:');
-const server = createServer({
-  store,
-  charts,
-  keys: [],
-  accessToken: TOKEN,
-  pollMs: 0,
-  requestLogs: false,
-  cors: { origins: [APP] },
-});
+const server = readOnlyServer(store, TOKEN, { cors: { origins: [APP] } });
 const bearer = { authorization: `Bearer ${TOKEN}` };
 const request = (path: string, init?: RequestInit) =>
   server.app.request(`http://127.0.0.1${path}`, init);

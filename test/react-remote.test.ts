@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { catalog, charts } from '../machines/index.ts';
+import { catalog } from '../machines/index.ts';
 import { followRemoteActor, type RemoteActorState } from '../src/react/index.ts';
 import { createDurableActor, getRuntime, type DurableActor } from '../src/index.ts';
-import { createServer, listen, type ListeningServer } from '../src/server/app.ts';
+import { listen, type ListeningServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';
+import { readOnlyServer } from './support/server.ts';
 
 const task = catalog['task-lifecycle'];
 const TOKEN = 'remote-token-0123456789abcdef';
@@ -60,15 +61,7 @@ beforeAll(async () => {
     input: { taskId: 'remote-1' },
     schemas: task.events,
   });
-  const server = createServer({
-    store,
-    charts,
-    keys: [],
-    accessToken: TOKEN,
-    pollMs: 0,
-    requestLogs: false,
-    cors: { origins: ['http://localhost:5173'] },
-  });
+  const server = readOnlyServer(store, TOKEN, { cors: { origins: ['http://localhost:5173'] } });
   http = await listen(server);
 });
 

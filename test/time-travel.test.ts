@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { catalog, charts } from '../machines/index.ts';
+import { catalog } from '../machines/index.ts';
 import { createDurableActor, getRuntime } from '../src/index.ts';
 import { diffJson } from '../src/inspect/json-diff.ts';
-import { createServer, type AgentchartsServer } from '../src/server/app.ts';
+import type { AgentchartsServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
+import { readOnlyServer } from './support/server.ts';
 
 const task = catalog['task-lifecycle'];
 const TOKEN = 'time-travel-token-0123456789';
@@ -52,14 +53,7 @@ beforeAll(async () => {
   await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'refund_approval', requestedAt: 1_000 });
   await actor.send({ type: 'APPROVAL_GRANTED', approver: 'manager@example.com' });
   await actor.send({ type: 'COMPLETE' });
-  server = createServer({
-    store,
-    charts,
-    keys: [],
-    accessToken: TOKEN,
-    pollMs: 0,
-    requestLogs: false,
-  });
+  server = readOnlyServer(store, TOKEN);
 });
 
 afterAll(async () => {
