@@ -31,12 +31,12 @@ import {
   type SendableActor,
   type ToolsOptions,
 } from './tools.ts';
-import { EXPECTED, isActor, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isActor, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 /** Every move the role could make on the actor's chart, each executing only when legal. */
 export function aiTools(actor: SendableActor, options: ToolsOptions = {}): ToolSet {
   requireArg('aiTools', 'actor', isActor(actor), EXPECTED.actor);
-  requireArg('aiTools', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('aiTools', options);
   return aiMoveTools(actor.machine, options, (name, input) =>
     executeMove(actor, name, input, options),
   );
@@ -52,7 +52,7 @@ export function aiMoveTools(
   execute: (name: string, input: Record<string, unknown>) => Promise<unknown>,
 ): ToolSet {
   requireArg('aiMoveTools', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg('aiMoveTools', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('aiMoveTools', options);
   requireArg('aiMoveTools', 'execute', typeof execute === 'function', 'a function running a move');
   const role = options.role ?? 'agent';
   return Object.fromEntries(

@@ -10,7 +10,7 @@ import type { EventCatalog, EventSchemas } from '../core/chart.ts';
 import { guardText } from '../core/guard-text.ts';
 import { chartMeta, type EventInfo, type EventKind } from '../core/meta.ts';
 import { stateLabel } from '../core/state.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 /** One event an actor accepts now. */
 export interface LegalEvent {
@@ -82,7 +82,7 @@ function isActorLike(v: unknown): boolean {
  */
 export function legalEvents(actor: ActorLike, options: LegalEventsOptions = {}): LegalEvent[] {
   requireArg('legalEvents', 'actor', isActorLike(actor), ACTOR_LIKE);
-  requireArg('legalEvents', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('legalEvents', options);
   const snapshot = actor.getSnapshot();
   if (snapshot.status !== 'active') return [];
   const meta = chartMeta(actor.machine);
@@ -133,7 +133,7 @@ export function sendableEvents(
   options: Pick<LegalEventsOptions, 'schemas'> = {},
 ): LegalEvent[] {
   requireArg('sendableEvents', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg('sendableEvents', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('sendableEvents', options);
   return chartMeta(machine)
     .events.filter((info) => info.kind === 'command' || info.kind === 'approval')
     .map((info) => describeEvent(info, options, 'evaluated'));
@@ -177,7 +177,7 @@ export function whyNot(
 ): BlockedReason {
   requireArg('whyNot', 'actor', isActorLike(actor), ACTOR_LIKE);
   requireArg('whyNot', 'type', typeof type === 'string', EXPECTED.string);
-  requireArg('whyNot', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('whyNot', options);
   const snapshot = actor.getSnapshot();
   const state = stateLabel(snapshot.value);
   const meta = chartMeta(actor.machine);

@@ -17,7 +17,7 @@ import {
 import { stateLabel } from '../core/state.ts';
 import type { ActorLike, LegalEvent, LegalEventsOptions } from './legal-events.ts';
 import { legalEvents, whyNot, type BlockedReason } from './legal-events.ts';
-import { EXPECTED, isActor, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isActor, isOptionsBag, requireArg, requireOptions } from '../core/options.ts';
 
 /** What a tool call answers: the state it led to and the moves now legal, or why it was refused. */
 export type ToolResult =
@@ -120,7 +120,7 @@ function refusal(error: unknown): Extract<ToolResult, { ok: false }>['error'] {
  */
 export function toolsFor(actor: SendableActor, options: ToolsOptions = {}): AgentTool[] {
   requireArg('toolsFor', 'actor', isActor(actor), EXPECTED.actor);
-  requireArg('toolsFor', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('toolsFor', options);
   return toolsFrom(actor, ownMoves(legalEvents(actor, options), options), options);
 }
 
@@ -183,7 +183,7 @@ export function executeMove(
   requireArg('executeMove', 'actor', isActor(actor), EXPECTED.actor);
   requireArg('executeMove', 'name', typeof name === 'string', EXPECTED.string);
   requireArg('executeMove', 'input', isOptionsBag(input), "an object of the move's fields");
-  requireArg('executeMove', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('executeMove', options);
   const legal = legalEvents(actor, options);
   const own = ownMoves(legal, options);
   const event = own.find((e) => e.type === name);

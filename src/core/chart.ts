@@ -2,7 +2,7 @@ import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotF
 import type { z } from 'zod';
 import { chartMeta } from './meta.ts';
 import { resumeAll, type RecoveryPolicy } from './recovery.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from './options.ts';
+import { isMachine, requireArg, requireOptions } from './options.ts';
 
 /**
  * Event schemas of a machine, keyed by event type. Each schema is a strict zod
@@ -92,7 +92,7 @@ export function defineChart<TLogic extends AnyStateMachine>(
       isMachine((chartOrMachine as { machine?: unknown } | null)?.machine),
     'an XState machine, or a chart to complete',
   );
-  requireArg('defineChart', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('defineChart', options);
   const isDefinition = (v: ChartDefinition<TLogic> | TLogic): v is ChartDefinition<TLogic> =>
     'machine' in v && !('root' in v);
   const machine = isDefinition(chartOrMachine) ? undefined : chartOrMachine;

@@ -20,14 +20,23 @@ export class InvalidOptionsError extends AgentchartsError {
   }
 }
 
-/** Whether `v` looks like a store: what `openStore()` returns. */
-export function isStore(v: unknown): boolean {
+/** Whether `v` is an object with a function under each of `names`. */
+export function hasMethods(v: unknown, ...names: string[]): boolean {
   return (
     typeof v === 'object' &&
     v !== null &&
-    typeof (v as { commit?: unknown }).commit === 'function' &&
-    typeof (v as { loadActor?: unknown }).loadActor === 'function'
+    names.every((name) => typeof (v as Record<string, unknown>)[name] === 'function')
   );
+}
+
+/** Whether `v` looks like a store: what `openStore()` returns. */
+export function isStore(v: unknown): boolean {
+  return hasMethods(v, 'commit', 'loadActor');
+}
+
+/** Whether `v` looks like a durable runtime: what `getRuntime(store)` returns. */
+export function isRuntime(v: unknown): boolean {
+  return hasMethods(v, 'observe');
 }
 
 /** A store, as an option. */
@@ -62,27 +71,22 @@ export const EXPECTED = {
   object: 'an object',
   string: 'a string',
   array: 'an array',
+  runtime: 'a durable runtime (getRuntime(store))',
+  text: 'a non-empty string',
 } as const;
 
 /** Whether `v` is an XState state machine. */
 export function isMachine(v: unknown): boolean {
   return (
-    typeof v === 'object' &&
-    v !== null &&
+    hasMethods(v, 'transition') &&
     typeof (v as { id?: unknown }).id === 'string' &&
-    typeof (v as { transition?: unknown }).transition === 'function' &&
     typeof (v as { root?: unknown }).root === 'object'
   );
 }
 
 /** Whether `v` is an actor one can read and send to. */
 export function isActor(v: unknown): boolean {
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    typeof (v as { getSnapshot?: unknown }).getSnapshot === 'function' &&
-    typeof (v as { send?: unknown }).send === 'function'
-  );
+  return hasMethods(v, 'getSnapshot', 'send');
 }
 
 /** Whether `v` is a plain options object (or absent). */
@@ -93,4 +97,19 @@ export function isOptionsBag(v: unknown): boolean {
 /** Throws {@link InvalidOptionsError} for `fn`'s `field` unless `ok`. */
 export function requireArg(fn: string, field: string, ok: boolean, expected: string): void {
   if (!ok) throw new InvalidOptionsError(fn, field, expected);
+}
+
+/** Throws {@link InvalidOptionsError} unless `options` is an object or left out. */
+export function requireOptions(fn: string, options: unknown): void {
+  requireArg(fn, 'options', isOptionsBag(options), EXPECTED.options);
+}
+
+/** Throws {@link InvalidOptionsError} unless `value` is a non-empty string. */
+export function requireText(
+  fn: string,
+  field: string,
+  value: unknown,
+  expected: string = EXPECTED.text,
+): void {
+  requireArg(fn, field, typeof value === 'string' && value !== '', expected);
 }

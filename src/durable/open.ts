@@ -7,9 +7,10 @@
 import {
   EXPECTED,
   InvalidOptionsError,
-  isOptionsBag,
   isStore,
   requireArg,
+  requireOptions,
+  requireText,
 } from '../core/options.ts';
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
@@ -37,7 +38,7 @@ const NO_MIGRATIONS = Object.freeze({});
 /** The runtime of a store, created on first use with `options`. */
 export function getRuntime(store: Store, options?: RuntimeOptions): DurableRuntime {
   requireArg('getRuntime', 'store', isStore(store), EXPECTED.store);
-  requireArg('getRuntime', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('getRuntime', options);
   let runtime = runtimes.get(store);
   if (!runtime) {
     const created = new DurableRuntime(store, options ?? {}, {
@@ -200,13 +201,8 @@ export async function openDurableActor(
   options: { charts?: Iterable<ChartDefinition> } = {},
 ): Promise<DurableActor<AnyStateMachine>> {
   requireArg('openDurableActor', 'store', isStore(store), EXPECTED.store);
-  requireArg(
-    'openDurableActor',
-    'actorId',
-    typeof actorId === 'string' && actorId !== '',
-    'a non-empty string',
-  );
-  requireArg('openDurableActor', 'options', isOptionsBag(options), EXPECTED.options);
+  requireText('openDurableActor', 'actorId', actorId);
+  requireOptions('openDurableActor', options);
   const runtime = getRuntime(store, options.charts ? { charts: options.charts } : undefined);
   return loadActorById(runtime, actorId);
 }

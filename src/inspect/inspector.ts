@@ -21,7 +21,7 @@ export {
   type InspectorLike,
 } from '../durable/inspection.ts';
 import { DurableInspection, type InspectorLike } from '../durable/inspection.ts';
-import { EXPECTED, isActor, isMachine, isStore, requireArg } from '../core/options.ts';
+import { EXPECTED, isActor, isMachine, isRuntime, isStore, requireArg } from '../core/options.ts';
 
 /** Whether `v` has an `inspect` function or observer, as XState's inspectors do. */
 function isInspectorLike(v: unknown): boolean {
@@ -54,7 +54,7 @@ export function attachInspector(
   requireArg(
     'attachInspector',
     'target',
-    typeof (target as { observe?: unknown } | null)?.observe === 'function' || isActor(target),
+    isRuntime(target) || isActor(target),
     'a durable runtime or durable actor',
   );
   requireArg(

@@ -2,7 +2,7 @@ import { childMachines } from '../durable/actor-kinds.ts';
 import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
 import { guardText } from '../core/guard-text.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 /** Options of {@link toMermaid}. */
 export interface MermaidOptions {
@@ -164,7 +164,7 @@ function commonScope(a: AnyStateNode, b: AnyStateNode): AnyStateNode | null {
  */
 export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}): string {
   requireArg('toMermaid', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg('toMermaid', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('toMermaid', options);
   const root = machine.root;
   const prefix = options.idPrefix ?? '';
   const rootId = `${prefix}${machine.id.replace(/[^A-Za-z0-9_]/g, '_').replace(/^([^A-Za-z])/, 's_$1')}_machine`;

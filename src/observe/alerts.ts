@@ -5,7 +5,7 @@
  */
 import type { Store } from '../store/types.ts';
 import { classifyState } from '../core/meanings.ts';
-import { EXPECTED, isOptionsBag, isStore, requireArg } from '../core/options.ts';
+import { EXPECTED, isStore, requireArg, requireOptions } from '../core/options.ts';
 
 export type AlertSeverity = 'critical' | 'warning';
 
@@ -311,7 +311,7 @@ export async function evaluateAlerts(
   options: EvaluateOptions = {},
 ): Promise<AlertResult[]> {
   requireArg('evaluateAlerts', 'store', isStore(store), EXPECTED.store);
-  requireArg('evaluateAlerts', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('evaluateAlerts', options);
   const now = options.now ?? Date.now();
   const limit = options.limit ?? 100;
   const selected = ALERT_RULES.filter(

@@ -13,7 +13,7 @@ import { MIGRATION_EVENT } from '../durable/migrate.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { StreamTransition } from './stream.ts';
 import type { ActorRow, TransitionFeedRow, TransitionRow } from '../store/types.ts';
-import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isOptionsBag, isRuntime, requireArg } from '../core/options.ts';
 
 /** Where a transition was seen: committed by this process, or found in the store. */
 export type NoticeOrigin = 'local' | 'store';
@@ -112,12 +112,7 @@ export function feedTransitions(
   runtime: DurableRuntime,
   options: TransitionFeedOptions,
 ): TransitionFeed {
-  requireArg(
-    'feedTransitions',
-    'runtime',
-    typeof (runtime as { observe?: unknown } | null)?.observe === 'function',
-    'a durable runtime (getRuntime(store))',
-  );
+  requireArg('feedTransitions', 'runtime', isRuntime(runtime), EXPECTED.runtime);
   requireArg(
     'feedTransitions',
     'options',

@@ -13,7 +13,7 @@
  * Log lines carry ids, states and event types, never payloads.
  */
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
-import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
+import { requireOptions } from '../core/options.ts';
 
 /** The document's guidance as data: which level each kind of runtime record uses. */
 export const LOG_LEVELS = {
@@ -53,7 +53,7 @@ const LEVELS: ReadonlySet<string> = new Set([
  * const task = await createDurableActor(machine, { id: 'task-1', store, logger });
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  requireArg('createLogger', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('createLogger', options);
   const fromEnv = process.env['AGENTCHARTS_LOG_LEVEL'];
   const level = options.level ?? (fromEnv !== undefined && LEVELS.has(fromEnv) ? fromEnv : 'info');
   const destination =

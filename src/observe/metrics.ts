@@ -27,7 +27,7 @@ import {
   isFinishedClass as isFinished,
   stateName,
 } from '../core/meanings.ts';
-import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isRuntime, requireArg, requireOptions } from '../core/options.ts';
 
 /** Seconds: from sub-second hops to a day (“Agent State Machine Design” alerts at 30 min, 2 h and 4 h). */
 export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
@@ -83,13 +83,8 @@ export function createMetrics(
   runtime: DurableRuntime,
   options: MetricsOptions = {},
 ): AgentchartsMetrics {
-  requireArg(
-    'createMetrics',
-    'runtime',
-    typeof (runtime as { observe?: unknown } | null)?.observe === 'function',
-    'a durable runtime (getRuntime(store))',
-  );
-  requireArg('createMetrics', 'options', isOptionsBag(options), EXPECTED.options);
+  requireArg('createMetrics', 'runtime', isRuntime(runtime), EXPECTED.runtime);
+  requireOptions('createMetrics', options);
   const registry = options.registry ?? new Registry();
   const prefix = options.prefix ?? 'agentcharts_';
   const buckets = [...(options.buckets ?? DEFAULT_DURATION_BUCKETS)];

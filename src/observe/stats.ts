@@ -10,7 +10,7 @@ import {
   isFinishedClass as isFinished,
   type StateClass,
 } from '../core/meanings.ts';
-import { EXPECTED, isOptionsBag, isStore, requireArg } from '../core/options.ts';
+import { EXPECTED, isOptionsBag, isStore, requireArg, requireOptions } from '../core/options.ts';
 
 /** One (machine, state, status) group with what it means. */
 export interface StateGroup extends ActorCount {
@@ -148,7 +148,7 @@ export async function activeAgentsForUser(
 ): Promise<ActorDwell[]> {
   requireArg('activeAgentsForUser', 'store', isStore(store), EXPECTED.store);
   requireArg('activeAgentsForUser', 'userId', typeof userId === 'string', EXPECTED.string);
-  requireArg('activeAgentsForUser', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('activeAgentsForUser', options);
   const groups = await store.countActors({ userId, machineId: options.machineId });
   const states = [
     ...new Set(

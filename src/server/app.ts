@@ -38,7 +38,7 @@ import { registerMcpRoute } from './routes/mcp.ts';
 import { registerOpsRoutes } from './routes/ops.ts';
 import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
-import { EXPECTED, isOptionsBag, requireArg } from '../core/options.ts';
+import { requireArg, requireOptions } from '../core/options.ts';
 import { AgentchartsError } from '../core/errors.ts';
 export type { CorsOptions, DashboardOptions, InspectionOptions, ServerOptions } from './options.ts';
 
@@ -205,7 +205,7 @@ export async function listen(
     typeof (server as { ready?: { then?: unknown } } | null)?.ready?.then === 'function',
     'a server (what createServer returns)',
   );
-  requireArg('listen', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('listen', options);
   await server.ready;
   const hostname = options.hostname ?? '127.0.0.1';
   const port0 = options.port ?? 0;

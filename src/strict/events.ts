@@ -4,7 +4,7 @@ import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '.
 
 export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
 import type { ChartSchemas, EventSchemas } from '../core/chart.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 /** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
 export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {
@@ -192,7 +192,7 @@ export function validateEvent(
   options: ValidateEventOptions = {},
 ): EventObject {
   requireArg('validateEvent', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg('validateEvent', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('validateEvent', options);
   return eventIn(machine, event, options);
 }
 

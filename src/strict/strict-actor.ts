@@ -14,7 +14,7 @@ import {
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { eventIn, validateInput, type EventSchemas } from './events.ts';
 import { stateLabel } from '../core/state.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 export interface CheckEventOptions {
   actorId?: string | undefined;
@@ -232,6 +232,6 @@ export function createStrictActor<TLogic extends AnyStateMachine>(
   options: StrictActorOptions<TLogic> = {},
 ): StrictActor<TLogic> {
   requireArg('createStrictActor', 'machine', isMachine(machine), EXPECTED.machine);
-  requireArg('createStrictActor', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('createStrictActor', options);
   return new StrictActor(machine, options);
 }

@@ -9,7 +9,7 @@ import { AgentchartsError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import { createStrictActor, type StrictActor } from '../strict/strict-actor.ts';
 import type { PlannedStep } from './plan.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 /** A planned path could not be replayed: a delayed event was not pending when its turn came. */
 export class ReplayError extends AgentchartsError {
@@ -77,7 +77,7 @@ export function replayPath<TLogic extends AnyStateMachine>(
 ): StrictActor<TLogic> {
   requireArg('replayPath', 'machine', isMachine(machine), EXPECTED.machine);
   requireArg('replayPath', 'path', Array.isArray(path), 'the steps of a planned path');
-  requireArg('replayPath', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('replayPath', options);
   const actor = createStrictActor(machine, {
     ...(options.input !== undefined ? { input: options.input } : {}),
     clock: new SimulatedClock(),

@@ -11,7 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { checkMigrations } from '../migrations.ts';
-import { EXPECTED, isOptionsBag, requireArg } from '../../core/options.ts';
+import { requireArg, requireOptions } from '../../core/options.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface PostgresMigration {
@@ -330,7 +330,7 @@ export async function migratePostgres(
     typeof (client as { query?: unknown } | null)?.query === 'function',
     'a pg client (pool.connect())',
   );
-  requireArg('migratePostgres', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('migratePostgres', options);
   const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
   const { latest, tooNew } = checkMigrations(migrations);
 

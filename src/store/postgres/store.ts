@@ -68,7 +68,7 @@ import type {
   TransitionRow,
   RememberedRequest,
 } from '../types.ts';
-import { EXPECTED, isOptionsBag, requireArg } from '../../core/options.ts';
+import { requireArg, requireOptions } from '../../core/options.ts';
 
 /** SQLSTATE classes and codes → StoreError kinds. Exact codes win over classes. */
 const SQLSTATE_KINDS: Readonly<Record<string, string>> = {
@@ -348,7 +348,7 @@ export function writeStatement(
  */
 export function openPostgresStore(url: string, options: PostgresStoreOptions = {}): PostgresStore {
   requireArg('openPostgresStore', 'url', typeof url === 'string', 'a postgres:// URL');
-  requireArg('openPostgresStore', 'options', isOptionsBag(options), EXPECTED.options);
+  requireOptions('openPostgresStore', options);
   return new PostgresStore(url, options);
 }
 

@@ -43,7 +43,7 @@ import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from 
 import { SqliteLeases } from './leases.ts';
 import { SqliteReadModels } from './read-models.ts';
 import { SqliteSteps } from './steps.ts';
-import { EXPECTED, isOptionsBag, requireArg } from '../../core/options.ts';
+import { requireOptions, requireText } from '../../core/options.ts';
 
 export { classifySqliteError, type SqliteStoreOptions } from './connection.ts';
 
@@ -66,13 +66,8 @@ type Params = Record<string, unknown>;
  * const store = openSqliteStore('./agentcharts.db', { busyTimeoutMs: 2000 });
  */
 export function openSqliteStore(file: string, options: SqliteStoreOptions = {}): SqliteStore {
-  requireArg(
-    'openSqliteStore',
-    'file',
-    typeof file === 'string' && file !== '',
-    'a file name (or :memory:)',
-  );
-  requireArg('openSqliteStore', 'options', isOptionsBag(options), EXPECTED.options);
+  requireText('openSqliteStore', 'file', file, 'a file name (or :memory:)');
+  requireOptions('openSqliteStore', options);
   return new SqliteStore(file, options);
 }
 
