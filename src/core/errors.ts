@@ -15,6 +15,40 @@ export class AgentchartsError extends Error {
   }
 }
 
+type ErrorOptions = { cause?: unknown };
+
+/** ` for actor "…"` when the error names an actor. */
+function forActor(f: { actorId?: string | undefined }): string {
+  return f.actorId ? ` for actor "${f.actorId}"` : '';
+}
+
+/** `: detail` when the error has one. */
+function detailOf(f: { detail?: string | undefined }): string {
+  return f.detail ? `: ${f.detail}` : '';
+}
+
+/**
+ * The base class of an error whose structured fields are `F`: its constructor
+ * takes the fields, keeps them on the error and builds the message from them
+ * alone, so each error class states its fields once.
+ */
+function errorClass<F extends object>(
+  code: string,
+  message: (fields: F) => string,
+): new (fields: F, options?: ErrorOptions) => AgentchartsError & Readonly<F> {
+  class FieldsError extends AgentchartsError {
+    constructor(fields: F, options?: ErrorOptions) {
+      super(code, message(fields), options);
+      Object.assign(this, fields);
+    }
+  }
+  // Object.assign gives the instance every field of F, which TypeScript cannot see.
+  return FieldsError as unknown as new (
+    fields: F,
+    options?: ErrorOptions,
+  ) => AgentchartsError & Readonly<F>;
+}
+
 /** Which part of an event failed validation. */
 export type InvalidEventReason =
   | 'not_an_object'
@@ -25,149 +59,114 @@ export type InvalidEventReason =
   | 'forbidden_key'
   | 'oversize';
 
+/** Where an error happened: the machine, and the actor when there is one. */
+export interface MachineScope {
+  machineId: string;
+  actorId?: string | undefined;
+}
+
+/** The fields of an {@link InvalidEventError}. */
+export interface InvalidEventFields extends MachineScope {
+  eventType?: string | undefined;
+  reason: InvalidEventReason;
+  /** Dotted path of the offending field (`payload.amount`), when there is one. */
+  field?: string | undefined;
+  /** What is wrong with it, in words. */
+  detail?: string | undefined;
+}
+
 /**
  * The event is ill-formed: not an object, an unknown `type`, a missing, wrong or
  * extra field, a forbidden key (`__proto__`, `constructor`, `prototype`) or too
  * large. Nothing was changed.
  */
-export class InvalidEventError extends AgentchartsError {
+export class InvalidEventError extends errorClass<InvalidEventFields>(
+  'INVALID_EVENT',
+  (f) =>
+    `Invalid event${f.eventType !== undefined ? ` "${f.eventType}"` : ''} for machine "${f.machineId}"${forActor(f)}: ${f.reason}${f.field !== undefined ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+) {
   override name = 'InvalidEventError';
-  readonly machineId: string;
-  readonly actorId: string | undefined;
-  readonly eventType: string | undefined;
-  readonly reason: InvalidEventReason;
-  /** Dotted path of the offending field (`payload.amount`), when there is one. */
-  readonly field: string | undefined;
-  constructor(fields: {
-    machineId: string;
-    actorId?: string | undefined;
-    eventType?: string | undefined;
-    reason: InvalidEventReason;
-    field?: string | undefined;
-    detail?: string | undefined;
-  }) {
-    const where = fields.actorId ? ` for actor "${fields.actorId}"` : '';
-    const type = fields.eventType !== undefined ? ` "${fields.eventType}"` : '';
-    const field = fields.field !== undefined ? ` at field "${fields.field}"` : '';
-    const detail = fields.detail ? `: ${fields.detail}` : '';
-    super(
-      'INVALID_EVENT',
-      `Invalid event${type} for machine "${fields.machineId}"${where}: ${fields.reason}${field}${detail}`,
-    );
-    this.machineId = fields.machineId;
-    this.actorId = fields.actorId;
-    this.eventType = fields.eventType;
-    this.reason = fields.reason;
-    this.field = fields.field;
-  }
+}
+
+/** The fields of an {@link InvalidTransitionError}. */
+export interface InvalidTransitionFields extends MachineScope {
+  /** State label of the current state (`executing`, `EXECUTION.working`). */
+  state: string;
+  eventType: string;
 }
 
 /** The event is well-formed but no transition is enabled for it in the current state. */
-export class InvalidTransitionError extends AgentchartsError {
+export class InvalidTransitionError extends errorClass<InvalidTransitionFields>(
+  'INVALID_TRANSITION',
+  (f) =>
+    `Machine "${f.machineId}"${f.actorId ? ` (actor "${f.actorId}")` : ''} in state "${f.state}" does not accept event "${f.eventType}"`,
+) {
   override name = 'InvalidTransitionError';
-  readonly machineId: string;
-  readonly actorId: string | undefined;
-  /** State label of the current state (`executing`, `EXECUTION.working`). */
-  readonly state: string;
-  readonly eventType: string;
-  constructor(fields: {
-    machineId: string;
-    actorId?: string | undefined;
-    state: string;
-    eventType: string;
-  }) {
-    const where = fields.actorId ? ` (actor "${fields.actorId}")` : '';
-    super(
-      'INVALID_TRANSITION',
-      `Machine "${fields.machineId}"${where} in state "${fields.state}" does not accept event "${fields.eventType}"`,
-    );
-    this.machineId = fields.machineId;
-    this.actorId = fields.actorId;
-    this.state = fields.state;
-    this.eventType = fields.eventType;
-  }
+}
+
+/** The fields of a {@link ConcurrencyError}. */
+export interface ConcurrencyFields {
+  actorId: string;
+  expectedVersion: number;
+  actualVersion?: number | undefined;
 }
 
 /** The actor's stored version moved since it was read: reload and retry. */
-export class ConcurrencyError extends AgentchartsError {
+export class ConcurrencyError extends errorClass<ConcurrencyFields>(
+  'CONCURRENCY',
+  (f) =>
+    `Actor "${f.actorId}" was changed concurrently: expected version ${f.expectedVersion}, found ${f.actualVersion ?? 'unknown'}`,
+) {
   override name = 'ConcurrencyError';
-  readonly actorId: string;
-  readonly expectedVersion: number;
-  readonly actualVersion: number | undefined;
-  constructor(fields: {
-    actorId: string;
-    expectedVersion: number;
-    actualVersion?: number | undefined;
-  }) {
-    const actual = fields.actualVersion === undefined ? 'unknown' : String(fields.actualVersion);
-    super(
-      'CONCURRENCY',
-      `Actor "${fields.actorId}" was changed concurrently: expected version ${fields.expectedVersion}, found ${actual}`,
-    );
-    this.actorId = fields.actorId;
-    this.expectedVersion = fields.expectedVersion;
-    this.actualVersion = fields.actualVersion;
-  }
 }
 
 /** What the store was doing when it failed. */
 export type StoreOperation =
   'open' | 'migrate' | 'load' | 'create' | 'commit' | 'query' | 'timer' | 'step' | 'close';
 
+/** The fields of a {@link StoreError}. */
+export interface StoreErrorFields {
+  operation: StoreOperation;
+  /** A short classification: `busy`, `readonly`, `full`, `corrupt`, `not_found`, `connection`, `timeout`, … */
+  kind: string;
+  actorId?: string | undefined;
+  detail?: string | undefined;
+}
+
 /**
  * The store could not do its work (corrupt row, busy or locked database, full or
  * read-only disk, lost connection, unknown actor). Nothing was half-written.
  */
-export class StoreError extends AgentchartsError {
+export class StoreError extends errorClass<StoreErrorFields>(
+  'STORE',
+  (f) => `Store ${f.operation} failed${forActor(f)} (${f.kind})${detailOf(f)}`,
+) {
   override name = 'StoreError';
-  readonly operation: StoreOperation;
-  readonly actorId: string | undefined;
-  /** A short classification: `busy`, `readonly`, `full`, `corrupt`, `not_found`, `connection`, `timeout`, … */
-  readonly kind: string;
-  constructor(
-    fields: {
-      operation: StoreOperation;
-      kind: string;
-      actorId?: string | undefined;
-      detail?: string | undefined;
-    },
-    options?: { cause?: unknown },
-  ) {
-    const where = fields.actorId ? ` for actor "${fields.actorId}"` : '';
-    const detail = fields.detail ? `: ${fields.detail}` : '';
-    super('STORE', `Store ${fields.operation} failed${where} (${fields.kind})${detail}`, options);
-    this.operation = fields.operation;
-    this.actorId = fields.actorId;
-    this.kind = fields.kind;
-  }
+}
+
+/** The fields of a {@link SnapshotVersionError}. */
+export interface SnapshotVersionFields {
+  actorId: string;
+  machineId: string;
+  storedMachineId: string;
+  storedVersion: number;
+  currentVersion: number;
+  detail: string;
 }
 
 /** A persisted snapshot cannot be loaded by this machine (unknown state, machine or version). */
-export class SnapshotVersionError extends AgentchartsError {
+export class SnapshotVersionError extends errorClass<SnapshotVersionFields>(
+  'SNAPSHOT_VERSION',
+  (f) =>
+    `Actor "${f.actorId}" stored by machine "${f.storedMachineId}" v${f.storedVersion} cannot be loaded by "${f.machineId}" v${f.currentVersion}: ${f.detail}`,
+) {
   override name = 'SnapshotVersionError';
-  readonly actorId: string;
-  readonly machineId: string;
-  readonly storedMachineId: string;
-  readonly storedVersion: number;
-  readonly currentVersion: number;
-  constructor(fields: {
-    actorId: string;
-    machineId: string;
-    storedMachineId: string;
-    storedVersion: number;
-    currentVersion: number;
-    detail: string;
-  }) {
-    super(
-      'SNAPSHOT_VERSION',
-      `Actor "${fields.actorId}" stored by machine "${fields.storedMachineId}" v${fields.storedVersion} cannot be loaded by "${fields.machineId}" v${fields.currentVersion}: ${fields.detail}`,
-    );
-    this.actorId = fields.actorId;
-    this.machineId = fields.machineId;
-    this.storedMachineId = fields.storedMachineId;
-    this.storedVersion = fields.storedVersion;
-    this.currentVersion = fields.currentVersion;
-  }
+}
+
+/** The fields of an {@link UncertainStepError}. */
+export interface UncertainStepFields {
+  actorId: string;
+  key: string;
 }
 
 /**
@@ -175,88 +174,79 @@ export class SnapshotVersionError extends AgentchartsError {
  * mid-step): whether its side effect happened is unknown. It is never re-run
  * blindly; `recover({ reconcile })` or `actor.reconcileStep()` settles it.
  */
-export class UncertainStepError extends AgentchartsError {
+export class UncertainStepError extends errorClass<UncertainStepFields>(
+  'UNCERTAIN_STEP',
+  (f) =>
+    `Step "${f.key}" of actor "${f.actorId}" was interrupted mid-run; reconcile it before running it again`,
+) {
   override name = 'UncertainStepError';
-  readonly actorId: string;
-  readonly key: string;
-  constructor(fields: { actorId: string; key: string }) {
-    super(
-      'UNCERTAIN_STEP',
-      `Step "${fields.key}" of actor "${fields.actorId}" was interrupted mid-run; reconcile it before running it again`,
-    );
-    this.actorId = fields.actorId;
-    this.key = fields.key;
-  }
+}
+
+/** The fields of an {@link InvalidInputError}. */
+export interface InvalidInputFields extends MachineScope {
+  field?: string | undefined;
+  detail?: string | undefined;
 }
 
 /** An actor's input does not match its machine's input schema; no actor was created. */
-export class InvalidInputError extends AgentchartsError {
+export class InvalidInputError extends errorClass<InvalidInputFields>(
+  'INVALID_INPUT',
+  (f) =>
+    `Invalid input for machine "${f.machineId}"${forActor(f)}${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+) {
   override name = 'InvalidInputError';
-  readonly machineId: string;
-  readonly actorId: string | undefined;
-  readonly field: string | undefined;
-  constructor(fields: {
-    machineId: string;
-    actorId?: string | undefined;
-    field?: string | undefined;
-    detail?: string | undefined;
-  }) {
-    const where = fields.actorId ? ` for actor "${fields.actorId}"` : '';
-    const field = fields.field ? ` at field "${fields.field}"` : '';
-    const detail = fields.detail ? `: ${fields.detail}` : '';
-    super(
-      'INVALID_INPUT',
-      `Invalid input for machine "${fields.machineId}"${where}${field}${detail}`,
-    );
-    this.machineId = fields.machineId;
-    this.actorId = fields.actorId;
-    this.field = fields.field;
-  }
+}
+
+/** The fields of a {@link LeaseLostError}. */
+export interface LeaseLostFields {
+  actorId: string;
+  /** The worker that tried to write. */
+  owner: string;
+  /** The worker holding the lease now, when known. */
+  holder?: string | undefined;
 }
 
 /**
  * A write that needs the actor's lease (timer firing, recovery action) was made by
  * a worker that no longer holds it: another worker took the actor over.
  */
-export class LeaseLostError extends AgentchartsError {
+export class LeaseLostError extends errorClass<LeaseLostFields>(
+  'LEASE_LOST',
+  (f) =>
+    `Worker "${f.owner}" does not hold the lease of actor "${f.actorId}"${f.holder ? `; held by "${f.holder}"` : ''}`,
+) {
   override name = 'LeaseLostError';
-  readonly actorId: string;
-  readonly owner: string;
-  readonly holder: string | undefined;
-  constructor(fields: { actorId: string; owner: string; holder?: string | undefined }) {
-    const holder = fields.holder ? `; held by "${fields.holder}"` : '';
-    super(
-      'LEASE_LOST',
-      `Worker "${fields.owner}" does not hold the lease of actor "${fields.actorId}"${holder}`,
-    );
-    this.actorId = fields.actorId;
-    this.owner = fields.owner;
-    this.holder = fields.holder;
-  }
+}
+
+/** The fields of a {@link ChartMetadataError}. */
+export interface ChartMetadataFields {
+  machineId: string;
+  /** Which metadata: `root meta`, `state "active.executing"`, … */
+  where: string;
+  field?: string | undefined;
+  detail: string;
 }
 
 /** A chart's metadata (`meta` on its states, events, delays or transitions) is ill-formed. */
-export class ChartMetadataError extends AgentchartsError {
+export class ChartMetadataError extends errorClass<ChartMetadataFields>(
+  'CHART_METADATA',
+  (f) =>
+    `Chart "${f.machineId}": ${f.where} metadata is invalid${f.field ? ` at "${f.field}"` : ''}: ${f.detail}`,
+) {
   override name = 'ChartMetadataError';
-  readonly machineId: string;
-  /** Which metadata: `root meta`, `state "active.executing"`, … */
-  readonly where: string;
-  readonly field: string | undefined;
-  constructor(fields: {
-    machineId: string;
-    where: string;
-    field?: string | undefined;
-    detail: string;
-  }) {
-    const field = fields.field ? ` at "${fields.field}"` : '';
-    super(
-      'CHART_METADATA',
-      `Chart "${fields.machineId}": ${fields.where} metadata is invalid${field}: ${fields.detail}`,
-    );
-    this.machineId = fields.machineId;
-    this.where = fields.where;
-    this.field = fields.field;
-  }
+}
+
+/** The fields of an {@link UnsupportedActorError}. */
+export interface UnsupportedActorFields {
+  machineId: string;
+  /** State path of the `invoke`, or of the transition whose action spawns it. */
+  state: string;
+  /** The invoke id or spawned child id. */
+  actorId: string;
+  /** What kind of actor logic it is: `callback`, `observable`, `transition`, `custom`, … */
+  kind: string;
+  /** What to use instead. */
+  hint: string;
 }
 
 /**
@@ -265,29 +255,10 @@ export class ChartMetadataError extends AgentchartsError {
  * restart. Raised when the actor is created or loaded (or when a transition would
  * spawn one), naming where it is used and what to use instead; nothing is written.
  */
-export class UnsupportedActorError extends AgentchartsError {
+export class UnsupportedActorError extends errorClass<UnsupportedActorFields>(
+  'UNSUPPORTED_ACTOR',
+  (f) =>
+    `Machine "${f.machineId}" in state "${f.state}" uses actor "${f.actorId}" (${f.kind} logic), which a durable actor cannot persist: ${f.hint}`,
+) {
   override name = 'UnsupportedActorError';
-  readonly machineId: string;
-  /** State path of the `invoke`, or of the transition whose action spawns it. */
-  readonly state: string;
-  /** The invoke id or spawned child id. */
-  readonly actorId: string;
-  /** What kind of actor logic it is: `callback`, `observable`, `transition`, `custom`, … */
-  readonly kind: string;
-  constructor(fields: {
-    machineId: string;
-    state: string;
-    actorId: string;
-    kind: string;
-    hint: string;
-  }) {
-    super(
-      'UNSUPPORTED_ACTOR',
-      `Machine "${fields.machineId}" in state "${fields.state}" uses actor "${fields.actorId}" (${fields.kind} logic), which a durable actor cannot persist: ${fields.hint}`,
-    );
-    this.machineId = fields.machineId;
-    this.state = fields.state;
-    this.actorId = fields.actorId;
-    this.kind = fields.kind;
-  }
 }
