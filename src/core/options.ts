@@ -104,6 +104,11 @@ export function requireOptions(fn: string, options: unknown): void {
   requireArg(fn, 'options', isOptionsBag(options), EXPECTED.options);
 }
 
+/** Throws {@link InvalidOptionsError} unless `value` is an object (not left out). */
+export function requireObject(fn: string, field: string, value: unknown): void {
+  requireArg(fn, field, value !== undefined && isOptionsBag(value), EXPECTED.object);
+}
+
 /** Throws {@link InvalidOptionsError} unless `value` is a non-empty string. */
 export function requireText(
   fn: string,

@@ -5,7 +5,7 @@
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
 import { AgentchartsError } from '../core/errors.ts';
-import { EXPECTED, isOptionsBag, isStore, requireArg } from '../core/options.ts';
+import { EXPECTED, isStore, requireArg, requireObject } from '../core/options.ts';
 import { stateLabel } from '../core/state.ts';
 import type { ActorRow, Store } from '../store/types.ts';
 import { decodeActorRow } from './codec.ts';
@@ -73,12 +73,7 @@ export async function checkDeploy(
   options: CheckDeployOptions,
 ): Promise<CheckDeployReport> {
   requireArg('checkDeploy', 'store', isStore(store), EXPECTED.store);
-  requireArg(
-    'checkDeploy',
-    'options',
-    isOptionsBag(options) && options !== undefined,
-    EXPECTED.object,
-  );
+  requireObject('checkDeploy', 'options', options);
   const next = new Map<string, ChartDefinition>();
   for (const chart of options.charts) next.set(chart.machine.id, chart);
   const current = new Map<string, ChartDefinition>();

@@ -13,7 +13,7 @@ import { MIGRATION_EVENT } from '../durable/migrate.ts';
 import type { DurableRuntime } from '../durable/runtime.ts';
 import type { StreamTransition } from './stream.ts';
 import type { ActorRow, TransitionFeedRow, TransitionRow } from '../store/types.ts';
-import { EXPECTED, isOptionsBag, isRuntime, requireArg } from '../core/options.ts';
+import { EXPECTED, isRuntime, requireArg, requireObject } from '../core/options.ts';
 
 /** Where a transition was seen: committed by this process, or found in the store. */
 export type NoticeOrigin = 'local' | 'store';
@@ -66,20 +66,9 @@ function sourceOf(row: TransitionRow): FeedTransition['source'] {
   return row.fromState === null ? 'create' : 'send';
 }
 
-function fromNotice(notice: TransitionNotice): FeedTransition {
-  return {
-    actorId: notice.actorId,
-    machineId: notice.machineId,
-    version: notice.version,
-    from: notice.from,
-    to: notice.to,
-    event: notice.event,
-    eventType: notice.eventType,
-    at: notice.at,
-    status: notice.status,
-    source: notice.source,
-    snapshot: notice.snapshot,
-  };
+/** A local notice as the feed tells it: everything but the snapshot before. */
+function fromNotice({ previous: _previous, ...transition }: TransitionNotice): FeedTransition {
+  return transition;
 }
 
 /** The event a log row stored, or one of its logged type when the JSON is unreadable. */
@@ -113,12 +102,7 @@ export function feedTransitions(
   options: TransitionFeedOptions,
 ): TransitionFeed {
   requireArg('feedTransitions', 'runtime', isRuntime(runtime), EXPECTED.runtime);
-  requireArg(
-    'feedTransitions',
-    'options',
-    isOptionsBag(options) && options !== undefined,
-    EXPECTED.object,
-  );
+  requireObject('feedTransitions', 'options', options);
   const seen = new Map<string, number>();
   const pollMs = options.pollMs ?? 1000;
   const lookbackMs = options.lookbackMs ?? 2000;
