@@ -1,5 +1,5 @@
 /**
- * Seed 001 §7's core metrics through prom-client, fed by a durable runtime's
+ * The core metrics of “Agent State Machine Design” (§7) through prom-client, fed by a durable runtime's
  * observers: time in state, transition counts, state distribution, retry rate,
  * time to recover and invalid transition attempts.
  *
@@ -95,25 +95,39 @@ export function createMetrics(
   /** Per machine: committed transitions (creations excluded) and retries, for the ratio. */
   const perMachine = new Map<string, { transitions: number; retries: number }>();
 
-  const transitions = new Counter({
-    name: `${prefix}transitions_total`,
-    help: 'Committed transitions, by machine, event type and target state (“Agent State Machine Design” transition_counts).',
-    labelNames: ['machine', 'event', 'target'] as const,
-    registers,
-  });
-  const stateDuration = new Histogram({
-    name: `${prefix}state_duration_seconds`,
-    help: 'Time actors spent in a state, observed when they leave it (“Agent State Machine Design” time_in_state).',
-    labelNames: ['machine', 'state'] as const,
-    buckets,
-    registers,
-  });
-  const timeInState = new Gauge({
-    name: `${prefix}time_in_state_seconds`,
-    help: 'Current time in state of each unfinished actor this process saw transition.',
-    labelNames: ['machine', 'state', 'actor_id'] as const,
-    registers,
-    collect() {
+  /** Names of the metrics registered here, removed again by `stop()`. */
+  const names: string[] = [];
+  const named = (name: string): string => {
+    names.push(prefix + name);
+    return prefix + name;
+  };
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Counter({ name: named(name), help, labelNames, registers });
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Histogram({ name: named(name), help, labelNames, buckets, registers });
+  /** A gauge computed on scrape by `collect`. */
+  const gauge = <L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    collect: (this: Gauge<L>) => void | Promise<void>,
+  ) => new Gauge({ name: named(name), help, labelNames, registers, collect });
+
+  const transitions = counter(
+    'transitions_total',
+    'Committed transitions, by machine, event type and target state (“Agent State Machine Design” transition_counts).',
+    ['machine', 'event', 'target'],
+  );
+  const stateDuration = histogram(
+    'state_duration_seconds',
+    'Time actors spent in a state, observed when they leave it (“Agent State Machine Design” time_in_state).',
+    ['machine', 'state'],
+  );
+  gauge(
+    'time_in_state_seconds',
+    'Current time in state of each unfinished actor this process saw transition.',
+    ['machine', 'state', 'actor_id'],
+    function () {
       this.reset();
       const now = runtime.clock.now();
       const live = [...tracked.entries()]
@@ -127,77 +141,66 @@ export function createMetrics(
         );
       }
     },
-  });
-  const retries = new Counter({
-    name: `${prefix}retries_total`,
-    help: 'Transitions into a retrying state, by machine.',
-    labelNames: ['machine'] as const,
-    registers,
-  });
-  const retryRatio = new Gauge({
-    name: `${prefix}retry_ratio`,
-    help: 'Retrying transitions / all transitions seen by this process (“Agent State Machine Design” retry_rate).',
-    labelNames: ['machine'] as const,
-    registers,
-    collect() {
+  );
+  const retries = counter('retries_total', 'Transitions into a retrying state, by machine.', [
+    'machine',
+  ]);
+  gauge(
+    'retry_ratio',
+    'Retrying transitions / all transitions seen by this process (“Agent State Machine Design” retry_rate).',
+    ['machine'],
+    function () {
       this.reset();
       for (const [machine, c] of perMachine) {
         if (c.transitions > 0) this.set({ machine }, c.retries / c.transitions);
       }
     },
-  });
-  const recovery = new Histogram({
-    name: `${prefix}recovery_duration_seconds`,
-    help: 'Time from leaving work for a paused, blocked/waiting or retrying state until back at work (“Agent State Machine Design” mean_time_to_recovery).',
-    labelNames: ['machine', 'from'] as const,
-    buckets,
-    registers,
-  });
-  const invalidTransitions = new Counter({
-    name: `${prefix}invalid_transitions_total`,
-    help: 'Events refused because no transition is enabled (InvalidTransitionError; “Agent State Machine Design” invalid_transition_attempts).',
-    labelNames: ['machine', 'state', 'event'] as const,
-    registers,
-  });
-  const invalidEvents = new Counter({
-    name: `${prefix}invalid_events_total`,
-    help: 'Events refused by their schema (InvalidEventError), by reason.',
-    labelNames: ['machine', 'reason'] as const,
-    registers,
-  });
-  const writeErrors = new Counter({
-    name: `${prefix}write_errors_total`,
-    help: 'Transitions not committed (state unchanged), by error class and store error kind.',
-    labelNames: ['error', 'kind'] as const,
-    registers,
-  });
-  const actors =
-    store === false
-      ? undefined
-      : new Gauge({
-          name: `${prefix}actors`,
-          help: 'Actors per machine and state in the store (“Agent State Machine Design” state_distribution).',
-          labelNames: ['machine', 'state'] as const,
-          registers,
-          async collect() {
-            try {
-              const counts = await store.countActors();
-              this.reset();
-              const sums = new Map<string, number>();
-              for (const c of counts) {
-                const key = JSON.stringify([c.machineId, c.state]);
-                sums.set(key, (sums.get(key) ?? 0) + c.count);
-              }
-              for (const [key, count] of sums) {
-                const [machine, state] = JSON.parse(key) as [string, string];
-                this.set({ machine, state }, count);
-              }
-            } catch (error) {
-              // A failed count keeps the last values: a scrape never fails for it.
-              runtime.logger.error({ err: error }, 'state distribution query failed');
-            }
-          },
-        });
+  );
+  const recovery = histogram(
+    'recovery_duration_seconds',
+    'Time from leaving work for a paused, blocked/waiting or retrying state until back at work (“Agent State Machine Design” mean_time_to_recovery).',
+    ['machine', 'from'],
+  );
+  const invalidTransitions = counter(
+    'invalid_transitions_total',
+    'Events refused because no transition is enabled (InvalidTransitionError; “Agent State Machine Design” invalid_transition_attempts).',
+    ['machine', 'state', 'event'],
+  );
+  const invalidEvents = counter(
+    'invalid_events_total',
+    'Events refused by their schema (InvalidEventError), by reason.',
+    ['machine', 'reason'],
+  );
+  const writeErrors = counter(
+    'write_errors_total',
+    'Transitions not committed (state unchanged), by error class and store error kind.',
+    ['error', 'kind'],
+  );
+  if (store !== false) {
+    gauge(
+      'actors',
+      'Actors per machine and state in the store (“Agent State Machine Design” state_distribution).',
+      ['machine', 'state'],
+      async function () {
+        try {
+          const counts = await store.countActors();
+          this.reset();
+          const sums = new Map<string, number>();
+          for (const c of counts) {
+            const key = JSON.stringify([c.machineId, c.state]);
+            sums.set(key, (sums.get(key) ?? 0) + c.count);
+          }
+          for (const [key, count] of sums) {
+            const [machine, state] = JSON.parse(key) as [string, string];
+            this.set({ machine, state }, count);
+          }
+        } catch (error) {
+          // A failed count keeps the last values: a scrape never fails for it.
+          runtime.logger.error({ err: error }, 'state distribution query failed');
+        }
+      },
+    );
+  }
 
   const onTransition = (n: TransitionNotice): void => {
     const machine = n.machineId;
@@ -264,19 +267,6 @@ export function createMetrics(
       });
     },
   });
-
-  const names = [
-    transitions,
-    stateDuration,
-    timeInState,
-    retries,
-    retryRatio,
-    recovery,
-    invalidTransitions,
-    invalidEvents,
-    writeErrors,
-    ...(actors ? [actors] : []),
-  ].map((m) => (m as unknown as { name: string }).name);
 
   return {
     registry,

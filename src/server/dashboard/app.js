@@ -292,7 +292,7 @@ function actorsTable(actors) {
             'td',
             {},
             link(`/actors/${encodeURIComponent(a.id)}`, a.id),
-            // Seed 000's card: the agent's name and task, where the chart names them.
+            // The card of “Agent State Machine” (v1.0): the agent's name and task, where the chart names them.
             a.name || a.task
               ? el(
                   'div',
