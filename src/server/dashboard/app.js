@@ -210,9 +210,8 @@ function countsPanel(counts, filters) {
       ),
     ),
   );
-  return el(
-    'section',
-    { class: 'card' },
+  return card(
+    {},
     el('h2', {}, `Actors `, el('span', { class: 'muted', 'data-testid': 'total' }, counts.total)),
     categories,
     states,
@@ -369,7 +368,7 @@ async function renderList() {
   view.replaceChildren(
     countsPanel(counts.body, filters),
     filtersPanel(filters, counts.body),
-    el('section', { class: 'card' }, actorsTable(actors.body.actors), pager),
+    card({}, actorsTable(actors.body.actors), pager),
   );
 }
 
@@ -503,6 +502,23 @@ function signInForm() {
   );
 }
 
+/** A button that decides the approval gate of actor `id` (it disables itself once clicked). */
+function decisionButton(id, decision, cls, label) {
+  return el(
+    'button',
+    {
+      type: 'button',
+      class: cls,
+      'data-testid': cls,
+      onclick: (e) => {
+        e.target.disabled = true;
+        void decide(id, decision);
+      },
+    },
+    label,
+  );
+}
+
 function approvalCard(data) {
   if (!data.awaitingApproval) return null;
   const id = data.actor.id;
@@ -522,33 +538,9 @@ function approvalCard(data) {
           { class: 'muted', 'data-testid': 'signed-in-as' },
           `Signed in as ${data.signedInApprover}`,
         ),
-        el(
-          'button',
-          {
-            type: 'button',
-            class: 'approve',
-            'data-testid': 'approve',
-            onclick: (e) => {
-              e.target.disabled = true;
-              void decide(id, 'approved');
-            },
-          },
-          'Approve',
-        ),
+        decisionButton(id, 'approved', 'approve', 'Approve'),
         ' ',
-        el(
-          'button',
-          {
-            type: 'button',
-            class: 'deny',
-            'data-testid': 'deny',
-            onclick: (e) => {
-              e.target.disabled = true;
-              void decide(id, 'denied');
-            },
-          },
-          'Deny',
-        ),
+        decisionButton(id, 'denied', 'deny', 'Deny'),
       ]
     : [el('p', { class: 'muted' }, 'Approvals from the dashboard are not enabled on this server.')];
   const comment = el('textarea', {
@@ -573,9 +565,8 @@ function approvalCard(data) {
 }
 
 function timeline(trail, total, selected) {
-  return el(
-    'section',
-    { class: 'card' },
+  return card(
+    {},
     el('h3', {}, `Timeline (${total} transition${total === 1 ? '' : 's'})`),
     el(
       'p',
@@ -766,20 +757,35 @@ window.addEventListener('keydown', (event) => {
   }
 });
 
+/**
+ * A page's data from `path`; when the server refuses, the page shows why (after
+ * the `back` link, if any) and the answer is undefined.
+ */
+async function pageData(path, back) {
+  const result = await api(path);
+  if (result.ok) return result.body;
+  view.replaceChildren(...(back ? [back] : []), errorCard(result));
+  return undefined;
+}
+
+/** A card: a section with `attrs` (a test id, a state) beyond its class. */
+function card(attrs, ...children) {
+  return el('section', { class: 'card', ...attrs }, ...children);
+}
+
 function errorCard(result) {
   const text =
     result.status === 404
       ? 'Not found.'
       : `The server refused the request (${result.status} ${result.body.error ?? ''}).`;
-  return el('section', { class: 'card', 'data-testid': 'error' }, el('p', {}, text));
+  return card({ 'data-testid': 'error' }, el('p', {}, text));
 }
 
 /** The actors this one spawned or invokes, each a link to its own page. */
 function childrenCard(children) {
   if (children.length === 0) return null;
-  return el(
-    'section',
-    { class: 'card', 'data-testid': 'children' },
+  return card(
+    { 'data-testid': 'children' },
     el('h3', {}, `Child actors (${children.length})`),
     el(
       'ul',
@@ -804,12 +810,8 @@ async function renderActor(id) {
     actorPage.comment = '';
     actorPage.notice = undefined;
   }
-  const result = await api(`/api/actors/${encodeURIComponent(id)}`);
-  if (!result.ok) {
-    view.replaceChildren(link('/', '← all actors'), errorCard(result));
-    return;
-  }
-  const data = result.body;
+  const data = await pageData(`/api/actors/${encodeURIComponent(id)}`, link('/', '← all actors'));
+  if (!data) return;
   const a = data.actor;
   actorPage.last = data.trailTotal;
   const seq = selectedStep();
@@ -825,9 +827,8 @@ async function renderActor(id) {
   let diagramBox = view.querySelector('[data-testid="diagram"]');
   const keepDiagram = diagramBox && actorPage.diagram === diagram?.mermaid;
   if (!keepDiagram) diagramBox = el('div', { class: 'diagram', 'data-testid': 'diagram' });
-  const header = el(
-    'section',
-    { class: 'card', 'data-testid': 'actor-header', 'data-state': a.state },
+  const header = card(
+    { 'data-testid': 'actor-header', 'data-state': a.state },
     el('p', {}, link('/', '← all actors')),
     el(
       'h2',
@@ -869,19 +870,13 @@ async function renderActor(id) {
     approvalCard(data) ?? '',
     childrenCard(data.children ?? []) ?? '',
     step ? timeTravelCard(step) : '',
-    el(
-      'section',
-      { class: 'card' },
-      el('h3', {}, step ? `Chart at step ${step.seq}` : 'Chart'),
-      diagramBox,
-    ),
+    card({}, el('h3', {}, step ? `Chart at step ${step.seq}` : 'Chart'), diagramBox),
     el(
       'div',
       { class: 'grid' },
       timeline(data.trail, data.trailTotal, step?.seq),
-      el(
-        'section',
-        { class: 'card' },
+      card(
+        {},
         el('h3', {}, 'Context'),
         el('pre', { 'data-testid': 'context' }, JSON.stringify(data.context, null, 2)),
       ),
@@ -939,16 +934,12 @@ function inspectedTree(actors) {
 }
 
 async function renderInspectorList() {
-  const result = await api('/api/inspections');
-  if (!result.ok) {
-    view.replaceChildren(errorCard(result));
-    return;
-  }
-  const { actors, limits, stats } = result.body;
+  const data = await pageData('/api/inspections');
+  if (!data) return;
+  const { actors, limits, stats } = data;
   const socket = `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/inspect`;
-  const help = el(
-    'section',
-    { class: 'card', 'data-testid': 'inspector-help' },
+  const help = card(
+    { 'data-testid': 'inspector-help' },
     el('h2', {}, 'Inspector'),
     el(
       'p',
@@ -1013,7 +1004,7 @@ async function renderInspectorList() {
             ),
           ),
         );
-  view.replaceChildren(help, el('section', { class: 'card' }, table));
+  view.replaceChildren(help, card({}, table));
 }
 
 function entryLine(entry) {
@@ -1050,12 +1041,11 @@ async function renderInspected(id) {
     inspectorPage.id = id;
     inspectorPage.diagram = undefined;
   }
-  const result = await api(`/api/inspections/${encodeURIComponent(id)}`);
-  if (!result.ok) {
-    view.replaceChildren(link('/inspector', '← all inspected actors'), errorCard(result));
-    return;
-  }
-  const data = result.body;
+  const data = await pageData(
+    `/api/inspections/${encodeURIComponent(id)}`,
+    link('/inspector', '← all inspected actors'),
+  );
+  if (!data) return;
   const a = data.actor;
   let diagramBox = view.querySelector('[data-testid="inspected-diagram"]');
   const mermaidText = data.diagram?.mermaid;
@@ -1063,9 +1053,8 @@ async function renderInspected(id) {
   if (!keepDiagram) {
     diagramBox = el('div', { class: 'diagram', 'data-testid': 'inspected-diagram' });
   }
-  const header = el(
-    'section',
-    { class: 'card', 'data-testid': 'inspected-header', 'data-state': stateText(a.value) },
+  const header = card(
+    { 'data-testid': 'inspected-header', 'data-state': stateText(a.value) },
     el('p', {}, link('/inspector', '← all inspected actors')),
     el('h2', {}, a.name, ' ', badge(stateText(a.value), '#1d4ed8', 'inspected-state')),
     el(
@@ -1087,9 +1076,8 @@ async function renderInspected(id) {
       : null,
   );
   const children = data.children.length
-    ? el(
-        'section',
-        { class: 'card', 'data-testid': 'inspected-children' },
+    ? card(
+        { 'data-testid': 'inspected-children' },
         el('h3', {}, `Child actors (${data.children.length})`),
         el(
           'ul',
@@ -1115,13 +1103,12 @@ async function renderInspected(id) {
   view.replaceChildren(
     header,
     children ?? '',
-    el('section', { class: 'card' }, el('h3', {}, 'Chart'), diagramBox),
+    card({}, el('h3', {}, 'Chart'), diagramBox),
     el(
       'div',
       { class: 'grid' },
-      el(
-        'section',
-        { class: 'card' },
+      card(
+        {},
         el('h3', {}, 'Timeline'),
         el(
           'ol',
@@ -1129,9 +1116,8 @@ async function renderInspected(id) {
           [...data.entries].reverse().map(entryLine),
         ),
       ),
-      el(
-        'section',
-        { class: 'card' },
+      card(
+        {},
         el('h3', {}, 'Context'),
         el(
           'pre',
@@ -1161,9 +1147,8 @@ async function route() {
     live.dataset.state = 'closed';
     live.textContent = 'signed out';
     view.replaceChildren(
-      el(
-        'section',
-        { class: 'card', 'data-testid': 'signed-out' },
+      card(
+        { 'data-testid': 'signed-out' },
         el('h2', {}, 'Not signed in'),
         el(
           'p',
