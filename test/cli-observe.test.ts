@@ -11,6 +11,7 @@ import { parseNdjson, type ParsedLine } from '../src/observe/stream.ts';
 import { openStore } from '../src/store/open.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
 import { runCli, type CliResult } from './support/cli.ts';
+import { chart as shiftChart } from './fixtures/shift-chart.ts';
 
 const cli = (...args: string[]): Promise<CliResult> => runCli(args);
 
@@ -262,6 +263,30 @@ describe('agentcharts tail', () => {
     for await (const r of parseNdjson([text])) out.push(r);
     return out;
   };
+
+  test('names the lifecycle events of your charts (--charts) by their state classes', async () => {
+    const file = join(dir, 'shift.db');
+    const store = openStore(`sqlite:${file}`);
+    try {
+      const actor = await createDurableActor(shiftChart.machine, { id: 's-1', store });
+      await actor.send({ type: 'START' });
+      await actor.send({ type: 'FINISH' });
+    } finally {
+      await getRuntime(store).close();
+      await store.close();
+    }
+    const lifecycle = async (...extra: string[]): Promise<string[]> => {
+      const r = await cli('tail', '--db', file, '--since', '1h', ...extra);
+      expect(r.code, r.stderr).toBe(0);
+      return (await collect(r.stdout)).flatMap((l) =>
+        'message' in l && l.message.type === 'lifecycle' ? [l.message.event] : [],
+      );
+    };
+    const fixture = join(root, 'test/fixtures/shift-chart.ts');
+    expect(await lifecycle('--charts', fixture)).toEqual(['spawned', 'started', 'completed']);
+    // Without the chart its states have no class: only the actor's creation is known.
+    expect(await lifecycle()).toEqual(['spawned']);
+  });
 
   test('prints valid seed 003 NDJSON for the transitions since a time', async () => {
     const r = await cli('tail', '--db', db, '--since', new Date(T - 1000).toISOString());

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { table } from './format.ts';
 import {
   ALERT_RULES,
@@ -7,11 +8,10 @@ import {
   type AlertRuleName,
 } from '../observe/alerts.ts';
 import { progressLine } from '../observe/progress.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { CliOptionError } from './paths.ts';
 import { formatDuration } from './status.ts';
 import { parseWhen } from './tail.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 interface AlertsOptions extends StoreOptions {
   set: string[];
@@ -33,8 +33,7 @@ function showThreshold(key: string, value: unknown): string {
 
 /** `agentcharts alerts`: the six alert rules of “Agent State Machine Design”, evaluated over the store now. */
 export function registerAlerts(program: Command): void {
-  program
-    .command('alerts')
+  storeCommand(program, 'alerts')
     .description(
       'Evaluate the six alert rules of “Agent State Machine Design” over the store (running too long, retry flapping, paused abandoned, blocked prolonged, too many failed, invalid transition spike)',
     )
@@ -47,11 +46,12 @@ export function registerAlerts(program: Command): void {
     .option('--rule <name>', 'evaluate only this rule (repeatable)', collect, [])
     .option('--at <time>', 'evaluate at this time (ISO 8601 or epoch ms) instead of now')
     .option('--limit <n>', 'largest number of actors listed per rule', '20')
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--json', 'print JSON')
     .option('--exit-code', 'exit with status 1 when an alert fires')
-    .action(async (opts: AlertsOptions): Promise<void> => {
+    .option(...CHARTS_FLAGS)
+    .action(async (opts: AlertsOptions & ChartsOption): Promise<void> => {
+      // Loading the charts makes their meaning known (document names, classes).
+      await chartsFor(opts);
       const thresholds: Record<string, Record<string, unknown>> = {};
       for (const text of opts.set) {
         try {

@@ -1,25 +1,21 @@
 import type { Command } from 'commander';
 import { checkDeploy } from '../durable/check-deploy.ts';
 import { progressLine } from '../observe/progress.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { chartsFor, moduleCharts } from './charts-option.ts';
 import { table } from './format.ts';
 import { CliOptionError } from './paths.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 /**
  * `agentcharts check-deploy --charts <new module>`: which stored actors the new
  * chart versions would strand, found by a dry run that writes nothing.
  */
 export function registerCheckDeploy(program: Command): void {
-  program
-    .command('check-deploy')
+  storeCommand(program, 'check-deploy')
     .description(
       'Dry-run new chart versions (--charts <module>) against every stored actor, writing nothing: states with no migration, migrations that throw or do not restore, lost timers and events; exit 1 when any actor would be stranded',
     )
     .requiredOption('--charts <module...>', 'modules exporting the chart versions to deploy')
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--json', 'print the report as JSON')
     .action(async (opts: StoreOptions & { charts: string[]; json?: boolean }): Promise<void> => {
       const next = (

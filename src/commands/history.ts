@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import { eventLabel, table } from './format.ts';
 import { progressLine } from '../observe/progress.ts';
 import { StoreError } from '../core/errors.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 function parseJson(text: string): unknown {
   try {
@@ -22,12 +21,9 @@ function sourceOf(metadata: string): string {
 
 /** `agentcharts history <id>`: one actor's audit trail, oldest first. */
 export function registerHistory(program: Command): void {
-  program
-    .command('history')
+  storeCommand(program, 'history')
     .description("One actor's audit trail: every committed transition, oldest first")
     .argument('<id>', 'the actor id')
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--json', 'print JSON, with each event and its metadata')
     .action(async (id: string, opts: StoreOptions & { json?: boolean }): Promise<void> => {
       const { store, where } = openExistingStore(opts);

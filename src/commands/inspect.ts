@@ -14,7 +14,7 @@ import { DEFAULT_SQLITE_FILE, openStore } from '../store/open.ts';
 import type { Store } from '../store/types.ts';
 import { CliOptionError } from './paths.ts';
 import { SERVER_PACKAGES } from './serve.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 interface InspectOptions extends StoreOptions {
   port: string;
@@ -117,8 +117,7 @@ async function untilStopped(): Promise<void> {
  * `--ui stately` the Stately inspector through `@statelyai/inspect`.
  */
 export function registerInspect(program: Command): void {
-  program
-    .command('inspect')
+  storeCommand(program, 'inspect')
     .description(
       "A local inspector for any XState app (it sends with @statelyai/inspect's createWebSocketInspector) and, given a chart, the store's durable actors of it; --ui stately uses the Stately inspector instead",
     )
@@ -126,8 +125,6 @@ export function registerInspect(program: Command): void {
       '[machine]',
       `also show this chart's durable actors from the store (${Object.keys(catalog).join(', ')})`,
     )
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--port <n>', 'port of the inspector', '8080')
     .option('--host <address>', 'address of the local inspector (keep loopback)', '127.0.0.1')
     .option('--no-open', 'do not open the inspector in a browser')

@@ -6,12 +6,12 @@
 import type { Command } from 'commander';
 import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { CliOptionError } from './paths.ts';
-import { storeUrlFor } from './verify.ts';
+import { storeCommand, storeUrlFor } from './store-option.ts';
 import { ROLES } from '../core/meta.ts';
 import { getRuntime } from '../durable/open.ts';
 import { importOptional } from '../core/optional.ts';
 import { toMermaid } from '../inspect/mermaid.ts';
-import { DEFAULT_SQLITE_FILE, openStore } from '../store/open.ts';
+import { openStore } from '../store/open.ts';
 
 interface McpOptions extends ChartsOption {
   store?: string;
@@ -37,13 +37,10 @@ async function loadMcp() {
 }
 
 export function registerMcp(program: Command): void {
-  const command = program
-    .command('mcp')
+  const command = storeCommand(program, 'mcp')
     .description(
       "Serve the store to an MCP client over stdio: the bound actor's legal moves are the model's tools",
     )
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--actor <id>', 'bind the session to this actor at start')
     .option('--role <role>', `the role the session acts for (${ROLES.join(', ')})`, 'agent')
     .option('--identity <id>', 'who the session acts as (fills voter or approver fields)')

@@ -3,18 +3,14 @@ import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.
 import { clockTime, eventLabel, table } from './format.ts';
 import { recover } from '../durable/recover.ts';
 import { getRuntime } from '../durable/open.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 /** `agentcharts recover`: what a restarted process does first, run once from the command line. */
 export function registerRecover(program: Command): void {
-  const command = program
-    .command('recover')
+  const command = storeCommand(program, 'recover')
     .description(
       "Recover every unfinished actor: fire overdue durable timers and apply each chart's recovery policy (interrupted steps are reported, not re-run)",
     )
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--json', 'print the report as JSON');
   withChartsOption(command).action(
     async (opts: StoreOptions & ChartsOption & { json?: boolean }): Promise<void> => {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, type StoreOptions } from './store-option.ts';
 
 /**
  * `agentcharts reindex`: rebuilds the derived read models (state and user lookups,

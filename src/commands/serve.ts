@@ -5,9 +5,8 @@ import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { attachInspector } from '../inspect/inspector.ts';
 import { loadKeysFile, type ApiKey } from '../server/auth.ts';
 import { importOptional } from '../core/optional.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import { CliOptionError } from './paths.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 /** The optional packages the server needs. */
 export const SERVER_PACKAGES = ['hono', '@hono/node-server', 'prom-client'] as const;
@@ -91,13 +90,10 @@ function corsOrigins(values: readonly string[]): string[] {
 
 /** `agentcharts serve`: the HTTP API, approval webhook, SSE stream, metrics and dashboard. */
 export function registerServe(program: Command): void {
-  program
-    .command('serve')
+  storeCommand(program, 'serve')
     .description(
       'Serve the store over HTTP: actors and trails, signed event and approval webhooks, an SSE stream, /metrics, /healthz and the live dashboard',
     )
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--port <n>', 'port to listen on (0 = any free port)', '7878')
     .option(
       '--host <address>',

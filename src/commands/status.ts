@@ -9,10 +9,9 @@ import {
   toSeedStatistics,
   type CollectionStatistics,
 } from '../observe/stats.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import type { ActorDwell } from '../store/types.ts';
 import { CliOptionError } from './paths.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 interface StatusOptions extends StoreOptions {
   state?: string;
@@ -75,8 +74,7 @@ function actorJson(d: ActorDwell, now: number) {
  * or the active agents of a user (“Agent State Machine”), longest in their state first.
  */
 export function registerStatus(program: Command): void {
-  program
-    .command('status')
+  storeCommand(program, 'status')
     .description(
       'Counts per machine and state, active/completed/failed and average execution time; with --state or --user, the actors themselves',
     )
@@ -87,8 +85,6 @@ export function registerStatus(program: Command): void {
     .option('--machine <id>', 'only actors of this machine id (e.g. task-lifecycle)')
     .option('--user <id>', "only this user's actors; without --state, its active agents")
     .option('--limit <n>', 'largest number of actors listed', '50')
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
     .option('--json', 'print JSON (the statistics field names of “Agent Status Models”)')
     .option(...CHARTS_FLAGS)
     .action(async (opts: StatusOptions & ChartsOption): Promise<void> => {

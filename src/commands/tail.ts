@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
+import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { parseDuration } from '../observe/alerts.ts';
 import { progressLine } from '../observe/progress.ts';
 import { NdjsonWriter, feedRowTransition, toStreamMessages } from '../observe/stream.ts';
-import { DEFAULT_SQLITE_FILE } from '../store/open.ts';
 import type { Store } from '../store/types.ts';
 import { CliOptionError } from './paths.ts';
-import { openExistingStore, type StoreOptions } from './verify.ts';
+import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
 
 /**
  * A point in time from the command line: ISO 8601, epoch ms (digits only), or a
@@ -103,8 +103,7 @@ function positiveMs(text: string, option: string): number {
 
 /** `agentcharts tail`: “Agent Status Models” stream messages of the store's transitions, as NDJSON. */
 export function registerTail(program: Command): void {
-  program
-    .command('tail')
+  storeCommand(program, 'tail')
     .description(
       'Print the stream messages of “Agent Status Models” (NDJSON) for the transitions committed to the store; --follow keeps polling',
     )
@@ -113,9 +112,10 @@ export function registerTail(program: Command): void {
     .option('--machine <id>', 'only actors of this machine id')
     .option('--interval <duration>', 'poll interval with --follow', '500ms')
     .option('--heartbeat <duration>', 'heartbeat for agents quiet this long (with --follow)')
-    .option('--store <url>', `the store URL (default sqlite:${DEFAULT_SQLITE_FILE})`)
-    .option('--db <file>', 'a SQLite file instead of --store')
-    .action(async (opts: TailOptions): Promise<void> => {
+    .option(...CHARTS_FLAGS)
+    .action(async (opts: TailOptions & ChartsOption): Promise<void> => {
+      // Loading the charts makes their meaning known (document names, classes).
+      await chartsFor(opts);
       const since = parseWhen(opts.since, Date.now(), '--since');
       const interval = positiveMs(opts.interval, '--interval');
       const heartbeatMs =
