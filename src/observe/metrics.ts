@@ -34,6 +34,30 @@ export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
   0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400,
 ];
 
+/** Each metric's help text, by its name after the prefix. */
+const HELP = {
+  transitions_total:
+    'Committed transitions, by machine, event type and target state (“Agent State Machine Design” transition_counts).',
+  state_duration_seconds:
+    'Time actors spent in a state, observed when they leave it (“Agent State Machine Design” time_in_state).',
+  time_in_state_seconds:
+    'Current time in state of each unfinished actor this process saw transition.',
+  retries_total: 'Transitions into a retrying state, by machine.',
+  retry_ratio:
+    'Retrying transitions / all transitions seen by this process (“Agent State Machine Design” retry_rate).',
+  recovery_duration_seconds:
+    'Time from leaving work for a paused, blocked/waiting or retrying state until back at work (“Agent State Machine Design” mean_time_to_recovery).',
+  invalid_transitions_total:
+    'Events refused because no transition is enabled (InvalidTransitionError; “Agent State Machine Design” invalid_transition_attempts).',
+  invalid_events_total: 'Events refused by their schema (InvalidEventError), by reason.',
+  write_errors_total:
+    'Transitions not committed (state unchanged), by error class and store error kind.',
+  actors:
+    'Actors per machine and state in the store (“Agent State Machine Design” state_distribution).',
+} as const;
+
+type MetricName = keyof typeof HELP;
+
 export interface MetricsOptions {
   /** Where to register; default a new Registry (so several runtimes never clash). */
   registry?: Registry | undefined;
@@ -97,109 +121,68 @@ export function createMetrics(
 
   /** Names of the metrics registered here, removed again by `stop()`. */
   const names: string[] = [];
-  const named = (name: string): string => {
-    names.push(prefix + name);
-    return prefix + name;
+  /** A metric's prefixed name and help, remembered for `stop()`. */
+  const described = (metric: MetricName) => {
+    names.push(prefix + metric);
+    return { name: prefix + metric, help: HELP[metric], registers };
   };
-  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-    new Counter({ name: named(name), help, labelNames, registers });
-  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-    new Histogram({ name: named(name), help, labelNames, buckets, registers });
+  const counter = <L extends string>(metric: MetricName, labelNames: readonly L[]) =>
+    new Counter({ ...described(metric), labelNames });
+  const histogram = <L extends string>(metric: MetricName, labelNames: readonly L[]) =>
+    new Histogram({ ...described(metric), labelNames, buckets });
   /** A gauge computed on scrape by `collect`. */
   const gauge = <L extends string>(
-    name: string,
-    help: string,
+    metric: MetricName,
     labelNames: readonly L[],
     collect: (this: Gauge<L>) => void | Promise<void>,
-  ) => new Gauge({ name: named(name), help, labelNames, registers, collect });
+  ) => new Gauge({ ...described(metric), labelNames, collect });
 
-  const transitions = counter(
-    'transitions_total',
-    'Committed transitions, by machine, event type and target state (“Agent State Machine Design” transition_counts).',
-    ['machine', 'event', 'target'],
-  );
-  const stateDuration = histogram(
-    'state_duration_seconds',
-    'Time actors spent in a state, observed when they leave it (“Agent State Machine Design” time_in_state).',
-    ['machine', 'state'],
-  );
-  gauge(
-    'time_in_state_seconds',
-    'Current time in state of each unfinished actor this process saw transition.',
-    ['machine', 'state', 'actor_id'],
-    function () {
-      this.reset();
-      const now = runtime.clock.now();
-      const live = [...tracked.entries()]
-        .filter((e): e is [string, Tracked & { since: number }] => e[1].since !== undefined)
-        .sort((a, b) => a[1].since - b[1].since)
-        .slice(0, maxActorSeries);
-      for (const [actorId, t] of live) {
-        this.set(
-          { machine: t.machineId, state: t.state, actor_id: actorId },
-          Math.max(0, now - t.since) / 1000,
-        );
-      }
-    },
-  );
-  const retries = counter('retries_total', 'Transitions into a retrying state, by machine.', [
-    'machine',
-  ]);
-  gauge(
-    'retry_ratio',
-    'Retrying transitions / all transitions seen by this process (“Agent State Machine Design” retry_rate).',
-    ['machine'],
-    function () {
-      this.reset();
-      for (const [machine, c] of perMachine) {
-        if (c.transitions > 0) this.set({ machine }, c.retries / c.transitions);
-      }
-    },
-  );
-  const recovery = histogram(
-    'recovery_duration_seconds',
-    'Time from leaving work for a paused, blocked/waiting or retrying state until back at work (“Agent State Machine Design” mean_time_to_recovery).',
-    ['machine', 'from'],
-  );
-  const invalidTransitions = counter(
-    'invalid_transitions_total',
-    'Events refused because no transition is enabled (InvalidTransitionError; “Agent State Machine Design” invalid_transition_attempts).',
-    ['machine', 'state', 'event'],
-  );
-  const invalidEvents = counter(
-    'invalid_events_total',
-    'Events refused by their schema (InvalidEventError), by reason.',
-    ['machine', 'reason'],
-  );
-  const writeErrors = counter(
-    'write_errors_total',
-    'Transitions not committed (state unchanged), by error class and store error kind.',
-    ['error', 'kind'],
-  );
+  const transitions = counter('transitions_total', ['machine', 'event', 'target']);
+  const stateDuration = histogram('state_duration_seconds', ['machine', 'state']);
+  gauge('time_in_state_seconds', ['machine', 'state', 'actor_id'], function () {
+    this.reset();
+    const now = runtime.clock.now();
+    const live = [...tracked.entries()]
+      .filter((e): e is [string, Tracked & { since: number }] => e[1].since !== undefined)
+      .sort((a, b) => a[1].since - b[1].since)
+      .slice(0, maxActorSeries);
+    for (const [actorId, t] of live) {
+      this.set(
+        { machine: t.machineId, state: t.state, actor_id: actorId },
+        Math.max(0, now - t.since) / 1000,
+      );
+    }
+  });
+  const retries = counter('retries_total', ['machine']);
+  gauge('retry_ratio', ['machine'], function () {
+    this.reset();
+    for (const [machine, c] of perMachine) {
+      if (c.transitions > 0) this.set({ machine }, c.retries / c.transitions);
+    }
+  });
+  const recovery = histogram('recovery_duration_seconds', ['machine', 'from']);
+  const invalidTransitions = counter('invalid_transitions_total', ['machine', 'state', 'event']);
+  const invalidEvents = counter('invalid_events_total', ['machine', 'reason']);
+  const writeErrors = counter('write_errors_total', ['error', 'kind']);
   if (store !== false) {
-    gauge(
-      'actors',
-      'Actors per machine and state in the store (“Agent State Machine Design” state_distribution).',
-      ['machine', 'state'],
-      async function () {
-        try {
-          const counts = await store.countActors();
-          this.reset();
-          const sums = new Map<string, number>();
-          for (const c of counts) {
-            const key = JSON.stringify([c.machineId, c.state]);
-            sums.set(key, (sums.get(key) ?? 0) + c.count);
-          }
-          for (const [key, count] of sums) {
-            const [machine, state] = JSON.parse(key) as [string, string];
-            this.set({ machine, state }, count);
-          }
-        } catch (error) {
-          // A failed count keeps the last values: a scrape never fails for it.
-          runtime.logger.error({ err: error }, 'state distribution query failed');
+    gauge('actors', ['machine', 'state'], async function () {
+      try {
+        const counts = await store.countActors();
+        this.reset();
+        const sums = new Map<string, number>();
+        for (const c of counts) {
+          const key = JSON.stringify([c.machineId, c.state]);
+          sums.set(key, (sums.get(key) ?? 0) + c.count);
         }
-      },
-    );
+        for (const [key, count] of sums) {
+          const [machine, state] = JSON.parse(key) as [string, string];
+          this.set({ machine, state }, count);
+        }
+      } catch (error) {
+        // A failed count keeps the last values: a scrape never fails for it.
+        runtime.logger.error({ err: error }, 'state distribution query failed');
+      }
+    });
   }
 
   const onTransition = (n: TransitionNotice): void => {

@@ -30,9 +30,12 @@ const common = {
   machine_id: name.optional(),
 };
 
-export const statusUpdateSchema = z.strictObject({
-  type: z.literal('status_update'),
-  ...common,
+/** A message's schema: its `type`, the fields every message carries, then its own. */
+function messageSchema<T extends string, S extends z.ZodRawShape>(type: T, shape: S) {
+  return z.strictObject({ type: z.literal(type), ...common, ...shape });
+}
+
+export const statusUpdateSchema = messageSchema('status_update', {
   /** The document's name of the state (`thinking`, `running`, `executing`), from chart metadata. */
   status: name,
   /** Extension: the state left (null on creation) and the event that moved the agent. */
@@ -42,9 +45,7 @@ export const statusUpdateSchema = z.strictObject({
   state: name.optional(),
 });
 
-export const thoughtUpdateSchema = z.strictObject({
-  type: z.literal('thought_update'),
-  ...common,
+export const thoughtUpdateSchema = messageSchema('thought_update', {
   thought: z.string(),
 });
 
@@ -57,15 +58,11 @@ export const progressSchema = z.strictObject({
   details: z.record(z.string(), z.json()).optional(),
 });
 
-export const progressUpdateSchema = z.strictObject({
-  type: z.literal('progress_update'),
-  ...common,
+export const progressUpdateSchema = messageSchema('progress_update', {
   progress: progressSchema,
 });
 
-export const outputSchema = z.strictObject({
-  type: z.literal('output'),
-  ...common,
+export const outputSchema = messageSchema('output', {
   stream: z.enum(['stdout', 'stderr']),
   content: z.string(),
 });
@@ -79,9 +76,7 @@ export const agentErrorSchema = z.strictObject({
   recoverable: z.boolean(),
 });
 
-export const errorMessageSchema = z.strictObject({
-  type: z.literal('error'),
-  ...common,
+export const errorMessageSchema = messageSchema('error', {
   error: agentErrorSchema,
 });
 
@@ -89,16 +84,11 @@ export const errorMessageSchema = z.strictObject({
  * `spawned`, `started`, `paused`, `resumed`, `completed`, `failed`, `terminated`,
  * or the type of an event the chart emitted (“Agent Status Models”: "spawned, started, etc.").
  */
-export const lifecycleSchema = z.strictObject({
-  type: z.literal('lifecycle'),
-  ...common,
+export const lifecycleSchema = messageSchema('lifecycle', {
   event: name,
 });
 
-export const heartbeatSchema = z.strictObject({
-  type: z.literal('heartbeat'),
-  ...common,
-});
+export const heartbeatSchema = messageSchema('heartbeat', {});
 
 export const streamMessageSchema = z.discriminatedUnion('type', [
   statusUpdateSchema,
@@ -112,16 +102,9 @@ export const streamMessageSchema = z.discriminatedUnion('type', [
 
 export type StreamMessage = z.infer<typeof streamMessageSchema>;
 export type StreamMessageType = StreamMessage['type'];
-export const STREAM_MESSAGE_TYPES: readonly StreamMessageType[] = [
-  'status_update',
-  'thought_update',
-  'progress_update',
-  'output',
-  'error',
-  'lifecycle',
-  'heartbeat',
-];
-
+export const STREAM_MESSAGE_TYPES: readonly StreamMessageType[] = streamMessageSchema.options.map(
+  (schema) => schema.shape.type.value,
+);
 // ---------------------------------------------------------------- transitions → messages
 
 /** What a committed transition tells the stream; a TransitionNotice is one. */
