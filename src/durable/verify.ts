@@ -27,6 +27,16 @@ function persisted(chart: ChartDefinition, snapshot: AnyMachineSnapshot): unknow
   return JSON.parse(JSON.stringify(chart.machine.getPersistedSnapshot(snapshot))) as unknown;
 }
 
+/** A problem of `actorId`, at row `seq` when it is in a row. */
+function problem(
+  actorId: string,
+  kind: VerifyProblem['kind'],
+  seq: number | undefined,
+  detail: string,
+): VerifyProblem {
+  return seq === undefined ? { actorId, kind, detail } : { actorId, kind, seq, detail };
+}
+
 /**
  * Checks every actor's audit trail: the hash chain (an edited, inserted or
  * deleted row breaks it), gapless sequence and from/to continuity, and a replay
@@ -93,73 +103,55 @@ async function verifyActor(
   let prevTo: string | null = null;
   for (const [i, row] of rows.entries()) {
     const { hash, ...rest } = row;
-    if (row.seq !== i + 1)
-      return { actorId, kind: 'sequence', seq: row.seq, detail: `expected seq ${i + 1}` };
+    if (row.seq !== i + 1) return problem(actorId, 'sequence', row.seq, `expected seq ${i + 1}`);
     if (row.prevHash !== prevHash)
-      return {
-        actorId,
-        kind: 'chain',
-        seq: row.seq,
-        detail: 'prev_hash does not match the previous row',
-      };
+      return problem(actorId, 'chain', row.seq, 'prev_hash does not match the previous row');
     if (hashTransition(rest) !== hash)
-      return {
-        actorId,
-        kind: 'chain',
-        seq: row.seq,
-        detail: 'row content does not match its hash',
-      };
+      return problem(actorId, 'chain', row.seq, 'row content does not match its hash');
     if (i > 0 && row.fromState !== prevTo)
-      return {
-        actorId,
-        kind: 'sequence',
-        seq: row.seq,
-        detail: 'from_state differs from the previous to_state',
-      };
+      return problem(actorId, 'sequence', row.seq, 'from_state differs from the previous to_state');
     prevHash = hash;
     prevTo = row.toState;
   }
 
   const actor = await store.loadActor(actorId);
   if (!actor)
-    return { actorId, kind: 'missing_actor', detail: 'transition rows without an actor row' };
+    return problem(actorId, 'missing_actor', undefined, 'transition rows without an actor row');
   if (actor.version !== rows.length) {
-    return {
+    return problem(
       actorId,
-      kind: 'version',
-      detail: `actor version ${actor.version} but ${rows.length} rows`,
-    };
+      'version',
+      undefined,
+      `actor version ${actor.version} but ${rows.length} rows`,
+    );
   }
   if (actor.headHash !== prevHash)
-    return {
-      actorId,
-      kind: 'chain',
-      seq: rows.length,
-      detail: 'actor head hash differs from the last row',
-    };
+    return problem(actorId, 'chain', rows.length, 'actor head hash differs from the last row');
   const head = rows.at(-1);
   if (head?.snapshotHash != null && sha256(actor.snapshot) !== head.snapshotHash) {
-    return {
+    return problem(
       actorId,
-      kind: 'snapshot',
-      seq: rows.length,
-      detail: 'stored snapshot differs from the one the last row recorded',
-    };
+      'snapshot',
+      rows.length,
+      'stored snapshot differs from the one the last row recorded',
+    );
   }
   const versions = charts.get(actor.machineId);
   if (!versions)
-    return {
+    return problem(
       actorId,
-      kind: 'unknown_machine',
-      detail: `machine "${actor.machineId}" is not registered`,
-    };
+      'unknown_machine',
+      undefined,
+      `machine "${actor.machineId}" is not registered`,
+    );
   const last = versions.get(actor.chartVersion);
   if (!last) {
-    return {
+    return problem(
       actorId,
-      kind: 'version',
-      detail: `stored at chart version ${actor.chartVersion}; registered: ${[...versions.keys()].join(', ')}`,
-    };
+      'version',
+      undefined,
+      `stored at chart version ${actor.chartVersion}; registered: ${[...versions.keys()].join(', ')}`,
+    );
   }
 
   // Segments: the rows between migrations, each replayed with the chart version
@@ -179,7 +171,7 @@ async function verifyActor(
     const previous = snapshot;
     const event = parseJson(row.event) as (EventObject & { input?: unknown }) | undefined;
     if (!event || typeof event.type !== 'string')
-      return { actorId, kind: 'replay', seq: row.seq, detail: 'event is not valid JSON' };
+      return problem(actorId, 'replay', row.seq, 'event is not valid JSON');
     if (event.type === MIGRATION_EVENT) {
       const migrated = checkMigration(actorId, row, event, segment, versions, chart, snapshot);
       if ('problem' in migrated) return migrated.problem;
@@ -188,12 +180,12 @@ async function verifyActor(
       chart = migrated.chart;
       snapshot = migrated.snapshot;
     } else if (row.chartVersion !== null && row.chartVersion !== segment) {
-      return {
+      return problem(
         actorId,
-        kind: 'version',
-        seq: row.seq,
-        detail: `row written at chart version ${row.chartVersion} in a segment of version ${segment}, with no migration between`,
-      };
+        'version',
+        row.seq,
+        `row written at chart version ${row.chartVersion} in a segment of version ${segment}, with no migration between`,
+      );
     } else if (!chart) {
       // A version not registered here: only its chain was checked, and what it sent
       // cannot be replayed.
@@ -204,12 +196,7 @@ async function verifyActor(
       try {
         if (!snapshot || (event.type === 'xstate.init' && snapshot.status !== 'active')) {
           if (event.type !== 'xstate.init')
-            return {
-              actorId,
-              kind: 'replay',
-              seq: row.seq,
-              detail: 'first row is not the creation',
-            };
+            return problem(actorId, 'replay', row.seq, 'first row is not the creation');
           const [initial, actions] = pureInitial(machine, event.input);
           snapshot = initial;
           ledger.replayed(actorId, parentId, machine.id, row, undefined, initial, actions);
@@ -225,42 +212,43 @@ async function verifyActor(
           ledger.replayed(actorId, parentId, machine.id, row, previous, next, actions);
         }
       } catch (error) {
-        return {
+        return problem(
           actorId,
-          kind: 'replay',
-          seq: row.seq,
-          detail: `replay threw: ${error instanceof Error ? error.name : 'error'}`,
-        };
+          'replay',
+          row.seq,
+          `replay threw: ${error instanceof Error ? error.name : 'error'}`,
+        );
       }
     }
     if (!snapshot) continue;
     const label = stateLabel(snapshot.value);
     if (label !== row.toState) {
-      return {
+      return problem(
         actorId,
-        kind: 'replay',
-        seq: row.seq,
-        detail: `replay reached "${label}", row says "${row.toState}"`,
-      };
+        'replay',
+        row.seq,
+        `replay reached "${label}", row says "${row.toState}"`,
+      );
     }
   }
   if (segment !== actor.chartVersion) {
-    return {
+    return problem(
       actorId,
-      kind: 'version',
-      detail: `the log ends at chart version ${segment}, the actor row says ${actor.chartVersion}`,
-    };
+      'version',
+      undefined,
+      `the log ends at chart version ${segment}, the actor row says ${actor.chartVersion}`,
+    );
   }
   const stored = parseJson(actor.snapshot);
   if (stored === undefined)
-    return { actorId, kind: 'snapshot', detail: 'stored snapshot is not valid JSON' };
+    return problem(actorId, 'snapshot', undefined, 'stored snapshot is not valid JSON');
   if (!snapshot || !isDeepStrictEqual(persisted(last, snapshot), stored)) {
-    return {
+    return problem(
       actorId,
-      kind: 'snapshot',
-      seq: rows.length,
-      detail: 'replayed snapshot differs from the stored snapshot',
-    };
+      'snapshot',
+      rows.length,
+      'replayed snapshot differs from the stored snapshot',
+    );
   }
   return undefined;
 }
