@@ -13,12 +13,13 @@ import {
 import { afterAll, describe, expect, test } from 'vitest';
 import { InvalidTransitionError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
-import { createStrictActor } from '../strict/strict-actor.ts';
+import { createStrictActor, type StrictActor } from '../strict/strict-actor.ts';
 import {
   formatCoverage,
   formatPath,
   planTransitionTests,
   serializeWithHistory,
+  type PlannedStep,
   type PlanOptions,
   type TransitionPlan,
 } from './plan.ts';
@@ -146,6 +147,14 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
     serializeWithHistory;
   const input = options.input;
   const byKey = new Map(plan.states.map((s) => [s.key, s]));
+  /** Runs `check` on an actor replayed along `path`, stopping it after. */
+  const along = (path: readonly PlannedStep[], check: (actor: StrictActor<TLogic>) => void) =>
+    stopAfter(replayPath(machine, path, { input }), check);
+  /** The snapshot is the planned one: its state's label and its exact serialised form. */
+  const expectPlanned = (snapshot: AnyMachineSnapshot, label: string, key: string) => {
+    expect(stateLabel(snapshot.value)).toBe(label);
+    expect(serialize(snapshot)).toBe(key);
+  };
   const problemsOf = (...kinds: string[]) =>
     plan.problems.filter((p) => kinds.includes(p.kind)).map((p) => p.message);
 
@@ -192,10 +201,8 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
         plan.states,
         (s) => `reaches ${s.label} by ${formatPath(s.path)}`,
         (state) => {
-          stopAfter(replayPath(machine, state.path, { input }), (actor) => {
-            const snapshot = actor.getSnapshot() as AnyMachineSnapshot;
-            expect(stateLabel(snapshot.value)).toBe(state.label);
-            expect(serialize(snapshot)).toBe(state.key);
+          along(state.path, (actor) => {
+            expectPlanned(actor.getSnapshot() as AnyMachineSnapshot, state.label, state.key);
           });
         },
       );
@@ -209,10 +216,8 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
           (transition) => {
             const from = byKey.get(transition.from);
             expect(from, 'the source state has a path').toBeDefined();
-            stopAfter(replayPath(machine, from?.path ?? [], { input }), (actor) => {
-              const next = applyStep(actor, transition.step);
-              expect(stateLabel(next.value)).toBe(transition.toLabel);
-              expect(serialize(next)).toBe(transition.to);
+            along(from?.path ?? [], (actor) => {
+              expectPlanned(applyStep(actor, transition.step), transition.toLabel, transition.to);
             });
           },
         );
