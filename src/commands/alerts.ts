@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
+import { knowingCharts } from './charts-option.ts';
 import { table } from './format.ts';
 import {
   ALERT_RULES,
@@ -33,7 +33,7 @@ function showThreshold(key: string, value: unknown): string {
 
 /** `agentcharts alerts`: the six alert rules of “Agent State Machine Design”, evaluated over the store now. */
 export function registerAlerts(program: Command): void {
-  storeCommand(program, 'alerts')
+  knowingCharts(storeCommand(program, 'alerts'))
     .description(
       'Evaluate the six alert rules of “Agent State Machine Design” over the store (running too long, retry flapping, paused abandoned, blocked prolonged, too many failed, invalid transition spike)',
     )
@@ -48,10 +48,7 @@ export function registerAlerts(program: Command): void {
     .option('--limit <n>', 'largest number of actors listed per rule', '20')
     .option('--json', 'print JSON')
     .option('--exit-code', 'exit with status 1 when an alert fires')
-    .option(...CHARTS_FLAGS)
-    .action(async (opts: AlertsOptions & ChartsOption): Promise<void> => {
-      // Loading the charts makes their meaning known (document names, classes).
-      await chartsFor(opts);
+    .action(async (opts: AlertsOptions): Promise<void> => {
       const thresholds: Record<string, Record<string, unknown>> = {};
       for (const text of opts.set) {
         try {

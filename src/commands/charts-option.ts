@@ -28,6 +28,17 @@ export function withChartsOption(command: Command): Command {
 }
 
 /**
+ * Adds `--charts <module...>` to a command that reads stored actors, and loads
+ * the charts (the config's and `--charts`) before it runs, so that their
+ * meanings (document names, state classes) are known.
+ */
+export function knowingCharts(command: Command): Command {
+  return withChartsOption(command).hook('preAction', async (_hooked, action) => {
+    await chartsFor(action.opts<ChartsOption>());
+  });
+}
+
+/**
  * The charts a command works with: the built-in ones, the config's and those
  * `--charts` names. One per machine id — the highest version — unless
  * `allVersions` (verify replays each version's segment of a log with its chart).

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
+import { knowingCharts } from './charts-option.ts';
 import { labelsFor, stateName } from '../core/meanings.ts';
 import { table } from './format.ts';
 import { progressLine } from '../observe/progress.ts';
@@ -74,7 +74,7 @@ function actorJson(d: ActorDwell, now: number) {
  * or the active agents of a user (“Agent State Machine”), longest in their state first.
  */
 export function registerStatus(program: Command): void {
-  storeCommand(program, 'status')
+  knowingCharts(storeCommand(program, 'status'))
     .description(
       'Counts per machine and state, active/completed/failed and average execution time; with --state or --user, the actors themselves',
     )
@@ -86,10 +86,7 @@ export function registerStatus(program: Command): void {
     .option('--user <id>', "only this user's actors; without --state, its active agents")
     .option('--limit <n>', 'largest number of actors listed', '50')
     .option('--json', 'print JSON (the statistics field names of “Agent Status Models”)')
-    .option(...CHARTS_FLAGS)
-    .action(async (opts: StatusOptions & ChartsOption): Promise<void> => {
-      // Loading the charts makes their meaning known (document names, classes).
-      await chartsFor(opts);
+    .action(async (opts: StatusOptions): Promise<void> => {
       const limit = parseLimit(opts.limit);
       const { store, where } = openExistingStore(opts);
       const progress = progressLine();

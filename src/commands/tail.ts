@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
+import { knowingCharts } from './charts-option.ts';
 import { parseDuration } from '../observe/alerts.ts';
 import { progressLine } from '../observe/progress.ts';
 import { NdjsonWriter, feedRowTransition, toStreamMessages } from '../observe/stream.ts';
@@ -103,7 +103,7 @@ function positiveMs(text: string, option: string): number {
 
 /** `agentcharts tail`: “Agent Status Models” stream messages of the store's transitions, as NDJSON. */
 export function registerTail(program: Command): void {
-  storeCommand(program, 'tail')
+  knowingCharts(storeCommand(program, 'tail'))
     .description(
       'Print the stream messages of “Agent Status Models” (NDJSON) for the transitions committed to the store; --follow keeps polling',
     )
@@ -112,10 +112,7 @@ export function registerTail(program: Command): void {
     .option('--machine <id>', 'only actors of this machine id')
     .option('--interval <duration>', 'poll interval with --follow', '500ms')
     .option('--heartbeat <duration>', 'heartbeat for agents quiet this long (with --follow)')
-    .option(...CHARTS_FLAGS)
-    .action(async (opts: TailOptions & ChartsOption): Promise<void> => {
-      // Loading the charts makes their meaning known (document names, classes).
-      await chartsFor(opts);
+    .action(async (opts: TailOptions): Promise<void> => {
       const since = parseWhen(opts.since, Date.now(), '--since');
       const interval = positiveMs(opts.interval, '--interval');
       const heartbeatMs =
