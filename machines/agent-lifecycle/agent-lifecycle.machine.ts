@@ -1,4 +1,6 @@
 import { assertEvent, assign, emit, setup } from 'xstate';
+import { eventMeta } from '../event-meta.ts';
+import type { StateClass } from '../../src/core/meta.ts';
 import {
   events,
   inputSchema,
@@ -25,6 +27,88 @@ const EMPTY_TASK = {
   extra: null,
 } as const satisfies Omit<AgentLifecycleContext, 'agent_name' | 'user_id' | 'current_state'>;
 
+/** Each event's payload, by type: every event of the document is `{ type, payload }`. */
+type Payloads = { [E in AgentLifecycleEvent as E['type']]: E['payload'] };
+
+/** The payload of `event`, which is asserted to be of `type` (or of one of `type`). */
+function payloadOf<const T extends AgentLifecycleEvent['type']>(
+  event: AgentLifecycleEvent,
+  type: T | T[],
+): Payloads[T] {
+  assertEvent(event, type);
+  // Checked above; TypeScript does not narrow the union by a generic type.
+  return (event as unknown as { payload: Payloads[T] }).payload;
+}
+
+/** What a state's `meta` says to a monitor (src/core/meta.ts). */
+interface StateMeta {
+  class: StateClass;
+  color: string;
+}
+
+/** Entry of every state: records it as `current_state`. */
+function enter<const S extends AgentState>(state: S) {
+  return { type: 'enterState', params: { state } } as const;
+}
+
+/** Entry of the states the document announces: AGENT_STATE_CHANGED, then {@link enter}. */
+function announce<const S extends AgentStateChangedEvent['to_state']>(state: S) {
+  return [{ type: 'announceStateChange', params: { state } }, enter(state)] as const;
+}
+
+/**
+ * A child of `active` with its own transitions `on`: entering it records it, and
+ * PAUSE from it goes to `paused`, remembering it (`paused_from_state`) for RESUME.
+ */
+function activeState<const S extends ActiveState, const On extends object>(
+  state: S,
+  meta: StateMeta,
+  on: On,
+) {
+  return {
+    meta,
+    entry: enter(state),
+    on: {
+      ...on,
+      PAUSE: {
+        target: '#agent-lifecycle.paused',
+        actions: { type: 'rememberPausedFrom', params: { state } },
+      },
+    },
+  } as const;
+}
+
+/** An active state that does the work (class `working`), drawn in `color`. */
+function working<const S extends ActiveState, const On extends object>(
+  state: S,
+  color: string,
+  on: On,
+) {
+  return activeState(state, { class: 'working', color }, on);
+}
+
+/**
+ * An active state that waits on a person or another agent (class `waiting`, tag
+ * `blocked`), drawn in `color`; its entry is announced.
+ */
+function waiting<
+  const S extends ActiveState & AgentStateChangedEvent['to_state'],
+  const On extends object,
+>(state: S, color: string, on: On) {
+  const config = activeState(state, { class: 'waiting', color }, on);
+  return { ...config, tags: 'blocked', entry: announce(state) } as const;
+}
+
+/** Where a task ends (tag `terminal`): CLEANUP resets the task and returns to idle. */
+function finishedState<const Entry>(meta: StateMeta, entry: Entry) {
+  return {
+    meta,
+    tags: 'terminal',
+    entry,
+    on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
+  } as const;
+}
+
 /**
  * “Agent State Machine” (v1.0) as a statechart. The seven active states live in
  * the compound state `active` so that the transitions the document allows "from any
@@ -44,48 +128,36 @@ export const machine = setup({
   schemas: { events, input: inputSchema },
   actions: {
     startTask: assign(({ event }) => {
-      assertEvent(event, 'START');
-      return { ...EMPTY_TASK, task_id: event.payload.task_id, extra: event.payload.extra ?? null };
+      const { task_id, extra } = payloadOf(event, 'START');
+      return { ...EMPTY_TASK, task_id, extra: extra ?? null };
     }),
-    recordPlan: assign(({ event }) => {
-      assertEvent(event, 'PLAN_COMPLETE');
-      return { plan_id: event.payload.plan_id };
-    }),
-    recordStep: assign(({ event }) => {
-      assertEvent(event, 'STEP_COMPLETE');
-      return { current_step_id: event.payload.step_id };
-    }),
-    recordStepError: assign(({ event }) => {
-      assertEvent(event, 'STEP_FAILED');
-      return { error: event.payload.error };
-    }),
+    recordPlan: assign(({ event }) => ({ plan_id: payloadOf(event, 'PLAN_COMPLETE').plan_id })),
+    recordStep: assign(({ event }) => ({
+      current_step_id: payloadOf(event, 'STEP_COMPLETE').step_id,
+    })),
+    recordStepError: assign(({ event }) => ({ error: payloadOf(event, 'STEP_FAILED').error })),
     // The document leaves `error` unset for these two; `failed` would then read
     // "unknown error", so the cause is recorded from the payload.
-    recordTimeout: assign(({ event }) => {
-      assertEvent(event, 'TIMEOUT');
-      return { error: `timeout after ${event.payload.duration_ms} ms` };
-    }),
-    recordMaxIterations: assign(({ event }) => {
-      assertEvent(event, 'MAX_ITERATIONS');
-      return { error: `max iterations reached (${event.payload.iterations})` };
-    }),
-    recordConfidence: assign(({ event }) => {
-      assertEvent(event, ['EVALUATION_PASS', 'EVALUATION_FAIL', 'NEXT_STEP']);
-      return { confidence: event.payload.confidence };
-    }),
+    recordTimeout: assign(({ event }) => ({
+      error: `timeout after ${payloadOf(event, 'TIMEOUT').duration_ms} ms`,
+    })),
+    recordMaxIterations: assign(({ event }) => ({
+      error: `max iterations reached (${payloadOf(event, 'MAX_ITERATIONS').iterations})`,
+    })),
+    recordConfidence: assign(({ event }) => ({
+      confidence: payloadOf(event, ['EVALUATION_PASS', 'EVALUATION_FAIL', 'NEXT_STEP']).confidence,
+    })),
     // One adapt → execute loop: the new plan replaces the old one.
-    recordAdaptation: assign(({ context, event }) => {
-      assertEvent(event, 'ADAPTATION_COMPLETE');
-      return { plan_id: event.payload.new_plan_id, iteration: context.iteration + 1 };
-    }),
-    recordWaitingForInput: assign(({ event }) => {
-      assertEvent(event, 'WAIT_FOR_INPUT');
-      return { waiting_for: event.payload.waiting_for };
-    }),
-    recordWaitingForAgent: assign(({ event }) => {
-      assertEvent(event, 'WAIT_FOR_AGENT');
-      return { waiting_for: event.payload.agent_id };
-    }),
+    recordAdaptation: assign(({ context, event }) => ({
+      plan_id: payloadOf(event, 'ADAPTATION_COMPLETE').new_plan_id,
+      iteration: context.iteration + 1,
+    })),
+    recordWaitingForInput: assign(({ event }) => ({
+      waiting_for: payloadOf(event, 'WAIT_FOR_INPUT').waiting_for,
+    })),
+    recordWaitingForAgent: assign(({ event }) => ({
+      waiting_for: payloadOf(event, 'WAIT_FOR_AGENT').agent_id,
+    })),
     clearWaitingFor: assign({ waiting_for: null }),
     rememberPausedFrom: assign((_, params: { state: ActiveState }) => ({
       paused_from_state: params.state,
@@ -117,35 +189,35 @@ export const machine = setup({
   }),
   meta: {
     display: { name: 'agent_name', task: 'task_id' },
-    events: {
-      START: { description: 'Give the idle agent a task: it starts initializing.' },
-      INIT_COMPLETE: { description: 'Initialized: start planning.' },
-      PLAN_COMPLETE: { description: 'A plan exists: start executing it.' },
-      STEP_COMPLETE: { description: 'A step finished: evaluate it.' },
-      WAIT_FOR_INPUT: { description: 'The next step needs input from a person.' },
-      WAIT_FOR_AGENT: { description: 'The next step needs another agent.' },
-      INPUT_RECEIVED: { description: 'The awaited input arrived: resume executing.' },
-      AGENT_COMPLETE: { description: 'The awaited agent finished: resume executing.' },
-      EVALUATION_PASS: { description: 'The result is good: the task succeeded.' },
-      EVALUATION_FAIL: { description: 'The result is not good enough: adapt the plan.' },
-      NEXT_STEP: { description: 'Evaluated: execute the next step.' },
-      ADAPTATION_COMPLETE: { description: 'The plan is adapted: execute again.' },
-      STEP_FAILED: { description: 'A step failed: the task fails.' },
-      TIMEOUT: { description: 'The task ran out of time: it fails.' },
-      MAX_ITERATIONS: { description: 'Too many iterations: the task fails.' },
+    events: eventMeta({
+      START: 'Give the idle agent a task: it starts initializing.',
+      INIT_COMPLETE: 'Initialized: start planning.',
+      PLAN_COMPLETE: 'A plan exists: start executing it.',
+      STEP_COMPLETE: 'A step finished: evaluate it.',
+      WAIT_FOR_INPUT: 'The next step needs input from a person.',
+      WAIT_FOR_AGENT: 'The next step needs another agent.',
+      INPUT_RECEIVED: 'The awaited input arrived: resume executing.',
+      AGENT_COMPLETE: 'The awaited agent finished: resume executing.',
+      EVALUATION_PASS: 'The result is good: the task succeeded.',
+      EVALUATION_FAIL: 'The result is not good enough: adapt the plan.',
+      NEXT_STEP: 'Evaluated: execute the next step.',
+      ADAPTATION_COMPLETE: 'The plan is adapted: execute again.',
+      STEP_FAILED: 'A step failed: the task fails.',
+      TIMEOUT: 'The task ran out of time: it fails.',
+      MAX_ITERATIONS: 'Too many iterations: the task fails.',
       PAUSE: { roles: ['agent', 'operator'], description: 'Pause the agent where it is.' },
       RESUME: {
         roles: ['agent', 'operator'],
         description: 'Resume the paused agent where it left off.',
       },
       CANCEL: { roles: ['agent', 'operator'], description: 'Cancel the task.' },
-      CLEANUP: { description: 'After a finished task: back to idle for the next one.' },
-    },
+      CLEANUP: 'After a finished task: back to idle for the next one.',
+    }),
   },
   states: {
     idle: {
       meta: { class: 'idle', color: '#6b7280' },
-      entry: { type: 'enterState', params: { state: 'idle' } },
+      entry: enter('idle'),
       on: { START: { target: 'active', actions: 'startTask' } },
     },
     active: {
@@ -160,100 +232,34 @@ export const machine = setup({
       states: {
         // Where RESUME returns: the child of `active` that was left for `paused`.
         history: { type: 'history', history: 'deep' },
-        initializing: {
-          meta: { class: 'working', color: '#3b82f6' },
-          entry: { type: 'enterState', params: { state: 'initializing' } },
-          on: {
-            INIT_COMPLETE: { target: 'planning' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'initializing' } },
-            },
-          },
-        },
-        planning: {
-          meta: { class: 'working', color: '#a855f7' },
-          entry: { type: 'enterState', params: { state: 'planning' } },
-          on: {
-            PLAN_COMPLETE: { target: 'executing', actions: 'recordPlan' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'planning' } },
-            },
-          },
-        },
-        executing: {
-          meta: { class: 'working', color: '#eab308' },
-          entry: { type: 'enterState', params: { state: 'executing' } },
-          on: {
-            STEP_COMPLETE: { target: 'evaluating', actions: 'recordStep' },
-            WAIT_FOR_INPUT: { target: 'waiting_input', actions: 'recordWaitingForInput' },
-            WAIT_FOR_AGENT: { target: 'waiting_agent', actions: 'recordWaitingForAgent' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'executing' } },
-            },
-          },
-        },
-        evaluating: {
-          meta: { class: 'working', color: '#f97316' },
-          entry: { type: 'enterState', params: { state: 'evaluating' } },
-          on: {
-            EVALUATION_PASS: { target: '#agent-lifecycle.succeeded', actions: 'recordConfidence' },
-            EVALUATION_FAIL: { target: 'adapting', actions: 'recordConfidence' },
-            NEXT_STEP: { target: 'executing', actions: 'recordConfidence' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'evaluating' } },
-            },
-          },
-        },
-        adapting: {
-          meta: { class: 'working', color: '#ec4899' },
-          entry: { type: 'enterState', params: { state: 'adapting' } },
-          on: {
-            ADAPTATION_COMPLETE: { target: 'executing', actions: 'recordAdaptation' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'adapting' } },
-            },
-          },
-        },
-        waiting_input: {
-          meta: { class: 'waiting', color: '#06b6d4' },
-          tags: 'blocked',
-          entry: [
-            { type: 'announceStateChange', params: { state: 'waiting_input' } },
-            { type: 'enterState', params: { state: 'waiting_input' } },
-          ],
-          on: {
-            INPUT_RECEIVED: { target: 'executing', actions: 'clearWaitingFor' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'waiting_input' } },
-            },
-          },
-        },
-        waiting_agent: {
-          meta: { class: 'waiting', color: '#6366f1' },
-          tags: 'blocked',
-          entry: [
-            { type: 'announceStateChange', params: { state: 'waiting_agent' } },
-            { type: 'enterState', params: { state: 'waiting_agent' } },
-          ],
-          on: {
-            AGENT_COMPLETE: { target: 'executing', actions: 'clearWaitingFor' },
-            PAUSE: {
-              target: '#agent-lifecycle.paused',
-              actions: { type: 'rememberPausedFrom', params: { state: 'waiting_agent' } },
-            },
-          },
-        },
+        initializing: working('initializing', '#3b82f6', { INIT_COMPLETE: { target: 'planning' } }),
+        planning: working('planning', '#a855f7', {
+          PLAN_COMPLETE: { target: 'executing', actions: 'recordPlan' },
+        }),
+        executing: working('executing', '#eab308', {
+          STEP_COMPLETE: { target: 'evaluating', actions: 'recordStep' },
+          WAIT_FOR_INPUT: { target: 'waiting_input', actions: 'recordWaitingForInput' },
+          WAIT_FOR_AGENT: { target: 'waiting_agent', actions: 'recordWaitingForAgent' },
+        }),
+        evaluating: working('evaluating', '#f97316', {
+          EVALUATION_PASS: { target: '#agent-lifecycle.succeeded', actions: 'recordConfidence' },
+          EVALUATION_FAIL: { target: 'adapting', actions: 'recordConfidence' },
+          NEXT_STEP: { target: 'executing', actions: 'recordConfidence' },
+        }),
+        adapting: working('adapting', '#ec4899', {
+          ADAPTATION_COMPLETE: { target: 'executing', actions: 'recordAdaptation' },
+        }),
+        waiting_input: waiting('waiting_input', '#06b6d4', {
+          INPUT_RECEIVED: { target: 'executing', actions: 'clearWaitingFor' },
+        }),
+        waiting_agent: waiting('waiting_agent', '#6366f1', {
+          AGENT_COMPLETE: { target: 'executing', actions: 'clearWaitingFor' },
+        }),
       },
     },
     paused: {
       meta: { class: 'paused', color: '#9ca3af' },
-      entry: { type: 'enterState', params: { state: 'paused' } },
+      entry: enter('paused'),
       tags: 'blocked',
       // Cleared on every way out (RESUME and CANCEL): it is set only while paused.
       exit: 'clearPausedFrom',
@@ -264,29 +270,8 @@ export const machine = setup({
     },
     // Terminal for the runtime but not XState `final`: the document returns them to idle
     // after cleanup, so the actor stays alive for the next task.
-    succeeded: {
-      meta: { class: 'completed', color: '#22c55e' },
-      tags: 'terminal',
-      entry: [
-        { type: 'announceStateChange', params: { state: 'succeeded' } },
-        { type: 'enterState', params: { state: 'succeeded' } },
-      ],
-      on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
-    },
-    failed: {
-      meta: { class: 'failed', color: '#ef4444' },
-      tags: 'terminal',
-      entry: [
-        { type: 'announceStateChange', params: { state: 'failed' } },
-        { type: 'enterState', params: { state: 'failed' } },
-      ],
-      on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
-    },
-    cancelled: {
-      meta: { class: 'terminated', color: '#4b5563' },
-      entry: { type: 'enterState', params: { state: 'cancelled' } },
-      tags: 'terminal',
-      on: { CLEANUP: { target: 'idle', actions: 'resetTask' } },
-    },
+    succeeded: finishedState({ class: 'completed', color: '#22c55e' }, announce('succeeded')),
+    failed: finishedState({ class: 'failed', color: '#ef4444' }, announce('failed')),
+    cancelled: finishedState({ class: 'terminated', color: '#4b5563' }, enter('cancelled')),
   },
 });

@@ -1,4 +1,5 @@
 import { assertEvent, assign, emit, setup } from 'xstate';
+import { endStatus, type RunEnd } from '../final-output.ts';
 import {
   events,
   inputSchema,
@@ -31,23 +32,31 @@ function initialContext({ input }: { input: AgentRuntimeInput }): AgentRuntimeCo
   };
 }
 
-/** The run's output: the terminal state's status plus what the context recorded. */
-function runtimeOutput({
-  context,
-  event,
-}: {
-  context: AgentRuntimeContext;
-  event: { output?: unknown };
-}): AgentRuntimeOutput {
-  const terminal = event.output as TerminalStateOutput;
-  return {
-    agentId: context.agentId,
-    status: terminal.status,
-    steps: context.steps,
-    result: context.result,
-    error: context.error,
-    cancelReason: context.cancelReason,
-  };
+/** The run's output: the status its final state declares, and what the context recorded. */
+function runtimeOutput({ context, event }: RunEnd<AgentRuntimeContext>): AgentRuntimeOutput {
+  const { agentId, steps, result, error, cancelReason } = context;
+  const status = endStatus<TerminalStateOutput['status']>(event);
+  return { agentId, status, steps, result, error, cancelReason };
+}
+
+/** An effect for the runtime to perform for this run's agent: `type`, `agentId`, `fields`. */
+function effect<T extends AgentRuntimeEmitted['type']>(
+  type: T,
+  context: AgentRuntimeContext,
+  fields: Omit<Extract<AgentRuntimeEmitted, { type: T }>, 'type' | 'agentId'>,
+) {
+  return { type, agentId: context.agentId, ...fields };
+}
+
+/**
+ * A cancellation while the agent works: with a controller the run pauses for it to
+ * decide, without one it ends as cancelled; `actions` run either way.
+ */
+function pauseOrCancel<const A>(actions: A) {
+  return [
+    { guard: 'hasController', target: 'Paused', actions },
+    { target: 'Cancelled', actions },
+  ] as const;
 }
 
 export const machine = setup({
@@ -77,16 +86,12 @@ export const machine = setup({
   },
   actions: {
     startBrainStep: assign({ steps: ({ context }) => context.steps + 1 }),
-    emitSpawnNextStep: emit(({ context }) => ({
-      type: 'spawn_next_step' as const,
-      agentId: context.agentId,
-      step: context.steps,
-    })),
-    emitSpawnTools: emit(({ context }) => ({
-      type: 'spawn_tools' as const,
-      agentId: context.agentId,
-      toolCalls: context.pendingToolCalls,
-    })),
+    emitSpawnNextStep: emit(({ context }) =>
+      effect('spawn_next_step', context, { step: context.steps }),
+    ),
+    emitSpawnTools: emit(({ context }) =>
+      effect('spawn_tools', context, { toolCalls: context.pendingToolCalls }),
+    ),
     /**
      * A step that requested tools is complete only once they ran, so the
      * interruption count survives it: a tool call that crashes the process every
@@ -117,11 +122,9 @@ export const machine = setup({
       assertEvent(event, ['CancelTask', 'TaskCancelled']);
       return { cancelReason: event.reason ?? null, pendingToolCalls: [] };
     }),
-    emitCancelProcessing: emit(({ context }) => ({
-      type: 'cancel_processing' as const,
-      agentId: context.agentId,
-      reason: context.cancelReason,
-    })),
+    emitCancelProcessing: emit(({ context }) =>
+      effect('cancel_processing', context, { reason: context.cancelReason }),
+    ),
     recordCompletion: assign(({ context, event }) => {
       assertEvent(event, 'TaskCompleted');
       return { result: event.result ?? context.lastMessage };
@@ -165,10 +168,7 @@ export const machine = setup({
       on: {
         StartThinking: { guard: 'noPendingToolCalls', target: 'Processing.brain' },
         StartTools: { guard: 'hasPendingToolCalls', target: 'Processing.tools' },
-        CancelTask: [
-          { guard: 'hasController', target: 'Paused', actions: 'recordCancellation' },
-          { target: 'Cancelled', actions: 'recordCancellation' },
-        ],
+        CancelTask: pauseOrCancel('recordCancellation'),
         TaskFailed: { target: 'Failed', actions: 'recordFailure' },
       },
     },
@@ -206,18 +206,8 @@ export const machine = setup({
         },
       },
       on: {
-        TaskCancelled: [
-          { guard: 'hasController', target: 'Paused', actions: 'recordCancellation' },
-          { target: 'Cancelled', actions: 'recordCancellation' },
-        ],
-        CancelTask: [
-          {
-            guard: 'hasController',
-            target: 'Paused',
-            actions: ['recordCancellation', 'emitCancelProcessing'],
-          },
-          { target: 'Cancelled', actions: ['recordCancellation', 'emitCancelProcessing'] },
-        ],
+        TaskCancelled: pauseOrCancel('recordCancellation'),
+        CancelTask: pauseOrCancel(['recordCancellation', 'emitCancelProcessing']),
         TaskFailed: { target: 'Failed', actions: 'recordFailure' },
         ProcessingInterrupted: [
           { guard: 'canReplan', target: 'Running', actions: 'recordInterruption' },

@@ -1,4 +1,6 @@
 import { assertEvent, assign, setup } from 'xstate';
+import { eventMeta } from '../event-meta.ts';
+import { endStatus, type RunEnd } from '../final-output.ts';
 import {
   DEFAULT_TIMELINE_LIMIT,
   events,
@@ -66,23 +68,23 @@ function initialContext({ input }: { input: AgentStatusInput }): AgentStatusCont
   };
 }
 
-function statusOutput({
-  context,
-  event,
-}: {
-  context: AgentStatusContext;
-  event: { output?: unknown };
-}): AgentStatusOutput {
-  const terminal = event.output as TerminalStateOutput;
-  return {
-    agentId: context.agentId,
-    status: terminal.status,
-    error: context.error,
-    progress: context.progress,
-    startedAt: context.startedAt,
-    completedAt: context.completedAt,
-  };
+/** The run's output: the status its final state declares, and what the context recorded. */
+function statusOutput({ context, event }: RunEnd<AgentStatusContext>): AgentStatusOutput {
+  const { agentId, error, progress, startedAt, completedAt } = context;
+  const status = endStatus<TerminalStateOutput['status']>(event);
+  return { agentId, status, error, progress, startedAt, completedAt };
 }
+
+/**
+ * What every live status records without changing status: progress, errors, output
+ * lines and metadata. Only STATUS_UPDATE moves the agent.
+ */
+const RECORD_UPDATES = {
+  PROGRESS_UPDATE: { actions: 'setProgress' },
+  ERROR: { actions: 'setError' },
+  OUTPUT: { actions: 'recordOutput' },
+  METADATA_UPDATE: { actions: 'setMetadata' },
+} as const;
 
 const STARTED_STATUSES: readonly AgentStatus[] = ['initializing', 'running'];
 const TERMINAL: readonly AgentStatus[] = ['completed', 'failed', 'terminated'];
@@ -172,45 +174,27 @@ export const machine = setup({
   output: statusOutput,
   meta: {
     display: { name: 'name', task: 'task' },
-    events: {
-      STATUS_UPDATE: { description: 'Move to another status (the only event that does).' },
-      THOUGHT_UPDATE: { description: 'What the agent is thinking; only while thinking.' },
-      PROGRESS_UPDATE: { description: 'Progress as a percentage or as steps done of total.' },
-      ERROR: { description: 'Record a structured error without changing the status.' },
-      OUTPUT: { description: 'A line the agent wrote to stdout or stderr.' },
-      METADATA_UPDATE: { description: 'Add custom metadata, or set the process id.' },
-    },
+    events: eventMeta({
+      STATUS_UPDATE: 'Move to another status (the only event that does).',
+      THOUGHT_UPDATE: 'What the agent is thinking; only while thinking.',
+      PROGRESS_UPDATE: 'Progress as a percentage or as steps done of total.',
+      ERROR: 'Record a structured error without changing the status.',
+      OUTPUT: 'A line the agent wrote to stdout or stderr.',
+      METADATA_UPDATE: 'Add custom metadata, or set the process id.',
+    }),
   },
   states: {
     idle: {
       meta: { class: 'idle' },
-      on: {
-        STATUS_UPDATE: statusTransitions('idle'),
-        PROGRESS_UPDATE: { actions: 'setProgress' },
-        ERROR: { actions: 'setError' },
-        OUTPUT: { actions: 'recordOutput' },
-        METADATA_UPDATE: { actions: 'setMetadata' },
-      },
+      on: { STATUS_UPDATE: statusTransitions('idle'), ...RECORD_UPDATES },
     },
     initializing: {
       meta: { class: 'working', color: '#3b82f6' },
-      on: {
-        STATUS_UPDATE: statusTransitions('initializing'),
-        PROGRESS_UPDATE: { actions: 'setProgress' },
-        ERROR: { actions: 'setError' },
-        OUTPUT: { actions: 'recordOutput' },
-        METADATA_UPDATE: { actions: 'setMetadata' },
-      },
+      on: { STATUS_UPDATE: statusTransitions('initializing'), ...RECORD_UPDATES },
     },
     running: {
       meta: { class: 'working', color: '#eab308' },
-      on: {
-        STATUS_UPDATE: statusTransitions('running'),
-        PROGRESS_UPDATE: { actions: 'setProgress' },
-        ERROR: { actions: 'setError' },
-        OUTPUT: { actions: 'recordOutput' },
-        METADATA_UPDATE: { actions: 'setMetadata' },
-      },
+      on: { STATUS_UPDATE: statusTransitions('running'), ...RECORD_UPDATES },
     },
     thinking: {
       meta: { class: 'working', color: '#a855f7' },
@@ -218,21 +202,12 @@ export const machine = setup({
       on: {
         STATUS_UPDATE: statusTransitions('thinking'),
         THOUGHT_UPDATE: { actions: 'setThought' },
-        PROGRESS_UPDATE: { actions: 'setProgress' },
-        ERROR: { actions: 'setError' },
-        OUTPUT: { actions: 'recordOutput' },
-        METADATA_UPDATE: { actions: 'setMetadata' },
+        ...RECORD_UPDATES,
       },
     },
     paused: {
       meta: { class: 'paused' },
-      on: {
-        STATUS_UPDATE: statusTransitions('paused'),
-        PROGRESS_UPDATE: { actions: 'setProgress' },
-        ERROR: { actions: 'setError' },
-        OUTPUT: { actions: 'recordOutput' },
-        METADATA_UPDATE: { actions: 'setMetadata' },
-      },
+      on: { STATUS_UPDATE: statusTransitions('paused'), ...RECORD_UPDATES },
     },
     completed: { type: 'final', meta: { class: 'completed' }, output: { status: 'completed' } },
     failed: { type: 'final', meta: { class: 'failed' }, output: { status: 'failed' } },

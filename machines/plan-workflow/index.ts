@@ -1,7 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
-import { machine } from './plan-workflow.machine.ts';
+import { globalEventSamples, machine, workspace } from './plan-workflow.machine.ts';
 import { events } from './plan-workflow.types.ts';
 
 export {
@@ -65,13 +65,7 @@ export const recovery: RecoveryPolicy = ({ state }) => ({
 
 /** Guards read only the mode; comments grow without bound, so only their presence counts. */
 export function serializeState(s: SnapshotFrom<typeof machine>): string {
-  return JSON.stringify([
-    s.value,
-    s.status,
-    s.context.mode,
-    s.context.comments.length > 0,
-    s.context.artifacts.map((a) => a.artifactId),
-  ]);
+  return JSON.stringify([s.value, s.status, s.context.mode, ...workspace.serialized(s.context)]);
 }
 
 export const chart = defineChart({
@@ -104,16 +98,10 @@ export const chart = defineChart({
       { type: 'IMPLEMENTATION_COMPLETE' },
     ],
     TESTS_PASS: [{ type: 'TESTS_PASS', report: '42 passed' }, { type: 'TESTS_PASS' }],
-    ARTIFACT_ADDED: [
-      { type: 'ARTIFACT_ADDED', artifactId: 'plan', name: 'Implementation Plan' },
-      { type: 'ARTIFACT_ADDED', artifactId: 'tasks', name: 'Task List', uri: 'file:///tasks.md' },
-    ],
-    ADD_COMMENT: [
+    ...globalEventSamples([
       { type: 'ADD_COMMENT', author: 'user', text: 'Looks good', artifactId: 'plan' },
       { type: 'ADD_COMMENT', author: 'agent', text: 'Starting now' },
-    ],
-    CLEAR_COMMENTS: [{ type: 'CLEAR_COMMENTS' }],
-    RESET: [{ type: 'RESET' }],
+    ]),
   },
   defaultInput: { workflowId: 'plan-demo', mode: 'interactive' },
   recovery,

@@ -1,4 +1,6 @@
-import { assertEvent, assign, setup } from 'xstate';
+import { assertEvent, assign, setup, type EventObject } from 'xstate';
+import { eventMeta } from '../event-meta.ts';
+import type { EventCatalog } from '../../src/core/chart.ts';
 import {
   events,
   planWorkflowInputSchema,
@@ -29,7 +31,7 @@ export const globalEventMeta = {
 /**
  * The global events' transitions, on the root of plan-workflow and team-workflow
  * alike (every state accepts them): the named actions, which each chart implements
- * with the {@link workspace} reducers, and RESET back to IDLE.
+ * with {@link globalEventUpdates}, and RESET back to IDLE.
  */
 export const globalEventTransitions = {
   ARTIFACT_ADDED: { actions: 'addArtifact' },
@@ -39,9 +41,8 @@ export const globalEventTransitions = {
 } as const;
 
 /**
- * Context reducers of the global events. plan-workflow and team-workflow both wrap
- * them in `assign`, so the two charts give ARTIFACT_ADDED, ADD_COMMENT and
- * CLEAR_COMMENTS the same meaning.
+ * Context reducers of the workspace: the global events' (through
+ * {@link globalEventUpdates}) and comments carried by other events.
  */
 export const workspace = {
   /** The empty workspace of a fresh run (also what RESET restores). */
@@ -73,7 +74,84 @@ export const workspace = {
   commentsCleared(): Comment[] {
     return [];
   },
+  /**
+   * What of the workspace a serialized state keeps: whether there are comments
+   * (they grow without bound) and the artifact ids.
+   */
+  serialized(context: WorkspaceContext): [boolean, string[]] {
+    return [context.comments.length > 0, context.artifacts.map((a) => a.artifactId)];
+  },
 };
+
+/**
+ * The context updates of the global events (the event is asserted). plan-workflow
+ * and team-workflow both wrap them in `assign`, so the two charts give
+ * ARTIFACT_ADDED, ADD_COMMENT and CLEAR_COMMENTS the same meaning.
+ */
+export const globalEventUpdates = {
+  ARTIFACT_ADDED: (context: WorkspaceContext, event: EventObject) => ({
+    artifacts: workspace.artifactAdded(context.artifacts, globalEvent(event, 'ARTIFACT_ADDED')),
+  }),
+  ADD_COMMENT: (context: WorkspaceContext, event: EventObject) => ({
+    comments: workspace.commentAdded(context.comments, globalEvent(event, 'ADD_COMMENT')),
+  }),
+  CLEAR_COMMENTS: () => ({ comments: workspace.commentsCleared() }),
+};
+
+/**
+ * `event` as the global event `type`, which it is asserted to be: both workflows
+ * accept the global events with the schemas of {@link globalEvents}.
+ */
+function globalEvent<T extends GlobalEvent['type']>(event: EventObject, type: T) {
+  assertEvent(event, type);
+  return event as Extract<GlobalEvent, { type: T }>;
+}
+
+/**
+ * Samples of the global events for a chart's catalog entry: the same artifacts,
+ * CLEAR_COMMENTS and RESET in both workflows, with the chart's own `comments`.
+ */
+export function globalEventSamples(comments: readonly CommentAdded[]): EventCatalog<GlobalEvent> {
+  return {
+    ARTIFACT_ADDED: [
+      { type: 'ARTIFACT_ADDED', artifactId: 'plan', name: 'Implementation Plan' },
+      { type: 'ARTIFACT_ADDED', artifactId: 'tasks', name: 'Task List', uri: 'file:///tasks.md' },
+    ],
+    ADD_COMMENT: comments,
+    CLEAR_COMMENTS: [{ type: 'CLEAR_COMMENTS' }],
+    RESET: [{ type: 'RESET' }],
+  };
+}
+
+/** IDLE of both workflows: waiting for START (and where RESET returns). */
+export function idleState<const On extends object>(on: On) {
+  return { meta: { class: 'idle' }, description: 'Waiting for work', on } as const;
+}
+
+/**
+ * COMPLETE of both workflows: the work is verified (tag `terminal`), but it is not
+ * an XState final state, so the global events, RESET included, still apply.
+ */
+export const completeState = {
+  meta: { class: 'completed' },
+  description: 'Work verified; only the global events apply',
+  tags: ['terminal'],
+} as const;
+
+/** A state where the agent writes a draft (the plan, the task list); `on` submits it. */
+function drafting<const On extends object>(description: string, on: On) {
+  return { meta: { class: 'working', color: '#a855f7' }, description, on } as const;
+}
+
+/** A state that waits for a person to approve the draft (class `paused`). */
+function awaitingApproval<const On extends object>(description: string, on: On) {
+  return { meta: { class: 'paused' }, description, on } as const;
+}
+
+/** CHANGES_REQUESTED: back to `target`, with the person's feedback recorded. */
+function changesRequested<const T extends string>(target: T) {
+  return { target, actions: 'recordChangeRequest' } as const;
+}
 
 /** The context of a run that has not started, from the fields that survive RESET. */
 function freshContext(workflowId: string, defaultMode: WorkflowMode): PlanWorkflowContext {
@@ -155,15 +233,9 @@ export const machine = setup({
       assertEvent(event, 'TESTS_PASS');
       return { report: event.report ?? null };
     }),
-    addArtifact: assign(({ context, event }) => {
-      assertEvent(event, 'ARTIFACT_ADDED');
-      return { artifacts: workspace.artifactAdded(context.artifacts, event) };
-    }),
-    addComment: assign(({ context, event }) => {
-      assertEvent(event, 'ADD_COMMENT');
-      return { comments: workspace.commentAdded(context.comments, event) };
-    }),
-    clearComments: assign(() => ({ comments: workspace.commentsCleared() })),
+    addArtifact: assign(({ context, event }) => globalEventUpdates.ARTIFACT_ADDED(context, event)),
+    addComment: assign(({ context, event }) => globalEventUpdates.ADD_COMMENT(context, event)),
+    clearComments: assign(() => globalEventUpdates.CLEAR_COMMENTS()),
     resetContext: assign(({ context }) => freshContext(context.workflowId, context.defaultMode)),
   },
 }).createMachine({
@@ -176,58 +248,42 @@ export const machine = setup({
   // and RESET starts over.
   on: globalEventTransitions,
   meta: {
-    events: {
-      START: { description: 'Begin planning.' },
-      PLAN_CREATED: { description: 'The plan is written: ask for its approval.' },
+    events: eventMeta({
+      START: 'Begin planning.',
+      PLAN_CREATED: 'The plan is written: ask for its approval.',
       PLAN_APPROVED: { kind: 'approval', description: 'A person approved the plan.' },
-      TASKS_CREATED: { description: 'The tasks are written: ask for their approval.' },
+      TASKS_CREATED: 'The tasks are written: ask for their approval.',
       TASKS_APPROVED: { kind: 'approval', description: 'A person approved the tasks.' },
       CHANGES_REQUESTED: {
         kind: 'approval',
         description: 'A person sends the plan, the tasks or the work back with feedback.',
       },
-      IMPLEMENTATION_COMPLETE: { description: 'The work is done: verify it.' },
-      TESTS_PASS: { description: 'Verification passed: the workflow is complete.' },
+      IMPLEMENTATION_COMPLETE: 'The work is done: verify it.',
+      TESTS_PASS: 'Verification passed: the workflow is complete.',
       ...globalEventMeta,
-    },
+    }),
   },
   states: {
-    IDLE: {
-      meta: { class: 'idle' },
-      description: 'Waiting for work',
-      on: {
-        START: [
-          { guard: 'isInteractive', target: 'PLANNING', actions: 'recordStart' },
-          { guard: 'isAutonomous', target: 'EXECUTION', actions: 'recordStart' },
-        ],
-      },
-    },
-    PLANNING: {
-      meta: { class: 'working', color: '#a855f7' },
-      description: 'Analyzes request, creates Implementation Plan',
-      on: { PLAN_CREATED: { target: 'AWAITING_PLAN_APPROVAL', actions: 'recordPlan' } },
-    },
-    AWAITING_PLAN_APPROVAL: {
-      meta: { class: 'paused' },
-      description: 'Waiting for user approval of plan',
-      on: {
-        PLAN_APPROVED: { target: 'CREATING_TASKS' },
-        CHANGES_REQUESTED: { target: 'PLANNING', actions: 'recordChangeRequest' },
-      },
-    },
-    CREATING_TASKS: {
-      meta: { class: 'working', color: '#a855f7' },
-      description: 'Converts approved plan into Task List',
-      on: { TASKS_CREATED: { target: 'AWAITING_TASKS_APPROVAL', actions: 'recordTasks' } },
-    },
-    AWAITING_TASKS_APPROVAL: {
-      meta: { class: 'paused' },
-      description: 'Waiting for user approval of tasks',
-      on: {
-        TASKS_APPROVED: { target: 'EXECUTION' },
-        CHANGES_REQUESTED: { target: 'CREATING_TASKS', actions: 'recordChangeRequest' },
-      },
-    },
+    IDLE: idleState({
+      START: [
+        { guard: 'isInteractive', target: 'PLANNING', actions: 'recordStart' },
+        { guard: 'isAutonomous', target: 'EXECUTION', actions: 'recordStart' },
+      ],
+    }),
+    PLANNING: drafting('Analyzes request, creates Implementation Plan', {
+      PLAN_CREATED: { target: 'AWAITING_PLAN_APPROVAL', actions: 'recordPlan' },
+    }),
+    AWAITING_PLAN_APPROVAL: awaitingApproval('Waiting for user approval of plan', {
+      PLAN_APPROVED: { target: 'CREATING_TASKS' },
+      CHANGES_REQUESTED: changesRequested('PLANNING'),
+    }),
+    CREATING_TASKS: drafting('Converts approved plan into Task List', {
+      TASKS_CREATED: { target: 'AWAITING_TASKS_APPROVAL', actions: 'recordTasks' },
+    }),
+    AWAITING_TASKS_APPROVAL: awaitingApproval('Waiting for user approval of tasks', {
+      TASKS_APPROVED: { target: 'EXECUTION' },
+      CHANGES_REQUESTED: changesRequested('CREATING_TASKS'),
+    }),
     EXECUTION: {
       meta: { class: 'working' },
       description: 'Executes tasks autonomously',
@@ -238,13 +294,9 @@ export const machine = setup({
       description: 'Tests and verifies implementation',
       on: {
         TESTS_PASS: { target: 'COMPLETE', actions: 'recordReport' },
-        CHANGES_REQUESTED: { target: 'EXECUTION', actions: 'recordChangeRequest' },
+        CHANGES_REQUESTED: changesRequested('EXECUTION'),
       },
     },
-    COMPLETE: {
-      meta: { class: 'completed' },
-      description: 'Work verified; only the global events apply',
-      tags: ['terminal'],
-    },
+    COMPLETE: completeState,
   },
 });

@@ -1,9 +1,11 @@
 import { assertEvent, assign, emit, raise, setup } from 'xstate';
 import { AgentchartsError } from '../../src/core/errors.ts';
+import { eventMeta } from '../event-meta.ts';
 import {
   events,
   inputSchema,
   type ApprovalReminder,
+  type ApprovalRequest,
   type BackoffOptions,
   type Checkpoint,
   type TaskLifecycleContext,
@@ -111,6 +113,23 @@ function checkpointFrom(
     : context.checkpoint;
 }
 
+/** The pending approval once a person decided it (APPROVAL_GRANTED or APPROVAL_DENIED). */
+function decided(
+  approval: ApprovalRequest | null,
+  status: 'granted' | 'denied',
+  decision: { approver: string; comment?: string | undefined },
+): ApprovalRequest | null {
+  return approval
+    ? { ...approval, status, approver: decision.approver, comment: decision.comment ?? null }
+    : null;
+}
+
+/**
+ * FATAL_ERROR, from every state where work is under way (running, blocked, retrying):
+ * the task fails, keeping the checkpoint the event carries and the error.
+ */
+const failFatally = { target: 'failed', actions: ['recordCheckpoint', 'recordError'] } as const;
+
 export const machine = setup({
   types: {
     context: {} as TaskLifecycleContext,
@@ -139,27 +158,13 @@ export const machine = setup({
     grantApproval: assign({
       approval: ({ context, event }) => {
         assertEvent(event, 'APPROVAL_GRANTED');
-        return context.approval
-          ? {
-              ...context.approval,
-              status: 'granted' as const,
-              approver: event.approver,
-              comment: event.comment ?? null,
-            }
-          : null;
+        return decided(context.approval, 'granted', event);
       },
     }),
     denyApproval: assign({
       approval: ({ context, event }) => {
         assertEvent(event, 'APPROVAL_DENIED');
-        return context.approval
-          ? {
-              ...context.approval,
-              status: 'denied' as const,
-              approver: event.approver,
-              comment: event.comment ?? null,
-            }
-          : null;
+        return decided(context.approval, 'denied', event);
       },
       last_error: ({ event }) => {
         assertEvent(event, 'APPROVAL_DENIED');
@@ -236,14 +241,14 @@ export const machine = setup({
   context: initialContext,
   meta: {
     display: { task: 'task_id' },
-    events: {
-      START: { description: 'Preconditions hold: begin the first attempt.' },
-      PAUSE_FOR_APPROVAL: { description: 'Stop before a risky step and ask a person.' },
-      BLOCK_ON_DEPENDENCY: { description: 'A dependency is unavailable; wait for it.' },
-      COMPLETE: { description: 'The task is done; `result` is kept.' },
-      FATAL_ERROR: { description: 'An error no retry can fix: the task fails.' },
-      TRANSIENT_ERROR: { description: 'An error a retry may fix: back off and retry.' },
-      DEPENDENCY_RESOLVED: { description: 'The dependency is back: resume running.' },
+    events: eventMeta({
+      START: 'Preconditions hold: begin the first attempt.',
+      PAUSE_FOR_APPROVAL: 'Stop before a risky step and ask a person.',
+      BLOCK_ON_DEPENDENCY: 'A dependency is unavailable; wait for it.',
+      COMPLETE: 'The task is done; `result` is kept.',
+      FATAL_ERROR: 'An error no retry can fix: the task fails.',
+      TRANSIENT_ERROR: 'An error a retry may fix: back off and retry.',
+      DEPENDENCY_RESOLVED: 'The dependency is back: resume running.',
       APPROVAL_GRANTED: {
         kind: 'approval',
         signer: 'approver',
@@ -260,7 +265,7 @@ export const machine = setup({
         description: 'The backoff ran out and no retry remains: the task fails.',
       },
       TIMEOUT: { kind: 'timer-only', description: 'Nobody decided before the approval deadline.' },
-    },
+    }),
     // “Agent State Machine Design” names the events its timers send; the trail and
     // metrics use these names.
     delays: {
@@ -282,7 +287,7 @@ export const machine = setup({
         PAUSE_FOR_APPROVAL: { target: 'paused', actions: ['recordCheckpoint', 'requestApproval'] },
         BLOCK_ON_DEPENDENCY: { target: 'blocked', actions: ['recordCheckpoint', 'recordBlock'] },
         COMPLETE: { target: 'done', actions: ['recordCheckpoint', 'recordResult'] },
-        FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
+        FATAL_ERROR: failFatally,
         TRANSIENT_ERROR: { target: 'retrying', actions: ['recordCheckpoint', 'recordError'] },
       },
     },
@@ -306,7 +311,7 @@ export const machine = setup({
       description: 'A dependency is unavailable; no automatic timeout (alerting watches it).',
       on: {
         DEPENDENCY_RESOLVED: { target: 'running' },
-        FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
+        FATAL_ERROR: failFatally,
       },
     },
     retrying: {
@@ -326,7 +331,7 @@ export const machine = setup({
           target: 'failed',
           actions: 'recordRetriesExhausted',
         },
-        FATAL_ERROR: { target: 'failed', actions: ['recordCheckpoint', 'recordError'] },
+        FATAL_ERROR: failFatally,
       },
     },
     done: { type: 'final', meta: { class: 'completed' }, description: 'Terminal: completed.' },

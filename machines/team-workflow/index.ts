@@ -1,6 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
+import { globalEventSamples, workspace } from '../plan-workflow/plan-workflow.machine.ts';
 import { machine } from './team-workflow.machine.ts';
 import { events, type TeamWorkflowInput } from './team-workflow.types.ts';
 
@@ -93,8 +94,7 @@ export function serializeState(s: SnapshotFrom<typeof machine>): string {
       t.blocker !== null,
       t.reviewedBy,
     ]),
-    s.context.comments.length > 0,
-    s.context.artifacts.map((a) => a.artifactId),
+    ...workspace.serialized(s.context),
   ]);
 }
 
@@ -240,16 +240,10 @@ export const chart = defineChart({
       { type: 'CROSS_REVIEW', taskId: 't2', reviewerId: 'dev', decision: 'approve' },
       { type: 'CROSS_REVIEW', taskId: 't2', reviewerId: 'qa', decision: 'approve' },
     ],
-    ARTIFACT_ADDED: [
-      { type: 'ARTIFACT_ADDED', artifactId: 'plan', name: 'Implementation Plan' },
-      { type: 'ARTIFACT_ADDED', artifactId: 'tasks', name: 'Task List', uri: 'file:///tasks.md' },
-    ],
-    ADD_COMMENT: [
+    ...globalEventSamples([
       { type: 'ADD_COMMENT', author: 'dev', text: 'Which tokens?', artifactId: 'plan' },
       { type: 'ADD_COMMENT', author: 'qa', text: 'Starting review' },
-    ],
-    CLEAR_COMMENTS: [{ type: 'CLEAR_COMMENTS' }],
-    RESET: [{ type: 'RESET' }],
+    ]),
   },
   defaultInput,
   recovery,

@@ -14,6 +14,7 @@
  * (TIMEOUT).
  */
 import { assertEvent, assign, enqueueActions, setup } from 'xstate';
+import { eventMeta } from '../event-meta.ts';
 import { retryDelay } from '../task-lifecycle/index.ts';
 import {
   taskEvents,
@@ -113,15 +114,13 @@ export const teamTask = setup({
   context: ({ input }) => ({ ...input, retries: 0, blocker: null, outcome: null }),
   meta: {
     display: { task: 'taskId' },
-    events: {
-      TASK_STARTED: { description: 'The assignee starts the task.' },
-      TASK_DONE: { description: 'The assignee finished the task.' },
-      TASK_FAILED: {
-        description: 'The task failed; with `retryable` it runs again after a backoff.',
-      },
-      BLOCKER_RAISED: { description: 'The task is blocked: the team helps.' },
-      BLOCKER_RESOLVED: { description: 'The blocker is gone: work goes on.' },
-    },
+    events: eventMeta({
+      TASK_STARTED: 'The assignee starts the task.',
+      TASK_DONE: 'The assignee finished the task.',
+      TASK_FAILED: 'The task failed; with `retryable` it runs again after a backoff.',
+      BLOCKER_RAISED: 'The task is blocked: the team helps.',
+      BLOCKER_RESOLVED: 'The blocker is gone: work goes on.',
+    }),
     delays: { taskTimeout: 'TIMEOUT', retryBackoff: 'RETRY' },
   },
   states: {

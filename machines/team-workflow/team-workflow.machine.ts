@@ -1,7 +1,11 @@
 import { and, assertEvent, assign, enqueueActions, setup, stateIn } from 'xstate';
+import { eventMeta } from '../event-meta.ts';
 import {
+  completeState,
   globalEventMeta,
   globalEventTransitions,
+  globalEventUpdates,
+  idleState,
   workspace,
 } from '../plan-workflow/plan-workflow.machine.ts';
 import { teamTask } from './team-task.machine.ts';
@@ -353,15 +357,9 @@ const teamSetup = setup({
         }),
       };
     }),
-    addArtifact: assign(({ context, event }) => {
-      assertEvent(event, 'ARTIFACT_ADDED');
-      return { artifacts: workspace.artifactAdded(context.artifacts, event) };
-    }),
-    addComment: assign(({ context, event }) => {
-      assertEvent(event, 'ADD_COMMENT');
-      return { comments: workspace.commentAdded(context.comments, event) };
-    }),
-    clearComments: assign(() => ({ comments: workspace.commentsCleared() })),
+    addArtifact: assign(({ context, event }) => globalEventUpdates.ARTIFACT_ADDED(context, event)),
+    addComment: assign(({ context, event }) => globalEventUpdates.ADD_COMMENT(context, event)),
+    clearComments: assign(() => globalEventUpdates.CLEAR_COMMENTS()),
     resetContext: assign(({ context }) => freshContext(context)),
   },
 });
@@ -415,8 +413,8 @@ export const machine = teamSetup.createMachine({
   // The single-agent chart's global events, with the same context effects.
   on: globalEventTransitions,
   meta: {
-    events: {
-      START: { description: 'Begin: the architect drafts a plan.' },
+    events: eventMeta({
+      START: 'Begin: the architect drafts a plan.',
       PLAN_DRAFTED: {
         signer: 'by',
         description: 'The architect submits the plan to the team vote.',
@@ -432,7 +430,7 @@ export const machine = teamSetup.createMachine({
         description:
           'The Team Leader approves or sends back the plan or the tasks, instead of a vote.',
       },
-      TASKS_ASSIGNED: { description: 'Every pending task gets an owner: work starts.' },
+      TASKS_ASSIGNED: 'Every pending task gets an owner: work starts.',
       TASK_STATUS: {
         kind: 'internal',
         description:
@@ -442,14 +440,10 @@ export const machine = teamSetup.createMachine({
       QA_FAIL: { signer: 'by', description: 'QA reopens tasks: back to execution.' },
       CROSS_REVIEW: { signer: 'reviewerId', description: 'Another role reviews a done task.' },
       ...globalEventMeta,
-    },
+    }),
   },
   states: {
-    IDLE: {
-      meta: { class: 'idle' },
-      description: 'Waiting for work',
-      on: { START: { target: 'PLANNING', actions: 'recordRequest' } },
-    },
+    IDLE: idleState({ START: { target: 'PLANNING', actions: 'recordRequest' } }),
     PLANNING: {
       meta: { class: 'working', color: '#a855f7' },
       description: 'Architect drafts the plan; the team votes on it',
@@ -580,12 +574,6 @@ export const machine = teamSetup.createMachine({
       },
       onDone: { target: 'COMPLETE' },
     },
-    // As plan-workflow's COMPLETE: terminal, but the global events (RESET included)
-    // still apply, so a finished workflow can be started over.
-    COMPLETE: {
-      meta: { class: 'completed' },
-      description: 'Work verified; only the global events apply',
-      tags: ['terminal'],
-    },
+    COMPLETE: completeState,
   },
 });
