@@ -3,17 +3,7 @@
  * Store contract (with the shared rules in ./rules.ts).
  */
 import { ConcurrencyError, StoreError, type StoreOperation } from '../core/errors.ts';
-import {
-  actorMissing,
-  byTimer,
-  checkHistoryPage,
-  checkLeaseRequest,
-  checkLimit,
-  compareText,
-  invalidWrite,
-  leaseViolation,
-  stepMiss,
-} from './rules.ts';
+import * as rules from './rules.ts';
 import {
   actorsInStates,
   countActors,
@@ -24,36 +14,7 @@ import {
   transitionsSince,
   type MemoryTables,
 } from './memory-queries.ts';
-import type {
-  ActorCount,
-  ActorCountQuery,
-  ActorDwell,
-  ActorHead,
-  ActorQuery,
-  ActorRow,
-  ActorWrite,
-  HistoryPage,
-  LeaseRenewal,
-  LeaseRequest,
-  LeaseRow,
-  MessageQuery,
-  MessageRow,
-  NewStep,
-  RejectionRow,
-  StateEntryCount,
-  StateEntryQuery,
-  StatesQuery,
-  StepRow,
-  StepStatus,
-  Store,
-  TimerClaim,
-  TimerClaimRequest,
-  TimerRow,
-  TransitionFeedQuery,
-  TransitionFeedRow,
-  TransitionRow,
-  RememberedRequest,
-} from './types.ts';
+import type * as S from './types.ts';
 
 /**
  * A Store kept in process memory. Rows are copied in and out, so callers can
@@ -63,7 +24,7 @@ import type {
  * const store = new MemoryStore();
  * await store.commit([write]);
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements S.Store {
   readonly kind = 'memory';
   readonly location = 'memory:';
   // TypeScript `private`, not `#`: wrappers built with Object.create or Proxy
@@ -86,12 +47,12 @@ export class MemoryStore implements Store {
   }
 
   /** The error that rejects this write alone, checked before anything changes. */
-  private conflict(write: ActorWrite): Error | undefined {
-    const invalid = invalidWrite(write);
+  private conflict(write: S.ActorWrite): Error | undefined {
+    const invalid = rules.invalidWrite(write);
     if (invalid) return invalid;
     const { actorId, expectedVersion } = write;
     const current = this.t.actors.get(actorId);
-    const lost = leaseViolation(
+    const lost = rules.leaseViolation(
       write,
       current && {
         owner: this.t.leases.get(actorId)?.owner ?? null,
@@ -100,7 +61,7 @@ export class MemoryStore implements Store {
     );
     if (lost) return lost;
     if (expectedVersion === 0 ? current !== undefined : current?.version !== expectedVersion) {
-      if (current === undefined) return actorMissing(actorId);
+      if (current === undefined) return rules.actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
     }
     if (write.consumeTimer !== undefined && !this.t.timers.get(actorId)?.has(write.consumeTimer)) {
@@ -119,7 +80,7 @@ export class MemoryStore implements Store {
     return undefined;
   }
 
-  commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>> {
+  commit(writes: readonly S.ActorWrite[]): Promise<Array<Error | null>> {
     return this.run('commit', writes.length === 1 ? writes[0]?.actorId : undefined, () => {
       return writes.map((write) => {
         const error = this.conflict(write);
@@ -136,7 +97,7 @@ export class MemoryStore implements Store {
         const history = this.t.transitions.get(actorId) ?? [];
         history.push({ ...write.transition });
         this.t.transitions.set(actorId, history);
-        const timers = this.t.timers.get(actorId) ?? new Map<string, TimerRow>();
+        const timers = this.t.timers.get(actorId) ?? new Map<string, S.TimerRow>();
         const drop = (timerId: string) => {
           timers.delete(timerId);
           this.t.claims.delete(timerKey(actorId, timerId));
@@ -180,14 +141,14 @@ export class MemoryStore implements Store {
     });
   }
 
-  loadActor(actorId: string): Promise<ActorRow | undefined> {
+  loadActor(actorId: string): Promise<S.ActorRow | undefined> {
     return this.run('load', actorId, () => {
       const row = this.t.actors.get(actorId);
       return row && { ...row };
     });
   }
 
-  loadActorHead(actorId: string): Promise<ActorHead | undefined> {
+  loadActorHead(actorId: string): Promise<S.ActorHead | undefined> {
     return this.run('load', actorId, () => {
       const row = this.t.actors.get(actorId);
       if (row === undefined) return undefined;
@@ -201,9 +162,9 @@ export class MemoryStore implements Store {
     });
   }
 
-  listActors(query: ActorQuery = {}): Promise<ActorRow[]> {
+  listActors(query: S.ActorQuery = {}): Promise<S.ActorRow[]> {
     return this.run('query', undefined, () => {
-      const limit = checkLimit(query.limit ?? 100, 'query');
+      const limit = rules.checkLimit(query.limit ?? 100, 'query');
       const { machineId, state, states, userId, status, afterId } = query;
       return [...this.t.actors.values()]
         .filter(
@@ -213,17 +174,17 @@ export class MemoryStore implements Store {
             (states === undefined || states.includes(a.state)) &&
             (userId === undefined || this.t.meta.get(a.id)?.userId === userId) &&
             (status === undefined || a.status === status) &&
-            (afterId === undefined || compareText(a.id, afterId) > 0),
+            (afterId === undefined || rules.compareText(a.id, afterId) > 0),
         )
-        .sort((a, b) => compareText(a.id, b.id))
+        .sort((a, b) => rules.compareText(a.id, b.id))
         .slice(0, limit)
         .map((a) => ({ ...a }));
     });
   }
 
-  history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
+  history(actorId: string, page: S.HistoryPage = {}): Promise<S.TransitionRow[]> {
     return this.run('query', actorId, () => {
-      const { afterSeq, limit } = checkHistoryPage(page);
+      const { afterSeq, limit } = rules.checkHistoryPage(page);
       const rows = this.t.transitions.get(actorId) ?? [];
       // seq runs 1, 2, 3, … in order: row `seq` sits at index seq - 1.
       const from = rows.findIndex((t) => t.seq > afterSeq);
@@ -235,21 +196,23 @@ export class MemoryStore implements Store {
   }
 
   actorIdsWithHistory(): Promise<string[]> {
-    return this.run('query', undefined, () => [...this.t.transitions.keys()].sort(compareText));
-  }
-
-  timers(actorId: string): Promise<TimerRow[]> {
-    return this.run('timer', actorId, () =>
-      [...(this.t.timers.get(actorId)?.values() ?? [])].map((t) => ({ ...t })).sort(byTimer),
+    return this.run('query', undefined, () =>
+      [...this.t.transitions.keys()].sort(rules.compareText),
     );
   }
 
-  dueTimers(now: number, limit: number): Promise<TimerRow[]> {
+  timers(actorId: string): Promise<S.TimerRow[]> {
+    return this.run('timer', actorId, () =>
+      [...(this.t.timers.get(actorId)?.values() ?? [])].map((t) => ({ ...t })).sort(rules.byTimer),
+    );
+  }
+
+  dueTimers(now: number, limit: number): Promise<S.TimerRow[]> {
     return this.run('timer', undefined, () => {
-      checkLimit(limit, 'timer');
+      rules.checkLimit(limit, 'timer');
       return this.allTimers()
         .filter((t) => t.dueAt <= now)
-        .sort(byTimer)
+        .sort(rules.byTimer)
         .slice(0, limit)
         .map((t) => ({ ...t }));
     });
@@ -262,22 +225,22 @@ export class MemoryStore implements Store {
     });
   }
 
-  private allTimers(): TimerRow[] {
+  private allTimers(): S.TimerRow[] {
     return [...this.t.timers.values()].flatMap((m) => [...m.values()]);
   }
 
-  getStep(key: string): Promise<StepRow | undefined> {
+  getStep(key: string): Promise<S.StepRow | undefined> {
     return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       return row && { ...row };
     });
   }
 
-  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
+  beginStep(step: S.NewStep): Promise<{ row: S.StepRow; created: boolean }> {
     return this.run('step', step.actorId, () => {
       const existing = this.t.steps.get(step.key);
       if (existing) return { row: { ...existing }, created: false };
-      const row: StepRow = {
+      const row: S.StepRow = {
         key: step.key,
         actorId: step.actorId,
         name: step.name,
@@ -300,7 +263,7 @@ export class MemoryStore implements Store {
   ): Promise<void> {
     return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
-      if (row?.status !== 'executing') throw stepMiss(key, row, 'executing');
+      if (row?.status !== 'executing') throw rules.stepMiss(key, row, 'executing');
       this.t.steps.set(key, { ...row, status, result, finishedAt });
     });
   }
@@ -314,10 +277,10 @@ export class MemoryStore implements Store {
     });
   }
 
-  pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
+  pendingMessages(query: S.MessageQuery): Promise<S.MessageRow[]> {
     return this.run('query', query.to, () => {
-      const limit = checkLimit(query.limit, 'query');
-      const rows: MessageRow[] = [];
+      const limit = rules.checkLimit(query.limit, 'query');
+      const rows: S.MessageRow[] = [];
       for (const m of this.t.messages.values()) {
         if (rows.length >= limit) break;
         if (query.to !== undefined && m.to !== query.to) continue;
@@ -332,13 +295,13 @@ export class MemoryStore implements Store {
     return this.run('commit', undefined, () => this.t.messages.delete(id));
   }
 
-  childrenOf(parentId: string): Promise<ActorRow[]> {
+  childrenOf(parentId: string): Promise<S.ActorRow[]> {
     return this.run('query', undefined, () =>
       [...this.t.parents]
         .filter(([, parent]) => parent === parentId)
         .map(([child]) => this.t.actors.get(child))
-        .filter((a): a is ActorRow => a !== undefined)
-        .sort((a, b) => compareText(a.id, b.id))
+        .filter((a): a is S.ActorRow => a !== undefined)
+        .sort((a, b) => rules.compareText(a.id, b.id))
         .map((a) => ({ ...a })),
     );
   }
@@ -347,7 +310,7 @@ export class MemoryStore implements Store {
     return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       if (row === undefined || row.status === 'done')
-        throw stepMiss(key, row, 'executing or failed');
+        throw rules.stepMiss(key, row, 'executing or failed');
       this.t.steps.set(key, {
         ...row,
         status: 'executing',
@@ -359,7 +322,7 @@ export class MemoryStore implements Store {
     });
   }
 
-  listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
+  listSteps(query: { actorId?: string; status?: S.StepStatus } = {}): Promise<S.StepRow[]> {
     return this.run('step', undefined, () =>
       [...this.t.steps.values()]
         .filter(
@@ -367,14 +330,14 @@ export class MemoryStore implements Store {
             (query.actorId === undefined || s.actorId === query.actorId) &&
             (query.status === undefined || s.status === query.status),
         )
-        .sort((a, b) => a.startedAt - b.startedAt || compareText(a.key, b.key))
+        .sort((a, b) => a.startedAt - b.startedAt || rules.compareText(a.key, b.key))
         .map((s) => ({ ...s })),
     );
   }
 
-  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
+  acquireLeases(request: S.LeaseRequest): Promise<S.LeaseRow[]> {
     return this.run('commit', undefined, () => {
-      checkLeaseRequest('commit', request);
+      rules.checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, limit, actorIds } = request;
       const free = (id: string) => {
         const held = this.t.leases.get(id);
@@ -386,12 +349,12 @@ export class MemoryStore implements Store {
           : [...new Set(actorIds)]
               .map((id) => this.t.actors.get(id))
               .filter(
-                (a): a is ActorRow =>
+                (a): a is S.ActorRow =>
                   a !== undefined && (free(a.id) || this.t.leases.get(a.id)?.owner === owner),
               );
       return candidates
         .map((a) => a.id)
-        .sort(compareText)
+        .sort(rules.compareText)
         .slice(0, limit)
         .map((actorId) => {
           this.t.leases.set(actorId, { owner, leaseUntil });
@@ -400,16 +363,16 @@ export class MemoryStore implements Store {
     });
   }
 
-  renewLeases(request: LeaseRenewal): Promise<string[]> {
+  renewLeases(request: S.LeaseRenewal): Promise<string[]> {
     return this.run('commit', undefined, () => {
-      checkLeaseRequest('commit', request);
+      rules.checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil } = request;
       return [...new Set(request.actorIds)]
         .filter((id) => {
           const held = this.t.leases.get(id);
           return held?.owner === owner && held.leaseUntil >= now;
         })
-        .sort(compareText)
+        .sort(rules.compareText)
         .map((id) => {
           this.t.leases.set(id, { owner, leaseUntil });
           return id;
@@ -419,30 +382,30 @@ export class MemoryStore implements Store {
 
   releaseLeases(owner: string, actorIds: readonly string[]): Promise<void> {
     return this.run('commit', undefined, () => {
-      checkLeaseRequest('commit', { owner });
+      rules.checkLeaseRequest('commit', { owner });
       for (const id of actorIds) {
         if (this.t.leases.get(id)?.owner === owner) this.t.leases.delete(id);
       }
     });
   }
 
-  lease(actorId: string): Promise<LeaseRow | undefined> {
+  lease(actorId: string): Promise<S.LeaseRow | undefined> {
     return this.run('load', actorId, () => {
       const held = this.t.leases.get(actorId);
       return held && { actorId, ...held };
     });
   }
 
-  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
+  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
     return this.run('timer', undefined, () => {
-      checkLeaseRequest('timer', request);
+      rules.checkLeaseRequest('timer', request);
       const { owner, now, claimUntil, limit } = request;
       return this.allTimers()
         .filter((t) => {
           const claim = this.t.claims.get(timerKey(t.actorId, t.timerId));
           return t.dueAt <= now && (claim === undefined || claim.claimUntil < now);
         })
-        .sort(byTimer)
+        .sort(rules.byTimer)
         .slice(0, limit)
         .map((t) => {
           this.t.claims.set(timerKey(t.actorId, t.timerId), { claimedBy: owner, claimUntil });
@@ -451,13 +414,13 @@ export class MemoryStore implements Store {
     });
   }
 
-  recordRejection(row: RejectionRow): Promise<void> {
+  recordRejection(row: S.RejectionRow): Promise<void> {
     return this.run('commit', row.actorId, () => {
       this.t.rejections.push({ ...row });
     });
   }
 
-  listRejections(query: { since?: number; actorId?: string } = {}): Promise<RejectionRow[]> {
+  listRejections(query: { since?: number; actorId?: string } = {}): Promise<S.RejectionRow[]> {
     return this.run('query', undefined, () => listRejections(this.t, query));
   }
 
@@ -465,19 +428,19 @@ export class MemoryStore implements Store {
     return this.run('query', undefined, () => countRejections(this.t, query));
   }
 
-  countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
+  countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
     return this.run('query', undefined, () => countActors(this.t, query));
   }
 
-  actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
+  actorsInStates(query: S.StatesQuery): Promise<S.ActorDwell[]> {
     return this.run('query', undefined, () => actorsInStates(this.t, query));
   }
 
-  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
+  countStateEntries(query: S.StateEntryQuery): Promise<S.StateEntryCount[]> {
     return this.run('query', undefined, () => countStateEntries(this.t, query));
   }
 
-  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
+  transitionsSince(query: S.TransitionFeedQuery): Promise<S.TransitionFeedRow[]> {
     return this.run('query', undefined, () => transitionsSince(this.t, query));
   }
 
@@ -488,7 +451,7 @@ export class MemoryStore implements Store {
   private readonly nonces = new Map<string, number>();
   private noncesSweptAt = 0;
 
-  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
+  rememberRequest(request: S.RememberedRequest): Promise<'new' | 'replayed'> {
     return this.run('commit', undefined, () => {
       if (request.now - this.noncesSweptAt > 60_000) {
         this.noncesSweptAt = request.now;

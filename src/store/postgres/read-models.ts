@@ -7,36 +7,21 @@
  * (`pg_snapshot_xmin`) — each of them finished, so none is ever skipped. Queries
  * overlay the actors written at or after the watermark, so they are exact at any time.
  */
-import type {
-  ActorCount,
-  ActorCountQuery,
-  ActorDwell,
-  StateEntryCount,
-  StateEntryQuery,
-  StatesQuery,
-} from '../types.ts';
+import type * as S from '../types.ts';
 import { checkLimit } from '../rules.ts';
 import { boundConditions, whereClause } from './filters.ts';
+import { ACTOR_AS_INDEX, currentActors, INDEX_COLUMNS, REPLACE_INDEXED } from '../sql-common.ts';
 
 type Query = <R>(text: string, values?: unknown[]) => Promise<R[]>;
 type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 
-const COLUMNS = 'machine_id, state, status, user_id, state_since, created_at, updated_at';
-const FROM_ACTORS = `machine_id, state, status, user_id, COALESCE(state_since, updated_at),
-  created_at, updated_at`;
 /** An advisory lock key serialising refreshes ('agentcharts read models'). */
 const REFRESH_LOCK = 7_312_006_205;
 
 const APPLIED = `(SELECT applied FROM read_model WHERE name = 'transitions')`;
 
 /** Actors as the read models see them: the projection, actors written since overlaid. */
-const CURRENT = `
-  dirty AS (SELECT DISTINCT actor_id FROM transitions WHERE tx >= ${APPLIED}),
-  current AS (
-    SELECT actor_id, ${COLUMNS} FROM actor_index
-      WHERE actor_id NOT IN (SELECT actor_id FROM dirty)
-    UNION ALL
-    SELECT id, ${FROM_ACTORS} FROM actors WHERE id IN (SELECT actor_id FROM dirty))`;
+const CURRENT = currentActors(`tx >= ${APPLIED}`);
 
 export class PostgresReadModels {
   constructor(
@@ -62,13 +47,10 @@ export class PostgresReadModels {
         range,
       );
       await q(
-        `INSERT INTO actor_index (actor_id, ${COLUMNS})
-         SELECT id, ${FROM_ACTORS} FROM actors
+        `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS})
+         SELECT id, ${ACTOR_AS_INDEX} FROM actors
          WHERE id IN (SELECT actor_id FROM transitions WHERE tx >= $1::xid8 AND tx < $2::xid8)
-         ON CONFLICT (actor_id) DO UPDATE SET machine_id = excluded.machine_id,
-           state = excluded.state, status = excluded.status, user_id = excluded.user_id,
-           state_since = excluded.state_since, created_at = excluded.created_at,
-           updated_at = excluded.updated_at`,
+         ${REPLACE_INDEXED}`,
         range,
       );
       await q(`UPDATE read_model SET applied = $1::xid8 WHERE name = 'transitions'`, [
@@ -82,8 +64,8 @@ export class PostgresReadModels {
       await q('SELECT pg_advisory_xact_lock($1)', [REFRESH_LOCK]);
       await q('TRUNCATE actor_index, state_entries');
       const [actors] = await q<{ n: number }>(
-        `WITH i AS (INSERT INTO actor_index (actor_id, ${COLUMNS})
-           SELECT id, ${FROM_ACTORS} FROM actors RETURNING 1)
+        `WITH i AS (INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS})
+           SELECT id, ${ACTOR_AS_INDEX} FROM actors RETURNING 1)
          SELECT count(*)::int AS n FROM i`,
       );
       const [entries] = await q<{ n: number }>(
@@ -100,14 +82,14 @@ export class PostgresReadModels {
     });
   }
 
-  countActors(query: ActorCountQuery): Promise<ActorCount[]> {
+  countActors(query: S.ActorCountQuery): Promise<S.ActorCount[]> {
     const values: unknown[] = [];
     const where = whereClause(values, [
       ['machine_id =', query.machineId],
       ['user_id =', query.userId],
       ['updated_at >=', query.updatedSince],
     ]);
-    return this.query<ActorCount>(
+    return this.query<S.ActorCount>(
       `WITH ${CURRENT}
        SELECT machine_id AS "machineId", state, status, COUNT(*) AS count,
          COALESCE(SUM(updated_at - created_at), 0)::float8 AS "totalAgeMs"
@@ -117,7 +99,7 @@ export class PostgresReadModels {
     );
   }
 
-  actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
+  actorsInStates(query: S.StatesQuery): Promise<S.ActorDwell[]> {
     const values: unknown[] = [[...query.states], checkLimit(query.limit ?? 100, 'query')];
     const filters = [
       'state = ANY($1::text[])',
@@ -127,7 +109,7 @@ export class PostgresReadModels {
         ['state_since <=', query.enteredBefore],
       ]),
     ];
-    return this.query<ActorDwell>(
+    return this.query<S.ActorDwell>(
       `WITH ${CURRENT}
        SELECT actor_id AS "actorId", machine_id AS "machineId", state, status,
          state_since AS "stateSince", updated_at AS "updatedAt", user_id AS "userId"
@@ -137,8 +119,8 @@ export class PostgresReadModels {
     );
   }
 
-  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
-    return this.query<StateEntryCount>(
+  countStateEntries(query: S.StateEntryQuery): Promise<S.StateEntryCount[]> {
+    return this.query<S.StateEntryCount>(
       `WITH entries AS (
          SELECT actor_id FROM state_entries WHERE to_state = ANY($1::text[]) AND at >= $2
          UNION ALL

@@ -11,6 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { checkMigrations } from '../migrations.ts';
+import { backfillStateSince, OBSERVABILITY_INDEXES } from '../sql-common.ts';
 import { requireArg, requireOptions } from '../../core/options.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
@@ -111,20 +112,12 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE actors ADD COLUMN user_id TEXT COLLATE "C";
       ALTER TABLE actors ADD COLUMN state_since BIGINT;
       -- The entry time of the current state: the last row that changed the state label.
-      UPDATE actors SET state_since = COALESCE(
-        (SELECT t.at FROM transitions t
-         WHERE t.actor_id = actors.id AND t.from_state IS DISTINCT FROM t.to_state
-         ORDER BY t.seq DESC LIMIT 1),
-        updated_at);
+      ${backfillStateSince('t.from_state IS DISTINCT FROM t.to_state')}
       CREATE INDEX actors_stats ON actors (machine_id, state, status)
         INCLUDE (created_at, updated_at);
       CREATE INDEX actors_state_since ON actors (state, state_since);
       -- These two lead with the columns of version-1 indexes, which they replace.
-      DROP INDEX actors_machine_state;
-      DROP INDEX actors_state;
-      CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
-      CREATE INDEX transitions_at ON transitions (at);
-      CREATE INDEX transitions_to_state_at ON transitions (to_state, at);
+      ${OBSERVABILITY_INDEXES}
     `,
   },
   {

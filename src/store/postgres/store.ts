@@ -21,53 +21,15 @@ import {
   StoreError,
   type StoreOperation,
 } from '../../core/errors.ts';
-import {
-  actorMissing,
-  checkHistoryPage,
-  checkLeaseRequest,
-  checkLimit,
-  compareText,
-  invalidWrite,
-  leaseViolation,
-  stepMiss,
-} from '../rules.ts';
+import * as rules from '../rules.ts';
 import { CommitNotifications } from './notifications.ts';
-import { boundConditions, whereClause } from './filters.ts';
+import { boundConditions, whereClause, type Filter } from './filters.ts';
 import { PostgresReadModels } from './read-models.ts';
 import { migratePostgres } from './schema.ts';
 import type { PostgresStoreOptions } from './options.ts';
 export type { PostgresStoreOptions } from './options.ts';
 import { requireOptional } from '../../core/optional.ts';
-import type {
-  ActorCount,
-  ActorCountQuery,
-  ActorDwell,
-  ActorHead,
-  ActorQuery,
-  ActorRow,
-  ActorWrite,
-  HistoryPage,
-  LeaseRenewal,
-  LeaseRequest,
-  LeaseRow,
-  MessageQuery,
-  MessageRow,
-  NewStep,
-  RejectionRow,
-  StateEntryCount,
-  StateEntryQuery,
-  StatesQuery,
-  StepRow,
-  StepStatus,
-  Store,
-  TimerClaim,
-  TimerClaimRequest,
-  TimerRow,
-  TransitionFeedQuery,
-  TransitionFeedRow,
-  TransitionRow,
-  RememberedRequest,
-} from '../types.ts';
+import type * as S from '../types.ts';
 import { requireArg, requireOptions } from '../../core/options.ts';
 
 /** SQLSTATE classes and codes → StoreError kinds. Exact codes win over classes. */
@@ -284,7 +246,7 @@ const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
  * @internal
  */
 export function writeStatement(
-  write: ActorWrite,
+  write: S.ActorWrite,
 ): { name: string; text: string; values: unknown[] } | undefined {
   const { expectedVersion, actor, transition: t, lease } = write;
   // One row per timer id, the last one winning, as repeated upserts would.
@@ -353,7 +315,7 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
 }
 
 /** The PostgreSQL implementation of Store. See {@link openPostgresStore}. */
-export class PostgresStore implements Store {
+export class PostgresStore implements S.Store {
   readonly kind = 'postgres';
   /** The URL without its password. */
   readonly location: string;
@@ -510,15 +472,26 @@ export class PostgresStore implements Store {
     return result.rows;
   }
 
-  commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>> {
+  /** `<select> WHERE …` over the filters whose value is defined, ordered by `orderBy`. */
+  private selectWhere<R extends QueryResultRow>(
+    select: string,
+    orderBy: string,
+    filters: readonly Filter[],
+  ): Promise<R[]> {
+    const values: unknown[] = [];
+    const where = whereClause(values, filters);
+    return this.query<R>(`${select} ${where} ORDER BY ${orderBy}`, values);
+  }
+
+  commit(writes: readonly S.ActorWrite[]): Promise<Array<Error | null>> {
     const single = writes.length === 1 ? writes[0]?.actorId : undefined;
-    const results: Array<Error | null> = writes.map((w) => invalidWrite(w) ?? null);
+    const results: Array<Error | null> = writes.map((w) => rules.invalidWrite(w) ?? null);
     // Lock rows in one global order (actor id, bytes) so batches of different
     // workers never deadlock; writes to one actor keep their batch order (stable sort).
     const order = writes
       .map((write, index) => ({ write, index }))
       .filter(({ index }) => results[index] === null)
-      .sort((a, b) => compareText(a.write.actorId, b.write.actorId));
+      .sort((a, b) => rules.compareText(a.write.actorId, b.write.actorId));
     const state = { inFlight: single };
     return this.run('commit', single, async () => {
       // Writes that deliver or send messages, begin steps or link a parent go alone,
@@ -534,7 +507,7 @@ export class PostgresStore implements Store {
   }
 
   private async commitPlain(
-    order: ReadonlyArray<{ write: ActorWrite; index: number }>,
+    order: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
     results: Array<Error | null>,
     state: { inFlight: string | undefined },
   ): Promise<Array<Error | null>> {
@@ -592,7 +565,7 @@ export class PostgresStore implements Store {
    * write rolls back with ConcurrencyError), the messages it sends, the steps it
    * begins.
    */
-  private async commitWithExtras(write: ActorWrite): Promise<Error | null> {
+  private async commitWithExtras(write: S.ActorWrite): Promise<Error | null> {
     const client = await this.pool.connect();
     client.on('error', ignore);
     let broken = false;
@@ -618,7 +591,10 @@ export class PostgresStore implements Store {
     }
   }
 
-  private async applyExtras(client: PoolClient, write: ActorWrite): Promise<Error | null | 'miss'> {
+  private async applyExtras(
+    client: PoolClient,
+    write: S.ActorWrite,
+  ): Promise<Error | null | 'miss'> {
     if (!(await this.applyWrite(client, write))) return 'miss';
     const { actorId } = write;
     if (write.consumeMessage !== undefined) {
@@ -670,12 +646,12 @@ export class PostgresStore implements Store {
    */
   private async applyBatch(
     client: PoolClient,
-    order: ReadonlyArray<{ write: ActorWrite; index: number }>,
+    order: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
     results: Array<Error | null>,
     state: { inFlight: string | undefined },
     savepoints: boolean,
-  ): Promise<Array<{ write: ActorWrite; index: number }> | undefined> {
-    const misses: Array<{ write: ActorWrite; index: number }> = [];
+  ): Promise<Array<{ write: S.ActorWrite; index: number }> | undefined> {
+    const misses: Array<{ write: S.ActorWrite; index: number }> = [];
     await client.query('BEGIN');
     for (const entry of order) {
       const { write, index } = entry;
@@ -706,7 +682,7 @@ export class PostgresStore implements Store {
    * Applies one write as one statement (see {@link writeStatement}). Returns
    * false when it matched nothing, in which case it wrote nothing.
    */
-  private async applyWrite(client: Queryable, write: ActorWrite): Promise<boolean> {
+  private async applyWrite(client: Queryable, write: S.ActorWrite): Promise<boolean> {
     const statement = writeStatement(write);
     if (statement === undefined) return false;
     const result = await client.query<{ written: number }>(statement);
@@ -739,7 +715,7 @@ export class PostgresStore implements Store {
    */
   private async explainMisses(
     client: Queryable,
-    misses: ReadonlyArray<{ write: ActorWrite; index: number }>,
+    misses: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
     results: Array<Error | null>,
   ): Promise<void> {
     if (misses.length === 0) return;
@@ -758,16 +734,16 @@ export class PostgresStore implements Store {
       const { actorId, expectedVersion } = write;
       const row = current.get(actorId);
       results[index] =
-        leaseViolation(write, row) ??
+        rules.leaseViolation(write, row) ??
         (row === undefined && expectedVersion > 0
-          ? actorMissing(actorId)
+          ? rules.actorMissing(actorId)
           : new ConcurrencyError({ actorId, expectedVersion, actualVersion: row?.version }));
     }
   }
 
-  loadActor(actorId: string): Promise<ActorRow | undefined> {
+  loadActor(actorId: string): Promise<S.ActorRow | undefined> {
     return this.run('load', actorId, async () => {
-      const rows = await this.query<ActorRow>({
+      const rows = await this.query<S.ActorRow>({
         name: 'ac_load',
         text: `SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = $1`,
         values: [actorId],
@@ -776,7 +752,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  listActors(query: ActorQuery = {}): Promise<ActorRow[]> {
+  listActors(query: S.ActorQuery = {}): Promise<S.ActorRow[]> {
     return this.run('query', undefined, async () => {
       const values: unknown[] = [];
       const filters: string[] = [];
@@ -795,19 +771,19 @@ export class PostgresStore implements Store {
       }
       filter('status', query.status);
       filter('id', query.afterId, '>');
-      values.push(checkLimit(query.limit ?? 100, 'query'));
+      values.push(rules.checkLimit(query.limit ?? 100, 'query'));
       const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
-      return this.query<ActorRow>(
+      return this.query<S.ActorRow>(
         `SELECT ${ACTOR_COLUMNS} FROM actors ${where} ORDER BY id LIMIT $${values.length}`,
         values,
       );
     });
   }
 
-  history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
+  history(actorId: string, page: S.HistoryPage = {}): Promise<S.TransitionRow[]> {
     return this.run('query', actorId, () => {
-      const { afterSeq, limit } = checkHistoryPage(page);
-      return this.query<TransitionRow>({
+      const { afterSeq, limit } = rules.checkHistoryPage(page);
+      return this.query<S.TransitionRow>({
         name: 'ac_history',
         text: `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = $1 AND seq > $2
           ORDER BY seq LIMIT $3`,
@@ -816,11 +792,11 @@ export class PostgresStore implements Store {
     });
   }
 
-  loadActorHead(actorId: string): Promise<ActorHead | undefined> {
+  loadActorHead(actorId: string): Promise<S.ActorHead | undefined> {
     return this.run('load', actorId, async () => {
       const rows = await this.query<{
-        actor: ActorRow;
-        head: TransitionRow | null;
+        actor: S.ActorRow;
+        head: S.TransitionRow | null;
         parent: string | null;
       }>({
         name: 'ac_load_head',
@@ -848,7 +824,7 @@ export class PostgresStore implements Store {
 
   private noncesSweptAt = 0;
 
-  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
+  rememberRequest(request: S.RememberedRequest): Promise<'new' | 'replayed'> {
     return this.run('commit', undefined, async () => {
       if (request.now - this.noncesSweptAt > 60_000) {
         this.noncesSweptAt = request.now;
@@ -875,9 +851,9 @@ export class PostgresStore implements Store {
     });
   }
 
-  timers(actorId: string): Promise<TimerRow[]> {
+  timers(actorId: string): Promise<S.TimerRow[]> {
     return this.run('timer', actorId, () =>
-      this.query<TimerRow>({
+      this.query<S.TimerRow>({
         name: 'ac_timers',
         text: `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = $1 ORDER BY due_at, timer_id`,
         values: [actorId],
@@ -885,13 +861,13 @@ export class PostgresStore implements Store {
     );
   }
 
-  dueTimers(now: number, limit: number): Promise<TimerRow[]> {
+  dueTimers(now: number, limit: number): Promise<S.TimerRow[]> {
     return this.run('timer', undefined, () =>
-      this.query<TimerRow>({
+      this.query<S.TimerRow>({
         name: 'ac_due_timers',
         text: `SELECT ${TIMER_COLUMNS} FROM timers WHERE due_at <= $1
           ORDER BY due_at, actor_id, timer_id LIMIT $2`,
-        values: [now, checkLimit(limit, 'timer')],
+        values: [now, rules.checkLimit(limit, 'timer')],
       }),
     );
   }
@@ -905,8 +881,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  private async stepRow(key: string): Promise<StepRow | undefined> {
-    const rows = await this.query<StepRow>({
+  private async stepRow(key: string): Promise<S.StepRow | undefined> {
+    const rows = await this.query<S.StepRow>({
       name: 'ac_step',
       text: `SELECT ${STEP_COLUMNS} FROM steps WHERE key = $1`,
       values: [key],
@@ -914,13 +890,13 @@ export class PostgresStore implements Store {
     return rows[0];
   }
 
-  getStep(key: string): Promise<StepRow | undefined> {
+  getStep(key: string): Promise<S.StepRow | undefined> {
     return this.run('step', undefined, () => this.stepRow(key));
   }
 
-  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
+  beginStep(step: S.NewStep): Promise<{ row: S.StepRow; created: boolean }> {
     return this.run('step', step.actorId, async () => {
-      const inserted = await this.query<StepRow>(
+      const inserted = await this.query<S.StepRow>(
         `INSERT INTO steps (key, actor_id, name, status, result, started_at, finished_at, attempts)
          VALUES ($1, $2, $3, 'executing', NULL, $4, NULL, 1)
          ON CONFLICT (key) DO NOTHING RETURNING ${STEP_COLUMNS}`,
@@ -928,7 +904,7 @@ export class PostgresStore implements Store {
       );
       if (inserted[0] !== undefined) return { row: inserted[0], created: true };
       const row = await this.stepRow(step.key);
-      if (row === undefined) throw stepMiss(step.key, row, 'present');
+      if (row === undefined) throw rules.stepMiss(step.key, row, 'present');
       return { row, created: false };
     });
   }
@@ -945,18 +921,18 @@ export class PostgresStore implements Store {
          WHERE key = $4 AND status = 'executing'`,
         [status, result, finishedAt, key],
       );
-      if (updated.rowCount === 0) throw stepMiss(key, await this.stepRow(key), 'executing');
+      if (updated.rowCount === 0) throw rules.stepMiss(key, await this.stepRow(key), 'executing');
     });
   }
 
-  pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
+  pendingMessages(query: S.MessageQuery): Promise<S.MessageRow[]> {
     return this.run('query', query.to, async () => {
-      const rows = await this.query<MessageRow>(
+      const rows = await this.query<S.MessageRow>(
         `SELECT id::int AS id, to_actor AS "to", from_actor AS "from", from_seq AS "fromSeq", idx,
            kind, body, at
          FROM messages WHERE id > $1 AND ($2::text IS NULL OR to_actor = $2)
          ORDER BY id LIMIT $3`,
-        [query.afterId ?? 0, query.to ?? null, checkLimit(query.limit, 'query')],
+        [query.afterId ?? 0, query.to ?? null, rules.checkLimit(query.limit, 'query')],
       );
       return rows;
     });
@@ -969,11 +945,12 @@ export class PostgresStore implements Store {
     });
   }
 
-  childrenOf(parentId: string): Promise<ActorRow[]> {
+  childrenOf(parentId: string): Promise<S.ActorRow[]> {
     return this.run('query', parentId, () =>
-      this.query<ActorRow>(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE parent_id = $1 ORDER BY id`, [
-        parentId,
-      ]),
+      this.query<S.ActorRow>(
+        `SELECT ${ACTOR_COLUMNS} FROM actors WHERE parent_id = $1 ORDER BY id`,
+        [parentId],
+      ),
     );
   }
 
@@ -997,28 +974,23 @@ export class PostgresStore implements Store {
         [startedAt, key],
       );
       if (updated.rowCount === 0) {
-        throw stepMiss(key, await this.stepRow(key), 'executing or failed');
+        throw rules.stepMiss(key, await this.stepRow(key), 'executing or failed');
       }
     });
   }
 
-  listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
-    return this.run('step', query.actorId, () => {
-      const values: unknown[] = [];
-      const where = whereClause(values, [
+  listSteps(query: { actorId?: string; status?: S.StepStatus } = {}): Promise<S.StepRow[]> {
+    return this.run('step', query.actorId, () =>
+      this.selectWhere<S.StepRow>(`SELECT ${STEP_COLUMNS} FROM steps`, 'started_at, key', [
         ['actor_id =', query.actorId],
         ['status =', query.status],
-      ]);
-      return this.query<StepRow>(
-        `SELECT ${STEP_COLUMNS} FROM steps ${where} ORDER BY started_at, key`,
-        values,
-      );
-    });
+      ]),
+    );
   }
 
-  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
+  acquireLeases(request: S.LeaseRequest): Promise<S.LeaseRow[]> {
     return this.run('commit', undefined, async () => {
-      checkLeaseRequest('commit', request);
+      rules.checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, limit, actorIds } = request;
       const free = '(owner IS NULL OR lease_until IS NULL OR lease_until < $3)';
       // SKIP LOCKED: a row another worker is taking (or committing to) is left
@@ -1031,19 +1003,19 @@ export class PostgresStore implements Store {
              ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED`;
       const values: unknown[] = [owner, leaseUntil, now, limit];
       if (actorIds !== undefined) values.push([...actorIds]);
-      const rows = await this.query<LeaseRow>(
+      const rows = await this.query<S.LeaseRow>(
         `WITH picked AS (${pick})
          UPDATE actors SET owner = $1, lease_until = $2 FROM picked WHERE actors.id = picked.id
          RETURNING actors.id AS "actorId", owner, lease_until AS "leaseUntil"`,
         values,
       );
-      return rows.sort((a, b) => compareText(a.actorId, b.actorId));
+      return rows.sort((a, b) => rules.compareText(a.actorId, b.actorId));
     });
   }
 
-  renewLeases(request: LeaseRenewal): Promise<string[]> {
+  renewLeases(request: S.LeaseRenewal): Promise<string[]> {
     return this.run('commit', undefined, async () => {
-      checkLeaseRequest('commit', request);
+      rules.checkLeaseRequest('commit', request);
       const { owner, now, leaseUntil, actorIds } = request;
       // Locks in id order, as commits do, so a renewal cannot deadlock with a batch.
       const rows = await this.query<{ id: string }>(
@@ -1055,13 +1027,13 @@ export class PostgresStore implements Store {
          RETURNING actors.id`,
         [owner, leaseUntil, now, [...actorIds]],
       );
-      return rows.map((r) => r.id).sort(compareText);
+      return rows.map((r) => r.id).sort(rules.compareText);
     });
   }
 
   releaseLeases(owner: string, actorIds: readonly string[]): Promise<void> {
     return this.run('commit', undefined, async () => {
-      checkLeaseRequest('commit', { owner });
+      rules.checkLeaseRequest('commit', { owner });
       await this.pool.query(
         `WITH mine AS (
            SELECT id FROM actors WHERE id = ANY($2::text[]) AND owner = $1 ORDER BY id FOR UPDATE)
@@ -1072,9 +1044,9 @@ export class PostgresStore implements Store {
     });
   }
 
-  lease(actorId: string): Promise<LeaseRow | undefined> {
+  lease(actorId: string): Promise<S.LeaseRow | undefined> {
     return this.run('load', actorId, async () => {
-      const rows = await this.query<LeaseRow>(
+      const rows = await this.query<S.LeaseRow>(
         `SELECT id AS "actorId", owner, lease_until AS "leaseUntil" FROM actors
          WHERE id = $1 AND owner IS NOT NULL AND lease_until IS NOT NULL`,
         [actorId],
@@ -1083,11 +1055,11 @@ export class PostgresStore implements Store {
     });
   }
 
-  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
+  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
     return this.run('timer', undefined, async () => {
-      checkLeaseRequest('timer', request);
+      rules.checkLeaseRequest('timer', request);
       const { owner, now, claimUntil, limit } = request;
-      const rows = await this.query<TimerClaim>(
+      const rows = await this.query<S.TimerClaim>(
         `WITH picked AS (
            SELECT actor_id, timer_id FROM timers
            WHERE due_at <= $3 AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until < $3)
@@ -1101,13 +1073,13 @@ export class PostgresStore implements Store {
       return rows.sort(
         (a, b) =>
           a.dueAt - b.dueAt ||
-          compareText(a.actorId, b.actorId) ||
-          compareText(a.timerId, b.timerId),
+          rules.compareText(a.actorId, b.actorId) ||
+          rules.compareText(a.timerId, b.timerId),
       );
     });
   }
 
-  recordRejection(row: RejectionRow): Promise<void> {
+  recordRejection(row: S.RejectionRow): Promise<void> {
     return this.run('commit', row.actorId, async () => {
       await this.pool.query(
         `INSERT INTO rejections (actor_id, machine_id, state, event_type, reason, at)
@@ -1117,18 +1089,13 @@ export class PostgresStore implements Store {
     });
   }
 
-  listRejections(query: { since?: number; actorId?: string } = {}): Promise<RejectionRow[]> {
-    return this.run('query', query.actorId, () => {
-      const values: unknown[] = [];
-      const where = whereClause(values, [
+  listRejections(query: { since?: number; actorId?: string } = {}): Promise<S.RejectionRow[]> {
+    return this.run('query', query.actorId, () =>
+      this.selectWhere<S.RejectionRow>(`SELECT ${REJECTION_COLUMNS} FROM rejections`, 'at, id', [
         ['at >=', query.since],
         ['actor_id =', query.actorId],
-      ]);
-      return this.query<RejectionRow>(
-        `SELECT ${REJECTION_COLUMNS} FROM rejections ${where} ORDER BY at, id`,
-        values,
-      );
-    });
+      ]),
+    );
   }
 
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
@@ -1149,27 +1116,27 @@ export class PostgresStore implements Store {
     });
   }
 
-  countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
+  countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
     return this.run('query', undefined, () => this.readModels.countActors(query));
   }
 
-  actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
+  actorsInStates(query: S.StatesQuery): Promise<S.ActorDwell[]> {
     return this.run('query', undefined, () => this.readModels.actorsInStates(query));
   }
 
-  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
+  countStateEntries(query: S.StateEntryQuery): Promise<S.StateEntryCount[]> {
     return this.run('query', undefined, () => this.readModels.countStateEntries(query));
   }
 
-  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
+  transitionsSince(query: S.TransitionFeedQuery): Promise<S.TransitionFeedRow[]> {
     return this.run('query', undefined, () => {
-      const values: unknown[] = [query.since, checkLimit(query.limit ?? 1000, 'query')];
+      const values: unknown[] = [query.since, rules.checkLimit(query.limit ?? 1000, 'query')];
       let machine = '';
       if (query.machineId !== undefined) {
         values.push(query.machineId);
         machine = 'AND a.machine_id = $3';
       }
-      return this.query<TransitionFeedRow>(
+      return this.query<S.TransitionFeedRow>(
         `SELECT t.actor_id AS "actorId", t.seq, t.from_state AS "fromState",
            t.to_state AS "toState", t.event_type AS "eventType", t.event, t.at, t.metadata,
            t.prev_hash AS "prevHash", t.hash, t.chart_version AS "chartVersion",
@@ -1221,7 +1188,7 @@ function redact(url: string, schema: string | undefined): string {
 }
 
 /** Whether a write needs statements beyond its one write statement. */
-function hasExtras(write: ActorWrite): boolean {
+function hasExtras(write: S.ActorWrite): boolean {
   return (
     write.consumeMessage !== undefined ||
     (write.messagesOut?.length ?? 0) > 0 ||

@@ -14,26 +14,14 @@
  */
 import type Database from 'better-sqlite3';
 import { checkLimit } from '../rules.ts';
-import type {
-  ActorCount,
-  ActorCountQuery,
-  ActorDwell,
-  StateEntryCount,
-  StateEntryQuery,
-  StatesQuery,
-  TransitionFeedQuery,
-  TransitionFeedRow,
-} from '../types.ts';
+import type * as S from '../types.ts';
 import type { Statements } from './connection.ts';
+import { ACTOR_AS_INDEX, currentActors, INDEX_COLUMNS, REPLACE_INDEXED } from '../sql-common.ts';
 
 /** Transitions applied per refresh statement: bounds one statement's memory. */
 const CHUNK = 20_000;
 /** An overlay this large is folded into the projection before a query (when writable). */
 const STALE_AFTER = 5_000;
-
-const INDEX_COLUMNS = `machine_id, state, status, user_id, state_since, created_at, updated_at`;
-const ACTOR_AS_INDEX = `machine_id, state, status, user_id, COALESCE(state_since, updated_at),
-  created_at, updated_at`;
 
 const FEED_COLUMNS = `t.actor_id AS actorId, t.seq, t.from_state AS fromState,
   t.to_state AS toState, t.event_type AS eventType, t.event, t.at, t.metadata,
@@ -41,13 +29,7 @@ const FEED_COLUMNS = `t.actor_id AS actorId, t.seq, t.from_state AS fromState,
   t.snapshot_hash AS snapshotHash`;
 
 /** Actors as the read model sees them: the projection, with actors changed since overlaid. */
-const CURRENT_ACTORS = `
-  dirty(id) AS (SELECT DISTINCT actor_id FROM transitions WHERE rowid > @applied),
-  current(actor_id, ${INDEX_COLUMNS}) AS (
-    SELECT actor_id, ${INDEX_COLUMNS} FROM actor_index
-      WHERE actor_id NOT IN (SELECT id FROM dirty)
-    UNION ALL
-    SELECT id, ${ACTOR_AS_INDEX} FROM actors WHERE id IN (SELECT id FROM dirty))`;
+const CURRENT_ACTORS = currentActors('rowid > @applied');
 
 export class SqliteReadModels {
   constructor(
@@ -106,10 +88,7 @@ export class SqliteReadModels {
               `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS})
                SELECT id, ${ACTOR_AS_INDEX} FROM actors
                WHERE id IN (SELECT actor_id FROM transitions WHERE rowid > ? AND rowid <= ?)
-               ON CONFLICT (actor_id) DO UPDATE SET machine_id = excluded.machine_id,
-                 state = excluded.state, status = excluded.status, user_id = excluded.user_id,
-                 state_since = excluded.state_since, created_at = excluded.created_at,
-                 updated_at = excluded.updated_at`,
+               ${REPLACE_INDEXED}`,
             )
             .run(applied, to);
           applied = to;
@@ -149,7 +128,7 @@ export class SqliteReadModels {
       .immediate();
   }
 
-  countActors(query: ActorCountQuery): ActorCount[] {
+  countActors(query: S.ActorCountQuery): S.ActorCount[] {
     const filters: string[] = [];
     if (query.machineId !== undefined) filters.push('machine_id = @machineId');
     if (query.userId !== undefined) filters.push('user_id = @userId');
@@ -163,10 +142,10 @@ export class SqliteReadModels {
          FROM current ${where}
          GROUP BY machine_id, state, status ORDER BY machine_id, state, status`,
       )
-      .all({ ...query, applied: this.mark() }) as ActorCount[];
+      .all({ ...query, applied: this.mark() }) as S.ActorCount[];
   }
 
-  actorsInStates(query: StatesQuery): ActorDwell[] {
+  actorsInStates(query: S.StatesQuery): S.ActorDwell[] {
     const filters = ['state IN (SELECT value FROM json_each(@states))'];
     if (query.machineId !== undefined) filters.push('machine_id = @machineId');
     if (query.userId !== undefined) filters.push('user_id = @userId');
@@ -184,11 +163,11 @@ export class SqliteReadModels {
         states: JSON.stringify(query.states),
         limit: checkLimit(query.limit ?? 100, 'query'),
         applied: this.mark(),
-      }) as ActorDwell[];
+      }) as S.ActorDwell[];
   }
 
   /** Transition rows at or after `since`, by time, actor and seq (the feed `tail` follows). */
-  transitionsSince(query: TransitionFeedQuery): TransitionFeedRow[] {
+  transitionsSince(query: S.TransitionFeedQuery): S.TransitionFeedRow[] {
     const machine = query.machineId !== undefined ? 'WHERE a.machine_id = @machineId' : '';
     return this.sql
       .get(
@@ -207,10 +186,10 @@ export class SqliteReadModels {
         machineId: query.machineId,
         limit: checkLimit(query.limit ?? 1000, 'query'),
         applied: this.mark(),
-      }) as TransitionFeedRow[];
+      }) as S.TransitionFeedRow[];
   }
 
-  countStateEntries(query: StateEntryQuery): StateEntryCount[] {
+  countStateEntries(query: S.StateEntryQuery): S.StateEntryCount[] {
     return this.sql
       .get(
         `WITH entries(actor_id) AS (
@@ -232,6 +211,6 @@ export class SqliteReadModels {
         minCount: Math.max(1, query.minCount ?? 1),
         limit: checkLimit(query.limit ?? 100, 'query'),
         applied: this.mark(),
-      }) as StateEntryCount[];
+      }) as S.StateEntryCount[];
   }
 }

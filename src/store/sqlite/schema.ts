@@ -7,6 +7,7 @@
  */
 import type Database from 'better-sqlite3';
 import { checkMigrations } from '../migrations.ts';
+import { backfillStateSince, OBSERVABILITY_INDEXES } from '../sql-common.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface SqliteMigration {
@@ -108,21 +109,13 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE actors ADD COLUMN user_id TEXT;
       ALTER TABLE actors ADD COLUMN state_since INTEGER;
       -- The entry time of the current state: the last row that changed the state label.
-      UPDATE actors SET state_since = COALESCE(
-        (SELECT t.at FROM transitions t
-         WHERE t.actor_id = actors.id AND t.from_state IS NOT t.to_state
-         ORDER BY t.seq DESC LIMIT 1),
-        updated_at);
+      ${backfillStateSince('t.from_state IS NOT t.to_state')}
       -- Covering index of countActors: grouped counts and ages without reading rows.
       -- It and actors_state_since lead with the columns of two version-1 indexes,
       -- which they replace (one index less to maintain per write).
       CREATE INDEX actors_stats ON actors (machine_id, state, status, created_at, updated_at);
       CREATE INDEX actors_state_since ON actors (state, state_since);
-      DROP INDEX actors_machine_state;
-      DROP INDEX actors_state;
-      CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
-      CREATE INDEX transitions_at ON transitions (at);
-      CREATE INDEX transitions_to_state_at ON transitions (to_state, at);
+      ${OBSERVABILITY_INDEXES}
     `,
   },
   {

@@ -7,37 +7,7 @@
 import type Database from 'better-sqlite3';
 import { StoreError, type StoreOperation } from '../../core/errors.ts';
 import { checkHistoryPage, checkLimit } from '../rules.ts';
-import type {
-  ActorCount,
-  ActorCountQuery,
-  ActorDwell,
-  ActorHead,
-  ActorQuery,
-  ActorRow,
-  ActorStatus,
-  ActorWrite,
-  HistoryPage,
-  LeaseRenewal,
-  LeaseRequest,
-  LeaseRow,
-  MessageQuery,
-  MessageRow,
-  NewStep,
-  RejectionRow,
-  StateEntryCount,
-  StateEntryQuery,
-  StatesQuery,
-  StepRow,
-  StepStatus,
-  Store,
-  TimerClaim,
-  TimerClaimRequest,
-  TimerRow,
-  TransitionFeedQuery,
-  TransitionFeedRow,
-  TransitionRow,
-  RememberedRequest,
-} from '../types.ts';
+import type * as S from '../types.ts';
 import { SqliteCommitter } from './commit.ts';
 import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from './connection.ts';
 import { SqliteLeases } from './leases.ts';
@@ -72,7 +42,7 @@ export function openSqliteStore(file: string, options: SqliteStoreOptions = {}):
 }
 
 /** The SQLite implementation of Store. See {@link openSqliteStore}. */
-export class SqliteStore implements Store {
+export class SqliteStore implements S.Store {
   readonly kind = 'sqlite';
   readonly location: string;
   /**
@@ -124,7 +94,17 @@ export class SqliteStore implements Store {
     }
   }
 
-  commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>> {
+  /** Runs one operation that returns every row of a cached statement, bound to `params`. */
+  private allRows<R>(
+    operation: StoreOperation,
+    actorId: string | undefined,
+    sql: string,
+    ...params: unknown[]
+  ): Promise<R[]> {
+    return this.run(operation, actorId, () => this.sql(sql).all(...params) as R[]);
+  }
+
+  commit(writes: readonly S.ActorWrite[]): Promise<Array<Error | null>> {
     const actorId = writes.length === 1 ? writes[0]?.actorId : undefined;
     return this.run('commit', actorId, () => {
       const results = this.committer.commit(writes);
@@ -160,7 +140,7 @@ export class SqliteStore implements Store {
 
   private noncesSweptAt = 0;
 
-  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'> {
+  rememberRequest(request: S.RememberedRequest): Promise<'new' | 'replayed'> {
     return this.run('commit', undefined, () => {
       if (request.now - this.noncesSweptAt > 60_000) {
         this.noncesSweptAt = request.now;
@@ -176,31 +156,31 @@ export class SqliteStore implements Store {
     });
   }
 
-  loadActor(actorId: string): Promise<ActorRow | undefined> {
+  loadActor(actorId: string): Promise<S.ActorRow | undefined> {
     return this.run(
       'load',
       actorId,
       () =>
         this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors WHERE id = ?`).get(actorId) as
-          ActorRow | undefined,
+          S.ActorRow | undefined,
     );
   }
 
-  loadActorHead(actorId: string): Promise<ActorHead | undefined> {
+  loadActorHead(actorId: string): Promise<S.ActorHead | undefined> {
     return this.run('load', actorId, () => {
       const found = this.sql(
         `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId FROM actors WHERE id = ?`,
-      ).get(actorId) as (ActorRow & { parentId: string | null }) | undefined;
+      ).get(actorId) as (S.ActorRow & { parentId: string | null }) | undefined;
       if (found === undefined) return undefined;
       const { parentId, ...actor } = found;
       const head = this.sql(
         `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq = ?`,
-      ).get(actorId, actor.version) as TransitionRow | undefined;
+      ).get(actorId, actor.version) as S.TransitionRow | undefined;
       return parentId === null ? { actor, head } : { actor, head, parentId };
     });
   }
 
-  listActors(query: ActorQuery = {}): Promise<ActorRow[]> {
+  listActors(query: S.ActorQuery = {}): Promise<S.ActorRow[]> {
     return this.run('query', undefined, () => {
       const filters: string[] = [];
       const params: Params = { limit: checkLimit(query.limit ?? 100, 'query') };
@@ -227,17 +207,17 @@ export class SqliteStore implements Store {
       const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
       return this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors ${where} ORDER BY id LIMIT @limit`).all(
         params,
-      ) as ActorRow[];
+      ) as S.ActorRow[];
     });
   }
 
-  history(actorId: string, page: HistoryPage = {}): Promise<TransitionRow[]> {
+  history(actorId: string, page: S.HistoryPage = {}): Promise<S.TransitionRow[]> {
     return this.run('query', actorId, () => {
       const { afterSeq, limit } = checkHistoryPage(page);
       return this.sql(
         `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq > ?
          ORDER BY seq LIMIT ?`,
-      ).all(actorId, afterSeq, limit ?? -1) as TransitionRow[];
+      ).all(actorId, afterSeq, limit ?? -1) as S.TransitionRow[];
     });
   }
 
@@ -250,18 +230,12 @@ export class SqliteStore implements Store {
     );
   }
 
-  timers(actorId: string): Promise<TimerRow[]> {
-    return this.run(
-      'timer',
-      actorId,
-      () =>
-        this.sql(
-          `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = ? ORDER BY due_at, timer_id`,
-        ).all(actorId) as TimerRow[],
-    );
+  timers(actorId: string): Promise<S.TimerRow[]> {
+    const sql = `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = ? ORDER BY due_at, timer_id`;
+    return this.allRows<S.TimerRow>('timer', actorId, sql, actorId);
   }
 
-  dueTimers(now: number, limit: number): Promise<TimerRow[]> {
+  dueTimers(now: number, limit: number): Promise<S.TimerRow[]> {
     return this.run(
       'timer',
       undefined,
@@ -269,7 +243,7 @@ export class SqliteStore implements Store {
         this.sql(
           `SELECT ${TIMER_COLUMNS} FROM timers WHERE due_at <= ?
            ORDER BY due_at, actor_id, timer_id LIMIT ?`,
-        ).all(now, checkLimit(limit, 'timer')) as TimerRow[],
+        ).all(now, checkLimit(limit, 'timer')) as S.TimerRow[],
     );
   }
 
@@ -280,11 +254,11 @@ export class SqliteStore implements Store {
     });
   }
 
-  getStep(key: string): Promise<StepRow | undefined> {
+  getStep(key: string): Promise<S.StepRow | undefined> {
     return this.run('step', undefined, () => this.steps.get(key));
   }
 
-  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }> {
+  beginStep(step: S.NewStep): Promise<{ row: S.StepRow; created: boolean }> {
     return this.run('step', step.actorId, () => this.steps.begin(step));
   }
 
@@ -297,7 +271,7 @@ export class SqliteStore implements Store {
     return this.run('step', undefined, () => this.steps.finish(key, status, result, finishedAt));
   }
 
-  pendingMessages(query: MessageQuery): Promise<MessageRow[]> {
+  pendingMessages(query: S.MessageQuery): Promise<S.MessageRow[]> {
     return this.run('query', query.to, () => {
       const filters = ['id > @afterId'];
       if (query.to !== undefined) filters.push('to_actor = @to');
@@ -308,7 +282,7 @@ export class SqliteStore implements Store {
         to: query.to,
         afterId: query.afterId ?? 0,
         limit: checkLimit(query.limit, 'query'),
-      }) as MessageRow[];
+      }) as S.MessageRow[];
     });
   }
 
@@ -320,16 +294,10 @@ export class SqliteStore implements Store {
     );
   }
 
-  childrenOf(parentId: string): Promise<ActorRow[]> {
-    return this.run(
-      'query',
-      parentId,
-      () =>
-        this.sql(
-          `SELECT ${ACTOR_COLUMNS} FROM actors WHERE parent_id = ? AND parent_id IS NOT NULL
-           ORDER BY id`,
-        ).all(parentId) as ActorRow[],
-    );
+  childrenOf(parentId: string): Promise<S.ActorRow[]> {
+    const sql = `SELECT ${ACTOR_COLUMNS} FROM actors WHERE parent_id = ? AND parent_id IS NOT NULL
+      ORDER BY id`;
+    return this.allRows<S.ActorRow>('query', parentId, sql, parentId);
   }
 
   startStep(key: string, startedAt: number): Promise<boolean> {
@@ -340,15 +308,15 @@ export class SqliteStore implements Store {
     return this.run('step', undefined, () => this.steps.restart(key, startedAt));
   }
 
-  listSteps(query: { actorId?: string; status?: StepStatus } = {}): Promise<StepRow[]> {
+  listSteps(query: { actorId?: string; status?: S.StepStatus } = {}): Promise<S.StepRow[]> {
     return this.run('step', query.actorId, () => this.steps.list(query));
   }
 
-  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]> {
+  acquireLeases(request: S.LeaseRequest): Promise<S.LeaseRow[]> {
     return this.run('commit', undefined, () => this.leases.acquire(request));
   }
 
-  renewLeases(request: LeaseRenewal): Promise<string[]> {
+  renewLeases(request: S.LeaseRenewal): Promise<string[]> {
     return this.run('commit', undefined, () => this.leases.renew(request));
   }
 
@@ -356,15 +324,15 @@ export class SqliteStore implements Store {
     return this.run('commit', undefined, () => this.leases.release(owner, actorIds));
   }
 
-  lease(actorId: string): Promise<LeaseRow | undefined> {
+  lease(actorId: string): Promise<S.LeaseRow | undefined> {
     return this.run('load', actorId, () => this.leases.lease(actorId));
   }
 
-  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]> {
+  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
     return this.run('timer', undefined, () => this.leases.claimDueTimers(request));
   }
 
-  recordRejection(row: RejectionRow): Promise<void> {
+  recordRejection(row: S.RejectionRow): Promise<void> {
     return this.run('commit', row.actorId, () => {
       this.sql(
         `INSERT INTO rejections (actor_id, machine_id, state, event_type, reason, at)
@@ -373,7 +341,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  listRejections(query: { since?: number; actorId?: string } = {}): Promise<RejectionRow[]> {
+  listRejections(query: { since?: number; actorId?: string } = {}): Promise<S.RejectionRow[]> {
     return this.run('query', query.actorId, () => {
       const filters: string[] = [];
       if (query.since !== undefined) filters.push('at >= @since');
@@ -381,7 +349,7 @@ export class SqliteStore implements Store {
       const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
       return this.sql(`SELECT ${REJECTION_COLUMNS} FROM rejections ${where} ORDER BY at, id`).all(
         query,
-      ) as RejectionRow[];
+      ) as S.RejectionRow[];
     });
   }
 
@@ -396,19 +364,19 @@ export class SqliteStore implements Store {
     });
   }
 
-  countActors(query: ActorCountQuery = {}): Promise<ActorCount[]> {
+  countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
     return this.run('query', undefined, () => this.readModels.countActors(query));
   }
 
-  actorsInStates(query: StatesQuery): Promise<ActorDwell[]> {
+  actorsInStates(query: S.StatesQuery): Promise<S.ActorDwell[]> {
     return this.run('query', undefined, () => this.readModels.actorsInStates(query));
   }
 
-  countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]> {
+  countStateEntries(query: S.StateEntryQuery): Promise<S.StateEntryCount[]> {
     return this.run('query', undefined, () => this.readModels.countStateEntries(query));
   }
 
-  transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]> {
+  transitionsSince(query: S.TransitionFeedQuery): Promise<S.TransitionFeedRow[]> {
     return this.run('query', undefined, () => this.readModels.transitionsSince(query));
   }
 
@@ -425,9 +393,9 @@ export class SqliteStore implements Store {
   }
 }
 
-const STATUSES: readonly ActorStatus[] = ['active', 'done', 'error', 'stopped'];
+const STATUSES: readonly S.ActorStatus[] = ['active', 'done', 'error', 'stopped'];
 
-function checkStatus(status: string): ActorStatus {
+function checkStatus(status: string): S.ActorStatus {
   const known = STATUSES.find((s) => s === status);
   if (known === undefined) {
     throw new StoreError({ operation: 'query', kind: 'bad_query', detail: 'unknown status' });
