@@ -31,7 +31,7 @@ export const globalEventMeta = {
 /**
  * The global events' transitions, on the root of plan-workflow and team-workflow
  * alike (every state accepts them): the named actions, which each chart implements
- * with {@link globalEventUpdates}, and RESET back to IDLE.
+ * with `globalEventUpdates`, and RESET back to IDLE.
  */
 export const globalEventTransitions = {
   ARTIFACT_ADDED: { actions: 'addArtifact' },
@@ -42,7 +42,7 @@ export const globalEventTransitions = {
 
 /**
  * Context reducers of the workspace: the global events' (through
- * {@link globalEventUpdates}) and comments carried by other events.
+ * `globalEventUpdates`) and comments carried by other events.
  */
 export const workspace = {
   /** The empty workspace of a fresh run (also what RESET restores). */
