@@ -61,3 +61,14 @@ test('an InvalidOptionsError names the function and the argument', () => {
     'toolsFor: actor must be an actor (createDurableActor or createStrictActor)',
   );
 });
+
+test('the store classes check their arguments as their open functions do', () => {
+  expect(() => new api.SqliteStore(42 as never)).toThrow(
+    'SqliteStore: file must be a file name (or :memory:)',
+  );
+  expect(() => new api.SqliteStore(':memory:', 'fast' as never)).toThrow(api.InvalidOptionsError);
+  expect(() => new postgres.PostgresStore(42 as never)).toThrow(
+    'PostgresStore: url must be a postgres:// URL',
+  );
+  expect(() => api.openSqliteStore(':memory:', [] as never)).toThrow(api.InvalidOptionsError);
+});

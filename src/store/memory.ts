@@ -255,16 +255,11 @@ export class MemoryStore implements S.Store {
     });
   }
 
-  finishStep(
-    key: string,
-    status: 'done' | 'failed',
-    result: string,
-    finishedAt: number,
-  ): Promise<void> {
+  finishStep(key: string, status: S.StepEnd, result: string, at: number): Promise<void> {
     return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       if (row?.status !== 'executing') throw rules.stepMiss(key, row, 'executing');
-      this.t.steps.set(key, { ...row, status, result, finishedAt });
+      this.t.steps.set(key, { ...row, status, result, finishedAt: at });
     });
   }
 

@@ -56,3 +56,10 @@ export const OBSERVABILITY_INDEXES = `DROP INDEX actors_machine_state;
       CREATE INDEX actors_user_state ON actors (user_id, state) WHERE user_id IS NOT NULL;
       CREATE INDEX transitions_at ON transitions (at);
       CREATE INDEX transitions_to_state_at ON transitions (to_state, at);`;
+
+/**
+ * The rows of the `state_transitions` view (views migration: PostgreSQL version 6,
+ * SQLite version 5): task-lifecycle transitions that changed the state.
+ */
+export const TASK_STATE_CHANGES = `FROM transitions t JOIN actors a ON a.id = t.actor_id
+        WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;`;

@@ -164,7 +164,10 @@ export interface TimerClaim extends TimerRow {
   claimUntil: number;
 }
 
-export type StepStatus = 'executing' | 'done' | 'failed';
+/** How a step ended: `done` or `failed`. */
+export type StepEnd = 'done' | 'failed';
+
+export type StepStatus = 'executing' | StepEnd;
 
 /** An idempotent step (“Agent State Machine Design” §5), keyed `<actorId>:<name>`. */
 export interface StepRow {
@@ -312,12 +315,7 @@ export interface Store {
    */
   beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }>;
   /** Marks an executing step done or failed. */
-  finishStep(
-    key: string,
-    status: 'done' | 'failed',
-    result: string,
-    finishedAt: number,
-  ): Promise<void>;
+  finishStep(key: string, status: StepEnd, result: string, at: number): Promise<void>;
   /**
    * Claims the first run of a step a commit began (`executing`, 0 attempts):
    * attempts become 1 and `startedAt` is set. False when it was already started,

@@ -11,7 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { checkMigrations } from '../migrations.ts';
-import { backfillStateSince, OBSERVABILITY_INDEXES } from '../sql-common.ts';
+import { OBSERVABILITY_INDEXES, TASK_STATE_CHANGES, backfillStateSince } from '../sql-common.ts';
 import { requireArg, requireOptions } from '../../core/options.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
@@ -248,8 +248,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE VIEW state_transitions AS
         SELECT t.seq AS id, t.actor_id AS task_id, t.from_state, t.to_state,
           t.event_type AS event, to_timestamp(t.at / 1000.0) AS timestamp, t.metadata
-        FROM transitions t JOIN actors a ON a.id = t.actor_id
-        WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;
+        ${TASK_STATE_CHANGES}
     `,
   },
   {

@@ -25,6 +25,7 @@ import * as rules from '../rules.ts';
 import { CommitNotifications } from './notifications.ts';
 import { boundConditions, whereClause, type Filter } from './filters.ts';
 import { PostgresReadModels } from './read-models.ts';
+import { RefreshSchedule } from '../refresh-schedule.ts';
 import { migratePostgres } from './schema.ts';
 import type { PostgresStoreOptions } from './options.ts';
 export type { PostgresStoreOptions } from './options.ts';
@@ -309,8 +310,6 @@ export function writeStatement(
  * await store.connect(); // optional: fail fast on a wrong URL or a newer schema
  */
 export function openPostgresStore(url: string, options: PostgresStoreOptions = {}): PostgresStore {
-  requireArg('openPostgresStore', 'url', typeof url === 'string', 'a postgres:// URL');
-  requireOptions('openPostgresStore', options);
   return new PostgresStore(url, options);
 }
 
@@ -331,10 +330,11 @@ export class PostgresStore implements S.Store {
   private closed = false;
   private ready: Promise<void> | undefined;
   private readonly readModels: PostgresReadModels;
-  private readonly refreshMs: number;
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly refreshes: RefreshSchedule;
 
   constructor(url: string, options: PostgresStoreOptions = {}) {
+    requireArg('PostgresStore', 'url', typeof url === 'string', 'a postgres:// URL');
+    requireOptions('PostgresStore', options);
     this.location = redact(url, options.schema);
     this.schema = options.schema;
     const driver = loadDriver();
@@ -356,11 +356,13 @@ export class PostgresStore implements S.Store {
     // is dropped by the pool; without a listener its error would crash the process.
     this.pool.on('error', ignore);
     this.notifications = new CommitNotifications(this.pool);
-    this.refreshMs = options.readModelRefreshMs ?? 250;
     this.readModels = new PostgresReadModels(
       async <R>(text: string, values?: unknown[]) =>
         (await this.pool.query(text, values)).rows as R[],
       (work) => this.inTransaction(work),
+    );
+    this.refreshes = new RefreshSchedule(options.readModelRefreshMs ?? 250, () =>
+      this.readModels.refresh(),
     );
   }
 
@@ -387,18 +389,6 @@ export class PostgresStore implements S.Store {
       client.removeListener('error', ignore);
       client.release(broken ? new Error('connection broken') : undefined);
     }
-  }
-
-  /** Folds the log into the read models a little after commits, off the commit path. */
-  private scheduleRefresh(): void {
-    if (this.refreshMs <= 0 || this.refreshTimer !== undefined || this.closed) return;
-    this.refreshTimer = setTimeout(() => {
-      this.refreshTimer = undefined;
-      if (this.closed) return;
-      // Queries stay exact through their overlay whatever happens here.
-      this.readModels.refresh().catch(ignore);
-    }, this.refreshMs);
-    this.refreshTimer.unref();
   }
 
   /**
@@ -501,7 +491,7 @@ export class PostgresStore implements S.Store {
         if (hasExtras(write)) results[index] = await this.commitWithExtras(write);
       }
       const outcome = await this.commitPlain(plain, results, state);
-      this.scheduleRefresh();
+      this.refreshes.soon();
       return outcome;
     });
   }
@@ -909,17 +899,12 @@ export class PostgresStore implements S.Store {
     });
   }
 
-  finishStep(
-    key: string,
-    status: 'done' | 'failed',
-    result: string,
-    finishedAt: number,
-  ): Promise<void> {
+  finishStep(key: string, status: S.StepEnd, result: string, at: number): Promise<void> {
     return this.run('step', undefined, async () => {
       const updated = await this.pool.query(
         `UPDATE steps SET status = $1, result = $2, finished_at = $3
          WHERE key = $4 AND status = 'executing'`,
-        [status, result, finishedAt, key],
+        [status, result, at, key],
       );
       if (updated.rowCount === 0) throw rules.stepMiss(key, await this.stepRow(key), 'executing');
     });
@@ -1158,7 +1143,7 @@ export class PostgresStore implements S.Store {
     if (this.closed) return;
     this.closed = true;
     this.notifications.close();
-    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer);
+    this.refreshes.stop();
     try {
       await this.pool.end();
     } catch (error) {

@@ -7,7 +7,7 @@
  */
 import type Database from 'better-sqlite3';
 import { checkMigrations } from '../migrations.ts';
-import { backfillStateSince, OBSERVABILITY_INDEXES } from '../sql-common.ts';
+import { OBSERVABILITY_INDEXES, TASK_STATE_CHANGES, backfillStateSince } from '../sql-common.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface SqliteMigration {
@@ -266,8 +266,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
           t.event_type AS event,
           strftime('%Y-%m-%dT%H:%M:%fZ', t.at / 1000.0, 'unixepoch') AS timestamp,
           t.metadata
-        FROM transitions t JOIN actors a ON a.id = t.actor_id
-        WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;
+        ${TASK_STATE_CHANGES}
     `,
   },
   {

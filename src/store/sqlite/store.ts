@@ -8,6 +8,7 @@ import type Database from 'better-sqlite3';
 import { StoreError, type StoreOperation } from '../../core/errors.ts';
 import { checkHistoryPage, checkLimit } from '../rules.ts';
 import type * as S from '../types.ts';
+import { RefreshSchedule } from '../refresh-schedule.ts';
 import { SqliteCommitter } from './commit.ts';
 import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from './connection.ts';
 import { SqliteLeases } from './leases.ts';
@@ -28,19 +29,6 @@ const REJECTION_COLUMNS = `actor_id AS actorId, machine_id AS machineId, state,
 
 type Params = Record<string, unknown>;
 
-/**
- * Opens (creating if needed) the SQLite store in `file` (`:memory:` for a private
- * in-memory database) and migrates its schema.
- *
- * @example
- * const store = openSqliteStore('./agentcharts.db', { busyTimeoutMs: 2000 });
- */
-export function openSqliteStore(file: string, options: SqliteStoreOptions = {}): SqliteStore {
-  requireText('openSqliteStore', 'file', file, 'a file name (or :memory:)');
-  requireOptions('openSqliteStore', options);
-  return new SqliteStore(file, options);
-}
-
 /** The SQLite implementation of Store. See {@link openSqliteStore}. */
 export class SqliteStore implements S.Store {
   readonly kind = 'sqlite';
@@ -58,10 +46,11 @@ export class SqliteStore implements S.Store {
   private readonly readModels: SqliteReadModels;
   private readonly steps: SqliteSteps;
   private readonly leases: SqliteLeases;
-  private readonly refreshMs: number;
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly refreshes: RefreshSchedule;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
+    requireText('SqliteStore', 'file', file, 'a file name (or :memory:)');
+    requireOptions('SqliteStore', options);
     this.location = `sqlite:${file}`;
     this.db = openDatabase(file, options);
     this.statements = new Statements(this.db);
@@ -70,7 +59,9 @@ export class SqliteStore implements S.Store {
     this.readModels = new SqliteReadModels(this.db, this.statements, writable);
     this.steps = new SqliteSteps(this.statements);
     this.leases = new SqliteLeases(this.db, this.statements);
-    this.refreshMs = writable ? (options.readModelRefreshMs ?? 250) : 0;
+    this.refreshes = new RefreshSchedule(writable ? (options.readModelRefreshMs ?? 250) : 0, () =>
+      this.readModels.refresh(),
+    );
   }
 
   /** A cached prepared statement. */
@@ -94,6 +85,11 @@ export class SqliteStore implements S.Store {
     }
   }
 
+  /** Runs one read (an operation of kind `query`, about no one actor). */
+  private query<T>(work: () => T): Promise<T> {
+    return this.run('query', undefined, work);
+  }
+
   /** Runs one operation that returns every row of a cached statement, bound to `params`. */
   private allRows<R>(
     operation: StoreOperation,
@@ -108,34 +104,19 @@ export class SqliteStore implements S.Store {
     const actorId = writes.length === 1 ? writes[0]?.actorId : undefined;
     return this.run('commit', actorId, () => {
       const results = this.committer.commit(writes);
-      if (writes.length > 0) this.scheduleRefresh();
+      if (writes.length > 0) this.refreshes.soon();
       return results;
     });
   }
 
-  /** Folds the log into the read models a little after commits, off the commit path. */
-  private scheduleRefresh(): void {
-    if (this.refreshMs <= 0 || this.refreshTimer !== undefined) return;
-    this.refreshTimer = setTimeout(() => {
-      this.refreshTimer = undefined;
-      if (this.closed) return;
-      try {
-        this.readModels.refresh();
-      } catch {
-        // Busy or full: queries stay exact through their overlay; the next commit retries.
-      }
-    }, this.refreshMs);
-    this.refreshTimer.unref();
-  }
-
   refreshReadModels(): Promise<void> {
-    return this.run('query', undefined, () => {
+    return this.query(() => {
       this.readModels.refresh();
     });
   }
 
   rebuildReadModels(): Promise<{ actors: number; entries: number }> {
-    return this.run('query', undefined, () => this.readModels.rebuild());
+    return this.query(() => this.readModels.rebuild());
   }
 
   private noncesSweptAt = 0;
@@ -181,7 +162,7 @@ export class SqliteStore implements S.Store {
   }
 
   listActors(query: S.ActorQuery = {}): Promise<S.ActorRow[]> {
-    return this.run('query', undefined, () => {
+    return this.query(() => {
       const filters: string[] = [];
       const params: Params = { limit: checkLimit(query.limit ?? 100, 'query') };
       const filter = (column: string, name: string, value: string | undefined, op = '=') => {
@@ -222,7 +203,7 @@ export class SqliteStore implements S.Store {
   }
 
   actorIdsWithHistory(): Promise<string[]> {
-    return this.run('query', undefined, () =>
+    return this.query(() =>
       this.sql('SELECT DISTINCT actor_id FROM transitions ORDER BY actor_id')
         .pluck()
         .all()
@@ -262,13 +243,8 @@ export class SqliteStore implements S.Store {
     return this.run('step', step.actorId, () => this.steps.begin(step));
   }
 
-  finishStep(
-    key: string,
-    status: 'done' | 'failed',
-    result: string,
-    finishedAt: number,
-  ): Promise<void> {
-    return this.run('step', undefined, () => this.steps.finish(key, status, result, finishedAt));
+  finishStep(key: string, status: S.StepEnd, result: string, at: number): Promise<void> {
+    return this.run('step', undefined, () => this.steps.finish(key, status, result, at));
   }
 
   pendingMessages(query: S.MessageQuery): Promise<S.MessageRow[]> {
@@ -354,7 +330,7 @@ export class SqliteStore implements S.Store {
   }
 
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number> {
-    return this.run('query', undefined, () => {
+    return this.query(() => {
       const filters = ['at >= @since'];
       if (query.until !== undefined) filters.push('at < @until');
       if (query.reason !== undefined) filters.push('reason = @reason');
@@ -365,25 +341,25 @@ export class SqliteStore implements S.Store {
   }
 
   countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
-    return this.run('query', undefined, () => this.readModels.countActors(query));
+    return this.query(() => this.readModels.countActors(query));
   }
 
   actorsInStates(query: S.StatesQuery): Promise<S.ActorDwell[]> {
-    return this.run('query', undefined, () => this.readModels.actorsInStates(query));
+    return this.query(() => this.readModels.actorsInStates(query));
   }
 
   countStateEntries(query: S.StateEntryQuery): Promise<S.StateEntryCount[]> {
-    return this.run('query', undefined, () => this.readModels.countStateEntries(query));
+    return this.query(() => this.readModels.countStateEntries(query));
   }
 
   transitionsSince(query: S.TransitionFeedQuery): Promise<S.TransitionFeedRow[]> {
-    return this.run('query', undefined, () => this.readModels.transitionsSince(query));
+    return this.query(() => this.readModels.transitionsSince(query));
   }
 
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.closed = true;
-    if (this.refreshTimer !== undefined) clearTimeout(this.refreshTimer);
+    this.refreshes.stop();
     try {
       this.db.close();
       return Promise.resolve();
@@ -391,6 +367,17 @@ export class SqliteStore implements S.Store {
       return Promise.reject(toStoreError(error, 'close'));
     }
   }
+}
+
+/**
+ * Opens (creating if needed) the SQLite store in `file` (`:memory:` for a private
+ * in-memory database) and migrates its schema.
+ *
+ * @example
+ * const store = openSqliteStore('./agentcharts.db', { busyTimeoutMs: 2000 });
+ */
+export function openSqliteStore(file: string, options: SqliteStoreOptions = {}): SqliteStore {
+  return new SqliteStore(file, options);
 }
 
 const STATUSES: readonly S.ActorStatus[] = ['active', 'done', 'error', 'stopped'];
