@@ -60,28 +60,29 @@ function announce<const S extends AgentStateChangedEvent['to_state']>(state: S) 
  * A child of `active` with its own transitions `on`: entering it records it, and
  * PAUSE from it goes to `paused`, remembering it (`paused_from_state`) for RESUME.
  */
-function activeState<const S extends ActiveState, const On extends object>(
-  state: S,
-  meta: StateMeta,
-  on: On,
-) {
+function activeState<
+  const S extends ActiveState,
+  const M extends StateMeta,
+  const On extends object,
+>(state: S, meta: M, on: On) {
+  const pause = {
+    target: '#agent-lifecycle.paused',
+    actions: { type: 'rememberPausedFrom', params: { state } },
+  } as const;
   return {
     meta,
     entry: enter(state),
-    on: {
-      ...on,
-      PAUSE: {
-        target: '#agent-lifecycle.paused',
-        actions: { type: 'rememberPausedFrom', params: { state } },
-      },
+    // One object type, as the transitions written inline would have.
+    on: { ...on, PAUSE: pause } as {
+      [K in keyof On | 'PAUSE']: K extends 'PAUSE' ? typeof pause : On[K & keyof On];
     },
   } as const;
 }
 
 /** An active state that does the work (class `working`), drawn in `color`. */
-function working<const S extends ActiveState, const On extends object>(
+function working<const S extends ActiveState, const C extends string, const On extends object>(
   state: S,
-  color: string,
+  color: C,
   on: On,
 ) {
   return activeState(state, { class: 'working', color }, on);
@@ -93,14 +94,15 @@ function working<const S extends ActiveState, const On extends object>(
  */
 function waiting<
   const S extends ActiveState & AgentStateChangedEvent['to_state'],
+  const C extends string,
   const On extends object,
->(state: S, color: string, on: On) {
+>(state: S, color: C, on: On) {
   const config = activeState(state, { class: 'waiting', color }, on);
   return { ...config, tags: 'blocked', entry: announce(state) } as const;
 }
 
 /** Where a task ends (tag `terminal`): CLEANUP resets the task and returns to idle. */
-function finishedState<const Entry>(meta: StateMeta, entry: Entry) {
+function finishedState<const M extends StateMeta, const Entry>(meta: M, entry: Entry) {
   return {
     meta,
     tags: 'terminal',

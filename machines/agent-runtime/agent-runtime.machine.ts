@@ -48,17 +48,6 @@ function effect<T extends AgentRuntimeEmitted['type']>(
   return { type, agentId: context.agentId, ...fields };
 }
 
-/**
- * A cancellation while the agent works: with a controller the run pauses for it to
- * decide, without one it ends as cancelled; `actions` run either way.
- */
-function pauseOrCancel<const A>(actions: A) {
-  return [
-    { guard: 'hasController', target: 'Paused', actions },
-    { target: 'Cancelled', actions },
-  ] as const;
-}
-
 export const machine = setup({
   types: {
     context: {} as AgentRuntimeContext,
@@ -229,3 +218,14 @@ export const machine = setup({
     Cancelled: { type: 'final', meta: { class: 'terminated' }, output: { status: 'cancelled' } },
   },
 });
+
+/**
+ * A cancellation while the agent works: with a controller the run pauses for it to
+ * decide, without one it ends as cancelled; `actions` run either way.
+ */
+function pauseOrCancel<const A>(actions: A) {
+  return [
+    { guard: 'hasController', target: 'Paused', actions },
+    { target: 'Cancelled', actions },
+  ] as const;
+}

@@ -1,7 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
-import { globalEventSamples, machine, workspace } from './plan-workflow.machine.ts';
+import { globalEventSamples, machine, serializedWorkspace } from './plan-workflow.machine.ts';
 import { events } from './plan-workflow.types.ts';
 
 export {
@@ -65,7 +65,7 @@ export const recovery: RecoveryPolicy = ({ state }) => ({
 
 /** Guards read only the mode; comments grow without bound, so only their presence counts. */
 export function serializeState(s: SnapshotFrom<typeof machine>): string {
-  return JSON.stringify([s.value, s.status, s.context.mode, ...workspace.serialized(s.context)]);
+  return JSON.stringify([s.value, s.status, s.context.mode, ...serializedWorkspace(s.context)]);
 }
 
 export const chart = defineChart({

@@ -41,8 +41,9 @@ export const globalEventTransitions = {
 } as const;
 
 /**
- * Context reducers of the workspace: the global events' (through
- * `globalEventUpdates`) and comments carried by other events.
+ * Context reducers of the global events. plan-workflow and team-workflow both wrap
+ * them in `assign`, so the two charts give ARTIFACT_ADDED, ADD_COMMENT and
+ * CLEAR_COMMENTS the same meaning.
  */
 export const workspace = {
   /** The empty workspace of a fresh run (also what RESET restores). */
@@ -74,14 +75,15 @@ export const workspace = {
   commentsCleared(): Comment[] {
     return [];
   },
-  /**
-   * What of the workspace a serialized state keeps: whether there are comments
-   * (they grow without bound) and the artifact ids.
-   */
-  serialized(context: WorkspaceContext): [boolean, string[]] {
-    return [context.comments.length > 0, context.artifacts.map((a) => a.artifactId)];
-  },
 };
+
+/**
+ * What of the workspace both workflows' `serializeState` keeps: whether there are
+ * comments (they grow without bound) and the artifact ids.
+ */
+export function serializedWorkspace(context: WorkspaceContext): [boolean, string[]] {
+  return [context.comments.length > 0, context.artifacts.map((a) => a.artifactId)];
+}
 
 /**
  * The context updates of the global events (the event is asserted). plan-workflow
@@ -139,12 +141,12 @@ export const completeState = {
 } as const;
 
 /** A state where the agent writes a draft (the plan, the task list); `on` submits it. */
-function drafting<const On extends object>(description: string, on: On) {
+function drafting<const D extends string, const On extends object>(description: D, on: On) {
   return { meta: { class: 'working', color: '#a855f7' }, description, on } as const;
 }
 
 /** A state that waits for a person to approve the draft (class `paused`). */
-function awaitingApproval<const On extends object>(description: string, on: On) {
+function awaitingApproval<const D extends string, const On extends object>(description: D, on: On) {
   return { meta: { class: 'paused' }, description, on } as const;
 }
 

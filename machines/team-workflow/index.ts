@@ -1,7 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
-import { globalEventSamples, workspace } from '../plan-workflow/plan-workflow.machine.ts';
+import { globalEventSamples, serializedWorkspace } from '../plan-workflow/plan-workflow.machine.ts';
 import { machine } from './team-workflow.machine.ts';
 import { events, type TeamWorkflowInput } from './team-workflow.types.ts';
 
@@ -94,7 +94,7 @@ export function serializeState(s: SnapshotFrom<typeof machine>): string {
       t.blocker !== null,
       t.reviewedBy,
     ]),
-    ...workspace.serialized(s.context),
+    ...serializedWorkspace(s.context),
   ]);
 }
 
