@@ -23,8 +23,19 @@ export {
   StoreError,
   UncertainStepError,
   UnsupportedActorError,
+  type ChartMetadataFields,
+  type ConcurrencyFields,
+  type InvalidEventFields,
   type InvalidEventReason,
+  type InvalidInputFields,
+  type InvalidTransitionFields,
+  type LeaseLostFields,
+  type MachineScope,
+  type SnapshotVersionFields,
+  type StoreErrorFields,
   type StoreOperation,
+  type UncertainStepFields,
+  type UnsupportedActorFields,
 } from './core/errors.ts';
 export { InvalidOptionsError } from './core/options.ts';
 export { defineConfig, type AgentchartsConfig } from './core/config.ts';
