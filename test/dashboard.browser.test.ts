@@ -13,6 +13,7 @@ import { createServer, listen, type ListeningServer } from '../src/server/app.ts
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
 import { CHROMIUM, chromiumAvailable, edgeLabelOverlaps } from './support/browser.ts';
+import { OFFLINE_CHROMIUM_ARGS } from '../src/inspect/render-svg.ts';
 
 const available = chromiumAvailable('dashboard browser tests');
 
@@ -128,16 +129,7 @@ describe.skipIf(!available)('the dashboard in headless Chromium', () => {
     context = await chromium.launchPersistentContext(mkdtempSync(join(dir, 'profile-')), {
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: ['--headless', '--no-sandbox', ...OFFLINE_CHROMIUM_ARGS],
       viewport: { width: 1280, height: 900 },
     });
     page = context.pages()[0] ?? (await context.newPage());

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
 import { openStore, verify } from '../src/index.ts';
+import { suiteTempDir } from './support/temp-dir.ts';
 
 const root = process.cwd();
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
@@ -239,15 +240,11 @@ describe('npm start (examples/refund-demo)', () => {
 });
 
 describe('an interrupted demo', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'agentcharts-demo-resume-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = suiteTempDir('agentcharts-demo-resume-');
 
   test('is resumed by the next run, which names the stored state and finishes with one refund', async () => {
-    const file = join(dir, 'story.db');
-    const cut = await demo(dir, ['--db', 'story.db'], /--PAUSE_FOR_APPROVAL-->/);
+    const file = join(dir(), 'story.db');
+    const cut = await demo(dir(), ['--db', 'story.db'], /--PAUSE_FOR_APPROVAL-->/);
     expect(cut.signal).toBe('SIGKILL');
     const workerPid = Number(/\[(\d+)\] +worker process started/.exec(cut.stdout)?.[1]);
     expect(alive(workerPid)).toBe(false);
@@ -257,7 +254,7 @@ describe('an interrupted demo', () => {
     await store.close();
     expect(stored?.status).toBe('active');
 
-    const next = await demo(dir, ['--db', 'story.db']);
+    const next = await demo(dir(), ['--db', 'story.db']);
     expect(next.code).toBe(0);
     expect(next.stdout).toContain(
       `resuming refund-1: it stopped unfinished in state "${stored?.state ?? '?'}"`,

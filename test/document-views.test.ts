@@ -4,18 +4,17 @@
  * StatePersistence queries) and "Agent State Machine" (agent_states, its status
  * API query), on SQLite and on a real PostgreSQL server.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { catalog } from '../machines/index.ts';
 import { createDurableActor, getRuntime } from '../src/index.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
 import { usePostgres } from './support/postgres.ts';
+import { suiteTempDir } from './support/temp-dir.ts';
 
 const task = catalog['task-lifecycle'];
 const lifecycle = catalog['agent-lifecycle'];
@@ -107,14 +106,10 @@ function expectDocumentAnswers(
 }
 
 describe("the documents' tables as views", () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'agentcharts-views-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = suiteTempDir('agentcharts-views-');
 
   test('SQLite: the documents’ queries run unchanged', async () => {
-    const file = join(dir, 'views.db');
+    const file = join(dir(), 'views.db');
     const store = openStore(`sqlite:${file}`);
     try {
       await populate(store);

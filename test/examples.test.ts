@@ -7,9 +7,8 @@
  * examples/embedding-app/app.ts is exercised piece by piece by test/embedding.test.ts.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -17,6 +16,7 @@ import { generateTransitionTests } from 'agentcharts/testing';
 import { runAgent } from '../examples/mcp-agent/agent.ts';
 import { chart as expense } from '../examples/your-own-chart/expense.ts';
 import { runCli } from './support/cli.ts';
+import { suiteTempDir } from './support/temp-dir.ts';
 
 const root = join(import.meta.dirname, '..');
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
@@ -75,19 +75,15 @@ test('examples/mcp-agent: the agent finishes the refund task; its illegal move i
 });
 
 describe('examples/embedding-app/main.ts', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'agentcharts-embedding-app-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = suiteTempDir('agentcharts-embedding-app-');
 
   test('serves tasks over HTTP; an approved refund is retried after a 503 and done; SIGTERM stops it', async () => {
     const seen: { body?: unknown; error?: unknown } = {};
     let started = false;
     const run = await runExample(
       'examples/embedding-app/main.ts',
-      ['--db', join(dir, 'app.db'), '--port', '0'],
-      dir,
+      ['--db', join(dir(), 'app.db'), '--port', '0'],
+      dir(),
       (stdout, stop) => {
         const url = /listening on (http:\/\/\S+)/.exec(stdout)?.[1];
         if (url === undefined || started) return;

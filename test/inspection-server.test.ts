@@ -16,11 +16,11 @@ import {
 } from '../src/server/app.ts';
 import { localInspector } from '../src/server/inspection-local.ts';
 import { inspectStore } from '../src/inspect/inspector.ts';
-import { createDurableActor } from '../src/index.ts';
 import { InspectionHub } from '../src/server/inspection.ts';
 import { machineFromDefinition, InvalidDefinitionError } from '../src/inspect/definition.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
+import { taskActor } from './support/actors.ts';
 
 const TOKEN = 'inspection-token-0123456789';
 
@@ -203,12 +203,7 @@ describe('the local inspector', () => {
 
   test("a chart's durable actors appear beside the apps (what agentcharts inspect <machine> does)", async () => {
     const task = catalog['task-lifecycle'];
-    const actor = await createDurableActor(task.machine, {
-      id: 'inspected-task',
-      store,
-      input: { taskId: 'inspected-task' },
-      schemas: task.events,
-    });
+    const actor = await taskActor(store, 'inspected-task');
     await actor.send({ type: 'START' });
     const inspection = inspectStore(store, {
       chart: task,

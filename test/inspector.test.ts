@@ -15,6 +15,7 @@ import { ManualClock, createDurableActor, getRuntime } from '../src/index.ts';
 import { attachInspector, inspectStore, inspectionSessionId } from '../src/inspect/inspector.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
+import { taskActor } from './support/actors.ts';
 
 const task = catalog['task-lifecycle'];
 
@@ -162,12 +163,7 @@ describe('durable actors in the Stately inspector', () => {
   test('a single actor attached later is announced at once with its current state', async () => {
     const events: Array<Record<string, any>> = [];
     const store = openStore('memory:');
-    const actor = await createDurableActor(task.machine, {
-      id: 'refund-7',
-      store,
-      input: { taskId: 'refund-7' },
-      schemas: task.events,
-    });
+    const actor = await taskActor(store, 'refund-7');
     await actor.send({ type: 'START' });
     const detach = attachInspector(actor, { inspect: (e) => events.push(e as never) });
     await actor.send({ type: 'BLOCK_ON_DEPENDENCY', dependency: 'payments' });

@@ -7,10 +7,11 @@ import { useSelector } from '@xstate/react';
 import { describe, expect, expectTypeOf, test } from 'vitest';
 import type { SnapshotFrom, StateValue } from 'xstate';
 import { catalog } from '../machines/index.ts';
-import { createDurableActor, createStrictActor, getRuntime } from '../src/index.ts';
+import { createStrictActor, getRuntime } from '../src/index.ts';
 import type { DurableActor } from '../src/durable/actor.ts';
 import type { StrictActor } from '../src/strict/strict-actor.ts';
 import { openStore } from '../src/store/open.ts';
+import { taskActor } from './support/actors.ts';
 
 const task = catalog['task-lifecycle'];
 type TaskMachine = typeof task.machine;
@@ -34,12 +35,7 @@ describe('durable and strict actors are Subscribable', () => {
 
   test('an observer passed to subscribe is told of each commit, and getSnapshot has the new state', async () => {
     const store = openStore('memory:');
-    const actor = await createDurableActor(task.machine, {
-      id: 'bind-1',
-      store,
-      input: { taskId: 'bind-1' },
-      schemas: task.events,
-    });
+    const actor = await taskActor(store, 'bind-1');
     const seen: StateValue[] = [];
     const subscription = actor.subscribe({ next: () => seen.push(actor.getSnapshot().value) });
     await actor.send({ type: 'START' });

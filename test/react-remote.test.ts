@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { catalog } from '../machines/index.ts';
+import type { catalog } from '../machines/index.ts';
 import { followRemoteActor, type RemoteActorState } from '../src/react/index.ts';
-import { createDurableActor, getRuntime, type DurableActor } from '../src/index.ts';
+import { getRuntime, type DurableActor } from '../src/index.ts';
 import { listen, type ListeningServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';
 import { readOnlyServer } from './support/server.ts';
+import { taskActor } from './support/actors.ts';
 
-const task = catalog['task-lifecycle'];
 const TOKEN = 'remote-token-0123456789abcdef';
 const store = openStore('memory:');
 let http: ListeningServer;
-let actor: DurableActor<typeof task.machine>;
+let actor: DurableActor<(typeof catalog)['task-lifecycle']['machine']>;
 
 /** Enough of EventSource for a test under Node: reads the stream with fetch, `data:` lines become messages. */
 class FetchEventSource {
@@ -55,12 +55,7 @@ class FetchEventSource {
 }
 
 beforeAll(async () => {
-  actor = await createDurableActor(task.machine, {
-    id: 'remote-1',
-    store,
-    input: { taskId: 'remote-1' },
-    schemas: task.events,
-  });
+  actor = await taskActor(store, 'remote-1');
   const server = readOnlyServer(store, TOKEN, { cors: { origins: ['http://localhost:5173'] } });
   http = await listen(server);
 });

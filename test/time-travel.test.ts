@@ -3,15 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { catalog } from '../machines/index.ts';
-import { createDurableActor, getRuntime } from '../src/index.ts';
+import { getRuntime } from '../src/index.ts';
 import { diffJson } from '../src/inspect/json-diff.ts';
 import type { AgentchartsServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
 import { readOnlyServer } from './support/server.ts';
+import { taskActor } from './support/actors.ts';
 
-const task = catalog['task-lifecycle'];
 const TOKEN = 'time-travel-token-0123456789';
 let dir: string;
 let file: string;
@@ -43,12 +42,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agentcharts-time-travel-'));
   file = join(dir, 'tt.db');
   store = openStore(`sqlite:${file}`);
-  const actor = await createDurableActor(task.machine, {
-    id: 'refund-7',
-    store,
-    input: { taskId: 'refund-7' },
-    schemas: task.events,
-  });
+  const actor = await taskActor(store, 'refund-7');
   await actor.send({ type: 'START' });
   await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'refund_approval', requestedAt: 1_000 });
   await actor.send({ type: 'APPROVAL_GRANTED', approver: 'manager@example.com' });

@@ -15,6 +15,15 @@ import type { Browser, Route } from 'playwright-core';
 import { AgentchartsError } from '../core/errors.ts';
 import { importOptional, MissingDependencyError } from '../core/optional.ts';
 
+/** Chromium flags for a headless run that never reaches the network on its own. */
+export const OFFLINE_CHROMIUM_ARGS: readonly string[] = [
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 /** The optional packages an SVG needs. */
 export const SVG_PACKAGES = ['playwright-core', 'mermaid', '@mermaid-js/layout-elk'] as const;
 
@@ -191,14 +200,7 @@ export async function renderMermaidSvg(
       executablePath: executable,
       headless: true,
       timeout,
-      args: [
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: [...OFFLINE_CHROMIUM_ARGS],
     });
   } catch (error) {
     throw new BrowserError(
