@@ -21,17 +21,20 @@ export {
   type InspectorLike,
 } from '../durable/inspection.ts';
 import { DurableInspection, type InspectorLike } from '../durable/inspection.ts';
-import { EXPECTED, isActor, isMachine, isRuntime, isStore, requireArg } from '../core/options.ts';
+import {
+  EXPECTED,
+  hasMethods,
+  isActor,
+  isMachine,
+  isRuntime,
+  isStore,
+  requireArg,
+} from '../core/options.ts';
 
 /** Whether `v` has an `inspect` function or observer, as XState's inspectors do. */
 function isInspectorLike(v: unknown): boolean {
   const inspect = (v as { inspect?: unknown } | null)?.inspect;
-  return (
-    typeof inspect === 'function' ||
-    (typeof inspect === 'object' &&
-      inspect !== null &&
-      typeof (inspect as { next?: unknown }).next === 'function')
-  );
+  return typeof inspect === 'function' || hasMethods(inspect, 'next');
 }
 
 /**

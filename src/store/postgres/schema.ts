@@ -12,7 +12,7 @@
 import type { ClientBase } from 'pg';
 import { checkMigrations } from '../migrations.ts';
 import { OBSERVABILITY_INDEXES, TASK_STATE_CHANGES, backfillStateSince } from '../sql-common.ts';
-import { requireArg, requireOptions } from '../../core/options.ts';
+import { hasMethods, requireArg, requireOptions } from '../../core/options.ts';
 
 /** One forward-only schema step. `version` numbers run 1, 2, 3, … without gaps. */
 export interface PostgresMigration {
@@ -270,17 +270,17 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
 /** The schema version this build writes. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
 
+/** Throws InvalidOptionsError unless `client` is a pg client. */
+function requireClient(fn: string, client: unknown): void {
+  requireArg(fn, 'client', hasMethods(client, 'query'), 'a pg client (pool.connect())');
+}
+
 /**
  * The version recorded in `schema_migrations` of the connection's current schema
  * (the first of its `search_path`), 0 when the table does not exist.
  */
 export async function postgresSchemaVersion(client: ClientBase): Promise<number> {
-  requireArg(
-    'postgresSchemaVersion',
-    'client',
-    typeof (client as { query?: unknown } | null)?.query === 'function',
-    'a pg client (pool.connect())',
-  );
+  requireClient('postgresSchemaVersion', client);
   const table = await client.query<{ t: string | null }>(
     `SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations')::text AS t`,
   );
@@ -316,12 +316,7 @@ export async function migratePostgres(
   client: ClientBase,
   options: MigratePostgresOptions = {},
 ): Promise<{ from: number; to: number }> {
-  requireArg(
-    'migratePostgres',
-    'client',
-    typeof (client as { query?: unknown } | null)?.query === 'function',
-    'a pg client (pool.connect())',
-  );
+  requireClient('migratePostgres', client);
   requireOptions('migratePostgres', options);
   const migrations = options.migrations ?? POSTGRES_MIGRATIONS;
   const { latest, tooNew } = checkMigrations(migrations);
