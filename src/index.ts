@@ -23,6 +23,7 @@ export {
   StoreError,
   UncertainStepError,
   UnsupportedActorError,
+  UnpersistableValueError,
   type ChartMetadataFields,
   type ConcurrencyFields,
   type InvalidEventFields,
@@ -36,6 +37,7 @@ export {
   type StoreOperation,
   type UncertainStepFields,
   type UnsupportedActorFields,
+  type UnpersistableValueFields,
 } from './core/errors.ts';
 export { InvalidOptionsError } from './core/options.ts';
 export { defineConfig, type AgentchartsConfig } from './core/config.ts';
