@@ -145,7 +145,60 @@ export function checkDurableActors(machine: AnyStateMachine): void {
     }
   };
   walk(machine.root, '');
+  checkChildIds(machine);
   checked.add(machine);
+}
+
+/**
+ * Two invoked child machines with one id that can run at once (one state inside
+ * the other, or in parallel regions): XState runs both, but a durable child is an
+ * actor named by its parent and that id, so only one could exist. Refused, naming
+ * both states, so the chart gives them distinct ids.
+ */
+function checkChildIds(machine: AnyStateMachine): void {
+  const byId = new Map<string, AnyStateNode[]>();
+  const walk = (node: AnyStateNode): void => {
+    for (const invoke of node.invoke) {
+      const logic = resolveActorLogic(machine, invoke.src);
+      if (logic && actorKind(logic) === 'machine') {
+        const list = byId.get(invoke.id) ?? [];
+        list.push(node);
+        byId.set(invoke.id, list);
+      }
+    }
+    for (const child of Object.values(node.states)) walk(child);
+  };
+  walk(machine.root);
+  for (const [id, nodes] of byId) {
+    for (let i = 0; i < nodes.length; i++) {
+      for (let j = i + 1; j < nodes.length; j++) {
+        const a = nodes[i] as AnyStateNode;
+        const b = nodes[j] as AnyStateNode;
+        if (!canBeActiveTogether(a, b)) continue;
+        throw new UnsupportedActorError({
+          machineId: machine.id,
+          state: b.path.join('.'),
+          actorId: id,
+          kind: 'machine invoked twice at once',
+          hint: `state "${a.path.join('.') || '(root)'}" invokes a child machine with the same id while this one can be active; give the two invokes distinct ids`,
+        });
+      }
+    }
+  }
+}
+
+/** Whether two state nodes can be active at the same time. */
+function canBeActiveTogether(a: AnyStateNode, b: AnyStateNode): boolean {
+  const ancestors = (n: AnyStateNode): AnyStateNode[] => {
+    const out: AnyStateNode[] = [];
+    for (let p: AnyStateNode | undefined = n; p; p = p.parent) out.push(p);
+    return out;
+  };
+  const ofA = ancestors(a);
+  const ofB = new Set(ancestors(b));
+  if (ofB.has(a) || ofA.includes(b)) return true; // one inside the other
+  const common = ofA.find((n) => ofB.has(n));
+  return common?.type === 'parallel';
 }
 
 const childrenOf = new WeakMap<AnyStateMachine, readonly AnyStateMachine[]>();

@@ -37,14 +37,19 @@ export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
   if (out !== undefined && out.length > 0) runtime.courier.notify(new Set(out.map((m) => m.to)));
 }
 
-export function armTimers(runtime: DurableRuntime, write: ActorWrite): void {
+export function armTimers(runtime: DurableRuntime, write: ActorWrite, effects: Effects): void {
   if (write.consumeTimer !== undefined) runtime.unschedule(write.actorId, write.consumeTimer);
   if (write.cancelAllTimers === true) {
     runtime.timers.unscheduleAll(write.actorId);
     return;
   }
-  for (const id of write.timersCancel) runtime.unschedule(write.actorId, id);
-  for (const t of write.timersSet) runtime.schedule(t);
+  // A timer that lost its id keeps its wake-up (and its place among timers due at once).
+  const kept = new Set<string>();
+  for (const [from, to] of effects.timersRenamed) {
+    if (runtime.timers.rename(write.actorId, from, to)) kept.add(to);
+  }
+  for (const id of write.timersCancel) if (!kept.has(id)) runtime.unschedule(write.actorId, id);
+  for (const t of write.timersSet) if (!kept.has(t.timerId)) runtime.schedule(t);
 }
 
 /** Logs a failed commit, tells observers, and marks the actor stale after a lost race. */

@@ -67,6 +67,12 @@ export interface Effects {
   /** Timer rows to insert or move (by key) and keys to delete, for the store's due-time index. */
   timersSet: TimerRow[];
   timersCancel: string[];
+  /**
+   * Timers that lost their id to a later one with the same id (`[old key, new key]`):
+   * still pending, armed as they were (their place among timers due at the same
+   * instant is their original one, as in XState's scheduler).
+   */
+  timersRenamed: Array<[string, string]>;
   /** The actor finished: every timer row goes. */
   cancelAllTimers: boolean;
   invokesStart: InvokeStart[];
@@ -144,6 +150,7 @@ class Planner {
   private readonly invokesStop: string[] = [];
   private readonly emitted: EventObject[] = [];
   private readonly effects: Effect[] = [];
+  private readonly renamed: Array<[string, string]> = [];
   /** The children before the transition, by ref. */
   private readonly before = new Map<ChildRef, string>();
   /** Refs the transition stopped (a spawn of one of them is no spawn). */
@@ -205,6 +212,7 @@ class Planner {
       ledger,
       timersSet,
       timersCancel,
+      timersRenamed: finished ? [] : this.renamed,
       cancelAllTimers: finished,
       invokesStart: this.invokesStart,
       invokesStop: this.invokesStop,
@@ -266,9 +274,12 @@ class Planner {
     const kind = checkActor(t.machine, stateLabel(t.next.value), id, ref.logic);
     const input = ref.options?.input;
     if (kind === 'promise') {
-      const key = invokeKey(t.actorId, id, t.seq);
-      const same = this.invokes.findIndex((i) => i.id === id);
-      if (same >= 0) this.invokes.splice(same, 1);
+      // Two invokes of one id entered together (a state and its child) both run, as
+      // in XState: the second takes the id's place in `children`, the first still
+      // delivers its result. Each has a key of its own.
+      let key = invokeKey(t.actorId, id, t.seq);
+      const twins = this.invokesStart.filter((i) => i.id === id).length;
+      if (twins > 0) key = `${key}.${twins}`;
       this.invokes.push({ id, key });
       this.invokesStart.push({ id, key, logic: ref.logic, input });
       return;
@@ -289,7 +300,8 @@ class Planner {
 
   private stop(ref: ChildRef, id: string): void {
     if (actorKind(ref.logic) === 'promise') {
-      const i = this.invokes.findIndex((invoke) => invoke.id === id);
+      // The one `children` holds under that id: the last of that id to start.
+      const i = this.invokes.findLastIndex((invoke) => invoke.id === id);
       if (i >= 0) {
         this.invokesStop.push((this.invokes[i] as PendingInvoke).key);
         this.invokes.splice(i, 1);
@@ -389,7 +401,10 @@ class Planner {
       for (const [i, timer] of this.timers.entries()) {
         if (timer.sendId === sendId || timer.key === sendId) {
           const kept: PendingTimer = { ...timer, sendId: undefined };
-          if (timer.key === sendId) kept.key = `${timer.key}@${seq}.${idx}`;
+          if (timer.key === sendId) {
+            kept.key = `${timer.key}@${seq}.${idx}`;
+            this.renamed.push([timer.key, kept.key]);
+          }
           this.timers[i] = kept;
         }
       }
@@ -422,7 +437,9 @@ class Planner {
     for (const timer of ledger.timers) {
       const was = before.get(timer.key);
       before.delete(timer.key);
-      if (was && was.due === timer.due && was.event === timer.event) continue;
+      // The same entry: untouched. A new one under a key the transition cancelled and
+      // set again (a state left and entered) is armed anew, as XState schedules it.
+      if (was === timer) continue;
       timersSet.push({
         actorId,
         timerId: timer.key,

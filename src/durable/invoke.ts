@@ -123,7 +123,7 @@ export async function runInvoke(
   invoke: InvokeStart,
   claimed = false,
 ): Promise<void> {
-  const { store, clock, logger } = core.runtime;
+  const { store, clock } = core.runtime;
   if (!claimed && !(await store.startStep(invoke.key, clock.now()))) return;
   const controller = new AbortController();
   (core.invokes ??= new Map()).set(invoke.key, controller);
@@ -133,6 +133,25 @@ export async function runInvoke(
     key: invoke.key,
   });
   core.invokes.delete(invoke.key);
+  const finishing = finish(core, invoke, outcome, controller.signal);
+  const settling = core.runtime.invokesSettling;
+  settling.add(finishing);
+  try {
+    await finishing;
+  } finally {
+    settling.delete(finishing);
+  }
+}
+
+/** Records a settled invoke's outcome on its step and delivers it unless its state was left. */
+async function finish(
+  core: ActorCore,
+  invoke: InvokeStart,
+  outcome: Outcome,
+  signal: AbortSignal,
+): Promise<void> {
+  const { store, clock, logger } = core.runtime;
+  let recorded = outcome;
   try {
     await store.finishStep(
       invoke.key,
@@ -141,12 +160,21 @@ export async function runInvoke(
       clock.now(),
     );
   } catch (error) {
-    // Left `executing`: recovery settles it through the reconcile hook.
-    logger.error({ actorId: core.id, key: invoke.key, err: error }, 'invoke outcome not recorded');
-    return;
+    // Another run of the same step (one a stopped process started) recorded its
+    // outcome first: that is the outcome, delivered once.
+    const row = await store.getStep(invoke.key).catch(() => undefined);
+    if (row === undefined || row.status === 'executing') {
+      // Left `executing`: recovery settles it through the reconcile hook.
+      logger.error(
+        { actorId: core.id, key: invoke.key, err: error },
+        'invoke outcome not recorded',
+      );
+      return;
+    }
+    recorded = outcomeOf(row.status, row.result);
   }
-  if (controller.signal.aborted) return; // its state was left: recorded, never delivered
-  await deliverOutcome(core, invoke.id, invoke.key, outcome);
+  if (signal.aborted) return; // its state was left: recorded, never delivered
+  await deliverOutcome(core, invoke.id, invoke.key, recorded);
 }
 
 /** Delivers a settled invoke's outcome through the actor's mailbox and send path. */

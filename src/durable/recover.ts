@@ -7,6 +7,7 @@ import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
 import type { InvokeRecovery } from './invoke.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
+import { ledgerOf } from './ledger.ts';
 import { hasPendingWork, isAwaitedInvoke, parseStored, storedSnapshot } from './stored.ts';
 
 export type { RecoverOptions, RecoveryEntry, RecoveryReport } from './recover-report.ts';
@@ -186,11 +187,19 @@ async function recoverOne(
   options: { startedAt: number; reconcile: ReconcileHook | undefined },
 ): Promise<InvokeRecovery[]> {
   const now = runtime.clock.now();
-  const overdue = timers.filter((t) => t.dueAt <= now);
+  const stored = parseStored(row);
+  // In the order the actor armed them (its ledger), due times first: timers due at the
+  // same instant fire as XState's scheduler would fire them.
+  const ledger = ledgerOf(stored);
+  const pending = ledger
+    ? [...ledger.timers]
+        .sort((a, b) => a.due - b.due)
+        .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due }))
+    : timers;
+  const overdue = pending.filter((t) => t.dueAt <= now);
   let state = row.state;
   let snapshot: RecoverySnapshot;
   let invokes: InvokeRecovery[] = [];
-  const stored = parseStored(row);
   if (overdue.length > 0 || hasPendingWork(stored)) {
     const actor = await adoptActorRow(runtime, row);
     let moved = false;
@@ -215,7 +224,7 @@ async function recoverOne(
       return invokes;
     }
   } else {
-    for (const t of timers) runtime.schedule(t);
+    for (const t of pending) runtime.schedule(t);
     snapshot = storedSnapshot(runtime, row, stored);
   }
   const chart = runtime.chartFor(row.machineId);

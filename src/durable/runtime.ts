@@ -292,19 +292,23 @@ export class DurableRuntime {
 
   /** Invoked promises running in this process (see {@link drain}). */
   readonly invokesRunning = new Set<Promise<void>>();
+  /** Invoked promises that have settled and are recording and delivering their outcome. */
+  readonly invokesSettling = new Set<Promise<void>>();
 
   /**
    * Waits for timer firings under way, queued commits, the message deliveries they
    * started and the invoked promises running here (and what their outcomes commit)
-   * to finish.
+   * to finish. With `{ invokes: 'settled' }` it does not wait for promises still
+   * running, only for the outcomes of those that have settled to be committed.
    */
-  async drain(): Promise<void> {
+  async drain(options: { invokes?: 'all' | 'settled' } = {}): Promise<void> {
+    const invokes = options.invokes === 'settled' ? this.invokesSettling : this.invokesRunning;
     do {
       await this.timers.idle();
       await this.committer.drain();
       await this.courier.idle();
-      await Promise.all([...this.invokesRunning]);
-    } while (this.invokesRunning.size > 0 || this.timers.busy);
+      await Promise.all([...invokes, ...this.invokesSettling]);
+    } while (invokes.size > 0 || this.invokesSettling.size > 0 || this.timers.busy);
     await this.committer.drain();
   }
 

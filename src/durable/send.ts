@@ -109,7 +109,7 @@ export async function processEvent(
   core.row = write.actor;
   core.snapshot = next;
   core.ledger = step.effects.ledger;
-  armTimers(runtime, write);
+  armTimers(runtime, write, step.effects);
   startInvokes(core, step.effects);
   postMessages(runtime, write);
   afterCommit(core, step.effects, () => ({

@@ -14,8 +14,11 @@ import type { Store, TimerRow } from '../store/types.ts';
 export type FireTimer = (actorId: string, timerId: string) => Promise<boolean>;
 
 export class TimerScheduler {
-  /** In-process wake-ups by actor, then timer id. */
-  private readonly handles = new Map<string, Map<string, unknown>>();
+  /** In-process wake-ups by actor, then timer id (the id a wake-up fires is kept in `ref`). */
+  private readonly handles = new Map<
+    string,
+    Map<string, { handle: unknown; ref: { timerId: string } }>
+  >();
   /** Firings under way (a wake-up ran; its commit has not settled yet). */
   private readonly firing = new Set<Promise<boolean>>();
   private pollHandle: unknown;
@@ -38,20 +41,32 @@ export class TimerScheduler {
     let byTimer = this.handles.get(timer.actorId);
     if (!byTimer) this.handles.set(timer.actorId, (byTimer = new Map()));
     const previous = byTimer.get(timer.timerId);
-    if (previous !== undefined) this.clock.clearTimeout(previous);
+    if (previous !== undefined) this.clock.clearTimeout(previous.handle);
+    const ref = { timerId: timer.timerId };
     const handle = this.clock.setTimeout(() => {
-      this.forget(timer.actorId, timer.timerId);
-      const run = this.fire(timer.actorId, timer.timerId);
+      this.forget(timer.actorId, ref.timerId);
+      const run = this.fire(timer.actorId, ref.timerId);
       this.firing.add(run);
       void run.finally(() => this.firing.delete(run));
     }, timer.dueAt - this.clock.now());
-    byTimer.set(timer.timerId, handle);
+    byTimer.set(timer.timerId, { handle, ref });
+  }
+
+  /** A pending timer's id changed (it lost its id to a later one): its wake-up stays as armed. */
+  rename(actorId: string, from: string, to: string): boolean {
+    const byTimer = this.handles.get(actorId);
+    const armed = byTimer?.get(from);
+    if (!byTimer || !armed) return false;
+    byTimer.delete(from);
+    armed.ref.timerId = to;
+    byTimer.set(to, armed);
+    return true;
   }
 
   /** Disarms a wake-up (its row was deleted in a commit). */
   unschedule(actorId: string, timerId: string): void {
-    const handle = this.handles.get(actorId)?.get(timerId);
-    if (handle !== undefined) this.clock.clearTimeout(handle);
+    const armed = this.handles.get(actorId)?.get(timerId);
+    if (armed !== undefined) this.clock.clearTimeout(armed.handle);
     this.forget(actorId, timerId);
   }
 
@@ -77,7 +92,9 @@ export class TimerScheduler {
 
   /** Disarms every wake-up of an actor (it finished, or left this process). */
   unscheduleAll(actorId: string): void {
-    for (const handle of this.handles.get(actorId)?.values() ?? []) this.clock.clearTimeout(handle);
+    for (const armed of this.handles.get(actorId)?.values() ?? []) {
+      this.clock.clearTimeout(armed.handle);
+    }
     this.handles.delete(actorId);
   }
 
@@ -139,7 +156,7 @@ export class TimerScheduler {
     this.closed = true;
     if (this.pollHandle !== undefined) this.clock.clearTimeout(this.pollHandle);
     for (const byTimer of this.handles.values()) {
-      for (const handle of byTimer.values()) this.clock.clearTimeout(handle);
+      for (const armed of byTimer.values()) this.clock.clearTimeout(armed.handle);
     }
     this.handles.clear();
   }

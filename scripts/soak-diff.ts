@@ -1,0 +1,79 @@
+/**
+ * `npm run soak:diff -- [--runs N] [--seed S] [--store memory|sqlite]`: the long
+ * run of the differential test (test/differential.test.ts): N random machines and
+ * scripts (default 20,000) on plain XState and on durable actors, compared after
+ * every step. A difference prints the machine and script fast-check shrank it to,
+ * and the seed that replays it; the exit code is 1.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { openStore } from '../src/index.ts';
+import { runBoth } from '../test/support/differential.ts';
+import { buildMachine, Gate, machineSpecArb, scriptArb } from '../test/support/machine-gen.ts';
+
+const args = process.argv.slice(2);
+let runs = 20_000;
+let seed = Date.now() % 2_147_483_647;
+let kind: 'memory' | 'sqlite' = 'memory';
+for (let i = 0; i < args.length; i++) {
+  const [flag, value] = [args[i], args[i + 1]];
+  if (flag === '--runs' && value !== undefined && /^\d+$/.test(value)) runs = Number(value);
+  else if (flag === '--seed' && value !== undefined && /^-?\d+$/.test(value)) seed = Number(value);
+  else if (flag === '--store' && (value === 'memory' || value === 'sqlite')) kind = value;
+  else {
+    console.error(
+      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite]`,
+    );
+    process.exit(64);
+  }
+  i++;
+}
+// XState's development build warns of events sent to stopped actors, which
+// generated machines do on purpose.
+console.warn = () => {};
+
+const dir = mkdtempSync(join(tmpdir(), 'agentcharts-soak-diff-'));
+let cases = 0;
+let steps = 0;
+let restarts = 0;
+const started = Date.now();
+try {
+  await fc.assert(
+    fc.asyncProperty(machineSpecArb, scriptArb, async (spec, script) => {
+      cases++;
+      steps += script.length;
+      const file = join(dir, `case-${cases}.db`);
+      const memory = kind === 'memory' ? openStore('memory:') : undefined;
+      const result = await runBoth(
+        () => {
+          const gate = new Gate();
+          return { machine: buildMachine(spec, gate), gate };
+        },
+        script,
+        memory
+          ? { open: () => memory, reopens: false }
+          : { open: () => openStore(`sqlite:${file}`), reopens: true },
+      );
+      restarts += result.restarts;
+      if (kind === 'sqlite') rmSync(file, { force: true });
+      if (cases % 1000 === 0) {
+        process.stderr.write(`  ${cases} cases, ${steps} steps, ${restarts} restarts\n`);
+      }
+    }),
+    { numRuns: runs, seed },
+  );
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  console.log(
+    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts: durable equals plain XState after every step (${seconds} s)`,
+  );
+} catch (error) {
+  console.error(String(error instanceof Error ? error.message : error));
+  console.error(
+    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}`,
+  );
+  process.exitCode = 1;
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,65 @@
+/**
+ * XState is the oracle: random machines (test/support/machine-gen.ts) run with
+ * random scripts of events, clock advances and restarts on plain XState and on
+ * durable actors, compared after every step (test/support/differential.ts). A
+ * difference fails with the machine and script fast-check shrank it to.
+ * `npm run soak:diff -- --runs 20000` is the long run.
+ */
+import { join } from 'node:path';
+import { fc, test } from '@fast-check/vitest';
+import { beforeAll, describe, vi } from 'vitest';
+import { openStore } from '../src/index.ts';
+import { runBoth } from './support/differential.ts';
+import {
+  buildMachine,
+  Gate,
+  machineSpecArb,
+  scriptArb,
+  type MachineSpec,
+} from './support/machine-gen.ts';
+import { usePostgres } from './support/postgres.ts';
+import { suiteTempDir } from './support/temp-dir.ts';
+
+const cases = fc.tuple(machineSpecArb, scriptArb);
+let n = 0;
+
+/** A fresh machine and the gate its promises wait on. */
+function machineOf(spec: MachineSpec) {
+  const gate = new Gate();
+  return { machine: buildMachine(spec, gate), gate };
+}
+
+describe('durable actors end as plain XState does, step by step', () => {
+  const dir = suiteTempDir('agentcharts-diff-');
+  // XState's development build warns of events sent to stopped actors, which
+  // generated machines do on purpose.
+  beforeAll(() => {
+    vi.spyOn(console, 'warn').mockImplementation(() => {});
+  });
+
+  test.prop([cases], { numRuns: 300 })('on the memory store', async ([spec, script]) => {
+    const store = openStore('memory:');
+    await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
+  });
+
+  test.prop([cases], { numRuns: 300 })(
+    'on SQLite, restarts reopening the file',
+    async ([spec, script]) => {
+      const file = join(dir(), `case-${n++}.db`);
+      await runBoth(() => machineOf(spec), script, {
+        open: () => openStore(`sqlite:${file}`),
+        reopens: true,
+      });
+    },
+  );
+
+  describe('on PostgreSQL', () => {
+    const server = usePostgres();
+    test.prop([cases], { numRuns: 50 })('restarts reconnecting', async ([spec, script]) => {
+      const pg = server();
+      if (pg === undefined) return;
+      const url = pg.freshUrl();
+      await runBoth(() => machineOf(spec), script, { open: () => openStore(url), reopens: true });
+    });
+  });
+});

@@ -1,0 +1,591 @@
+/**
+ * Random XState v5 machines for the differential test: a spec of plain data
+ * (printable, shrinkable by fast-check) and the machine it builds. The specs
+ * cover nested, parallel and history states, guarded `after` timers, delayed
+ * `raise` and `sendTo` with `cancel`, `always`, invoked promises that resolve,
+ * reject or throw in `onDone`, a child machine (invoked, and spawned with a
+ * `systemId`) that talks back with `sendParent` and finishes with an output, and
+ * final states.
+ *
+ * Every generated machine terminates each macrostep (an `always` resets what its
+ * guard reads; an immediate raise is handled without a target) and throws only on
+ * events that come from effects (timers, messages, invoke results), never on a
+ * caller's event: a durable actor refuses a caller's event whose transition throws,
+ * where plain XState fails the actor, by design.
+ */
+import fc from 'fast-check';
+import {
+  assign,
+  cancel,
+  fromPromise,
+  raise,
+  sendParent,
+  sendTo,
+  setup,
+  spawnChild,
+  stopChild,
+  type AnyStateMachine,
+} from 'xstate';
+
+export type CallerEvent = 'A' | 'B' | 'C';
+type InternalEvent = 'PING' | 'T1' | 'T2' | 'R';
+type Guard = 'nEven' | 'nBig' | 'kPos';
+
+export type ActionSpec =
+  | { do: 'inc' | 'add' | 'note' | 'reset' | 'boom' | 'raiseNow' | 'cancel' | 'cancelKid' }
+  | { do: 'raiseLater'; event: 'T1' | 'T2'; delay: number; id: boolean }
+  | { do: 'sendKid'; event: 'PONG' | 'GO' | 'FIN'; delay: number | null; id: boolean }
+  | { do: 'respawn'; systemId: boolean }
+  | { do: 'stopK2' };
+
+export interface TransitionSpec {
+  event: CallerEvent | InternalEvent;
+  guard: Guard | null;
+  target: string | null;
+  actions: ActionSpec[];
+}
+
+export interface StateSpec {
+  id: string;
+  kind: 'atomic' | 'compound' | 'parallel' | 'final';
+  children: StateSpec[];
+  history: 'shallow' | 'deep' | null;
+  entry: ActionSpec[];
+  exit: ActionSpec[];
+  on: TransitionSpec[];
+  after: {
+    delay: number;
+    guard: Guard | null;
+    target: string | null;
+    actions: ActionSpec[];
+  } | null;
+  always: { target: string | null } | null;
+  work: { fail: boolean; onDone: string | null; boom: boolean; onError: string | null } | null;
+  kid: { onDone: string | null; onError: string | null } | null;
+  onDone: string | null;
+}
+
+export interface KidSpec {
+  pingOnStart: boolean;
+  pongReply: boolean;
+  failOnPong: boolean;
+  busyDelay: number;
+}
+
+export interface MachineSpec {
+  states: StateSpec[];
+  rootOn: TransitionSpec[];
+  kid: KidSpec;
+}
+
+/** A caller's step of a script. */
+export type ScriptStep =
+  | { send: CallerEvent; k: number }
+  /** Invoked promises waiting now settle (the root takes `SETTLE`, then its gate opens). */
+  | { settle: true }
+  /** To one of the root's child machines, by its place among their ids in order. */
+  | { kid: number; send: 'GO' | 'FIN' }
+  | { wait: number }
+  | { restart: true };
+
+// ---- building ----------------------------------------------------------------
+
+/**
+ * When invoked promises settle: a step of the script, the same moment on both
+ * sides (a promise's timing is the world's, not XState's; the script decides it).
+ * The root counts settles in its context (`epoch`, moved by the `SETTLE` event)
+ * and a promise waits until the gate has passed the epoch it started in, so a
+ * restarted process (the crash test) knows from the actor itself which promises
+ * a settle released: they run again and resolve at once.
+ */
+export class Gate {
+  private epoch = 0;
+  private waiting: Array<{ epoch: number; at: string; resolve: () => void }> = [];
+
+  /** Waits until the gate has passed `epoch`; `at` orders promises released together. */
+  wait(epoch: number, at: string): Promise<void> {
+    if (this.epoch > epoch) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push({ epoch, at, resolve }));
+  }
+
+  /**
+   * Releases every promise started before `epoch`, one at a time in order of `at`
+   * (promises settling "at once" settle in some order; the script fixes it), with
+   * `settle` awaited after each.
+   */
+  async openTo(epoch: number, settle: () => Promise<void>): Promise<void> {
+    this.epoch = Math.max(this.epoch, epoch);
+    for (;;) {
+      const due = this.waiting
+        .filter((w) => w.epoch < this.epoch)
+        .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))[0];
+      if (!due) return;
+      this.waiting = this.waiting.filter((w) => w !== due);
+      due.resolve();
+      await settle();
+    }
+  }
+}
+
+interface Ctx {
+  n: number;
+  log: string[];
+  epoch: number;
+}
+
+const note = (log: string[], type: string): string[] => [...log, type].slice(-4);
+
+function kidMachine(spec: KidSpec): AnyStateMachine {
+  // Built as plain data: the generated configs are typed loosely on purpose.
+  const pong: unknown[] = [
+    assign({
+      m: ({ context }: { context: { m: number } }) => {
+        if (spec.failOnPong && context.m >= 2) throw new Error('kid boom');
+        return context.m + 1;
+      },
+    }),
+    ...(spec.pongReply ? [sendParent({ type: 'PING' })] : []),
+  ];
+  const machine = setup({ types: { context: {} as { m: number } } }).createMachine({
+    id: 'kid',
+    context: { m: 0 },
+    initial: 'idle',
+    entry: spec.pingOnStart ? [sendParent({ type: 'PING' })] : [],
+    states: {
+      idle: { on: { GO: 'busy', FIN: 'done', PONG: { actions: pong } } },
+      busy: {
+        after: { [spec.busyDelay]: { target: 'idle', actions: sendParent({ type: 'PING' }) } },
+        on: { FIN: 'done', PONG: { actions: pong } },
+      },
+      done: { type: 'final' },
+    },
+    output: ({ context }: { context: { m: number } }) => ({ m: context.m }),
+  } as never);
+  return machine as unknown as AnyStateMachine;
+}
+
+/** The XState machine a spec describes (a fresh one each call); its promises wait for `gate`. */
+export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
+  const kid = kidMachine(spec.kid);
+  // The child machine a state invokes is `k_<state>`: two states active at once
+  // never invoke one id (a durable child is named by it).
+  const kidOf = (stateId: string) => `k_${stateId}`;
+  let here = '';
+  const actions = (list: readonly ActionSpec[]): unknown[] => list.flatMap(action);
+  const action = (a: ActionSpec): unknown[] => {
+    switch (a.do) {
+      case 'inc':
+        return [assign({ n: ({ context }: { context: Ctx }) => context.n + 1 })];
+      case 'add':
+        return [
+          assign({
+            n: ({ context, event }: { context: Ctx; event: { type: string; k?: unknown } }) =>
+              context.n + (typeof event.k === 'number' ? event.k : 1),
+          }),
+        ];
+      case 'note':
+        return [
+          assign({
+            log: ({ context, event }: { context: Ctx; event: { type: string } }) =>
+              note(context.log, event.type),
+          }),
+        ];
+      case 'reset':
+        return [assign({ n: 0 })];
+      case 'boom':
+        return [
+          assign(() => {
+            throw new Error('boom');
+          }),
+        ];
+      case 'raiseNow':
+        return [raise({ type: 'R' })];
+      case 'raiseLater':
+        return [raise({ type: a.event }, { delay: a.delay, ...(a.id ? { id: 't1' } : {}) })];
+      case 'cancel':
+        return [cancel('t1')];
+      case 'cancelKid':
+        return [cancel('k1')];
+      case 'sendKid':
+        return [
+          sendTo(
+            kidOf(here),
+            { type: a.event },
+            a.delay === null ? {} : { delay: a.delay, ...(a.id ? { id: 'k1' } : {}) },
+          ),
+        ];
+      case 'respawn':
+        return [
+          stopChild('k2'),
+          spawnChild('kid', { id: 'k2', ...(a.systemId ? { systemId: 'k2sys' } : {}) }),
+        ];
+      case 'stopK2':
+        return [stopChild('k2')];
+    }
+  };
+  const target = (id: string | null) => (id === null ? {} : { target: `#${id}` });
+  const transition = (t: TransitionSpec) => ({
+    ...target(t.target),
+    ...(t.guard === null ? {} : { guard: t.guard }),
+    actions: actions(t.actions),
+  });
+  const onOf = (list: readonly TransitionSpec[]) => {
+    const on: Record<string, unknown[]> = {};
+    for (const t of list) (on[t.event] ??= []).push(transition(t));
+    return on;
+  };
+  const node = (s: StateSpec): Record<string, unknown> => {
+    here = s.id;
+    const config: Record<string, unknown> = { id: s.id };
+    if (s.kind === 'final') return { ...config, type: 'final' };
+    if (s.entry.length > 0) config['entry'] = actions(s.entry);
+    if (s.exit.length > 0) config['exit'] = actions(s.exit);
+    config['on'] = onOf(s.on);
+    if (s.after) {
+      config['after'] = {
+        [s.after.delay]: {
+          ...target(s.after.target),
+          ...(s.after.guard === null ? {} : { guard: s.after.guard }),
+          actions: actions(s.after.actions),
+        },
+      };
+    }
+    if (s.always)
+      config['always'] = { guard: 'nBig', ...target(s.always.target), actions: assign({ n: 0 }) };
+    const invoke: unknown[] = [];
+    if (s.work) {
+      const w = s.work;
+      invoke.push({
+        id: 'work',
+        src: 'work',
+        input: ({ context }: { context: Ctx }) => ({
+          n: context.n,
+          fail: w.fail,
+          epoch: context.epoch,
+          at: s.id,
+        }),
+        onDone: {
+          ...target(w.onDone),
+          actions: [
+            assign({ n: ({ event }: { event: { output: number } }) => event.output }),
+            ...(w.boom ? actions([{ do: 'boom' }]) : []),
+          ],
+        },
+        onError: { ...target(w.onError), actions: actions([{ do: 'note' }]) },
+      });
+    }
+    if (s.kid) {
+      invoke.push({
+        id: kidOf(s.id),
+        src: 'kid',
+        onDone: { ...target(s.kid.onDone), actions: actions([{ do: 'note' }]) },
+        onError: { ...target(s.kid.onError), actions: actions([{ do: 'note' }]) },
+      });
+    }
+    if (invoke.length > 0) config['invoke'] = invoke;
+    if (s.kind === 'compound') {
+      const states: Record<string, unknown> = {};
+      for (const c of s.children) states[c.id] = node(c);
+      if (s.history) states[`${s.id}h`] = { id: `${s.id}h`, type: 'history', history: s.history };
+      config['initial'] = s.children[0]?.id;
+      config['states'] = states;
+      if (s.onDone !== null) config['onDone'] = { target: `#${s.onDone}` };
+    } else if (s.kind === 'parallel') {
+      const states: Record<string, unknown> = {};
+      for (const c of s.children) states[c.id] = node(c);
+      config['type'] = 'parallel';
+      config['states'] = states;
+      if (s.onDone !== null) config['onDone'] = { target: `#${s.onDone}` };
+    }
+    return config;
+  };
+  const states: Record<string, unknown> = {};
+  for (const s of spec.states) states[s.id] = node(s);
+  const machine = setup({
+    types: { context: {} as Ctx },
+    actors: {
+      kid,
+      work: fromPromise(
+        async ({ input }: { input: { n: number; fail: boolean; epoch: number; at: string } }) => {
+          await gate.wait(input.epoch, input.at);
+          if (input.fail) throw new Error('work failed');
+          return input.n * 2 + 1;
+        },
+      ),
+    },
+    guards: {
+      nEven: ({ context }) => context.n % 2 === 0,
+      nBig: ({ context }) => context.n >= 3,
+      kPos: ({ event }) => {
+        const k: unknown = (event as { k?: unknown }).k;
+        return typeof k === 'number' && k > 0;
+      },
+    },
+  }).createMachine({
+    id: 'gen',
+    // Its promise gives the same result when run again (after a restart mid-call).
+    meta: { invokes: { work: { rerun: 'safe' } } },
+    context: { n: 0, log: [], epoch: 0 },
+    initial: spec.states[0]?.id,
+    states,
+    on: {
+      ...onOf(spec.rootOn),
+      SETTLE: { actions: assign({ epoch: ({ context }: { context: Ctx }) => context.epoch + 1 }) },
+      'xstate.done.actor.k2': { actions: actions([{ do: 'note' }]) },
+    },
+    output: ({ context }: { context: Ctx }) => ({ n: context.n, log: context.log }),
+  } as never);
+  return machine as unknown as AnyStateMachine;
+}
+
+// ---- generating --------------------------------------------------------------
+
+const CALLER: readonly CallerEvent[] = ['A', 'B', 'C'];
+const guardArb = fc.constantFrom<Guard | null>(null, null, 'nEven', 'nBig', 'kPos');
+
+/** Actions a transition may run; `source` decides whether it may throw or raise at once. */
+function actionArb(
+  source: 'caller' | 'effect' | 'entry',
+  kidHere: boolean,
+): fc.Arbitrary<ActionSpec> {
+  // Entry and exit actions leave `n` alone: an `always` that resets it could
+  // otherwise be re-enabled by the entries it causes, forever.
+  const plain: Array<fc.Arbitrary<ActionSpec>> = [
+    source === 'entry'
+      ? fc.constantFrom<ActionSpec>({ do: 'note' }, { do: 'cancel' })
+      : fc.constantFrom<ActionSpec>(
+          { do: 'inc' },
+          { do: 'add' },
+          { do: 'note' },
+          { do: 'reset' },
+          { do: 'cancel' },
+        ),
+    fc.record({
+      do: fc.constant('raiseLater' as const),
+      event: fc.constantFrom('T1' as const, 'T2' as const),
+      delay: fc.constantFrom(100, 200, 300),
+      id: fc.boolean(),
+    }),
+  ];
+  if (source !== 'entry') {
+    plain.push(
+      fc.record({ do: fc.constant('respawn' as const), systemId: fc.boolean() }),
+      fc.constant<ActionSpec>({ do: 'stopK2' }),
+    );
+  }
+  if (source === 'caller') plain.push(fc.constant<ActionSpec>({ do: 'raiseNow' }));
+  if (source === 'effect') plain.push(fc.constant<ActionSpec>({ do: 'boom' }));
+  if (kidHere) {
+    plain.push(
+      fc.record({
+        do: fc.constant('sendKid' as const),
+        event: fc.constantFrom('PONG' as const, 'GO' as const, 'FIN' as const),
+        delay: fc.constantFrom<number | null>(null, 100, 200),
+        id: fc.boolean(),
+      }),
+      fc.constant<ActionSpec>({ do: 'cancelKid' }),
+    );
+  }
+  return fc.oneof(...plain);
+}
+
+/** The shape of the state tree: ids and kinds, no behaviour yet. */
+interface Shape {
+  id: string;
+  kind: StateSpec['kind'];
+  children: Shape[];
+  history: StateSpec['history'];
+}
+
+const shapeArb: fc.Arbitrary<Shape[]> = fc
+  .array(
+    fc.record({
+      kind: fc.constantFrom<StateSpec['kind']>('atomic', 'atomic', 'compound', 'parallel', 'final'),
+      size: fc.integer({ min: 2, max: 3 }),
+      final: fc.boolean(),
+      history: fc.constantFrom<StateSpec['history']>(null, 'shallow', 'deep'),
+    }),
+    { minLength: 2, maxLength: 4 },
+  )
+  .map((tops) =>
+    tops.map((t, i): Shape => {
+      const id = `s${i}`;
+      // The initial state is not final.
+      const kind = i === 0 && t.kind === 'final' ? 'atomic' : t.kind;
+      if (kind === 'compound') {
+        const children: Shape[] = [];
+        for (let c = 0; c < t.size; c++) {
+          const last = c === t.size - 1;
+          children.push({
+            id: `${id}${'abc'[c]}`,
+            kind: last && t.final ? 'final' : 'atomic',
+            children: [],
+            history: null,
+          });
+        }
+        return { id, kind, children, history: t.history };
+      }
+      if (kind === 'parallel') {
+        const regions = [0, 1].map(
+          (r): Shape => ({
+            id: `${id}r${r}`,
+            kind: 'compound',
+            history: null,
+            children: [0, 1].map(
+              (c): Shape => ({
+                id: `${id}r${r}${'ab'[c]}`,
+                kind: c === 1 && t.final ? 'final' : 'atomic',
+                children: [],
+                history: null,
+              }),
+            ),
+          }),
+        );
+        return { id, kind, children: regions, history: null };
+      }
+      return { id, kind, children: [], history: null };
+    }),
+  );
+
+function allShapes(shapes: readonly Shape[]): Shape[] {
+  return shapes.flatMap((s) => [s, ...allShapes(s.children)]);
+}
+
+/** A machine spec: a shape, then behaviour for every state of it. */
+export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes) => {
+  const every = allShapes(shapes);
+  const targets = [
+    ...every.map((s) => s.id),
+    ...every.filter((s) => s.history).map((s) => `${s.id}h`),
+  ];
+  const targetArb = fc.option(fc.constantFrom(...targets), { nil: null, freq: 2 });
+  const kidArb = fc.record({
+    pingOnStart: fc.boolean(),
+    pongReply: fc.boolean(),
+    failOnPong: fc.boolean(),
+    busyDelay: fc.constantFrom(150, 250, 350),
+  });
+  const stateArb = (shape: Shape): fc.Arbitrary<StateSpec> => {
+    if (shape.kind === 'final') {
+      return fc.constant({
+        id: shape.id,
+        kind: 'final',
+        children: [],
+        history: null,
+        entry: [],
+        exit: [],
+        on: [],
+        after: null,
+        always: null,
+        work: null,
+        kid: null,
+        onDone: null,
+      });
+    }
+    const hasKid = fc.boolean();
+    return hasKid.chain((kidHere) => {
+      const on = fc.array(
+        fc
+          .constantFrom<CallerEvent | InternalEvent>(...CALLER, 'PING', 'T1', 'T2', 'R')
+          .chain((event): fc.Arbitrary<TransitionSpec> => {
+            const source = event === 'A' || event === 'B' || event === 'C' ? 'caller' : 'effect';
+            if (event === 'R') {
+              return fc.record({
+                event: fc.constant<TransitionSpec['event']>(event),
+                guard: fc.constant(null),
+                target: fc.constant(null),
+                actions: fc.array(fc.constantFrom<ActionSpec>({ do: 'inc' }, { do: 'note' }), {
+                  maxLength: 2,
+                }),
+              });
+            }
+            return fc
+              .record({
+                event: fc.constant<TransitionSpec['event']>(event),
+                guard: guardArb,
+                target: targetArb,
+              })
+              .chain((t) =>
+                fc
+                  .array(actionArb(source, kidHere && t.target === null), { maxLength: 2 })
+                  .map((actions) => ({ ...t, actions })),
+              );
+          }),
+        { maxLength: 3 },
+      );
+      return fc.record({
+        id: fc.constant(shape.id),
+        kind: fc.constant(shape.kind),
+        children: fc.tuple(...shape.children.map(stateArb)).map((c) => c),
+        history: fc.constant(shape.history),
+        entry: fc.array(actionArb('entry', false), { maxLength: 1 }),
+        exit: fc.array(actionArb('entry', false), { maxLength: 1 }),
+        on,
+        after: fc.option(
+          fc.record({
+            delay: fc.constantFrom(100, 250, 400),
+            guard: guardArb,
+            target: targetArb,
+            actions: fc.array(actionArb('effect', false), { maxLength: 1 }),
+          }),
+          { nil: null },
+        ),
+        always:
+          shape.kind === 'atomic'
+            ? fc.option(fc.record({ target: targetArb }), { nil: null, freq: 4 })
+            : fc.constant(null),
+        work: fc.option(
+          fc.record({
+            fail: fc.boolean(),
+            onDone: targetArb,
+            boom: fc.boolean(),
+            onError: targetArb,
+          }),
+          { nil: null, freq: 3 },
+        ),
+        kid: kidHere
+          ? fc.record({ onDone: targetArb, onError: targetArb }).map((k) => k)
+          : fc.constant(null),
+        onDone: shape.kind === 'atomic' ? fc.constant(null) : targetArb,
+      });
+    });
+  };
+  return fc.record({
+    states: fc.tuple(...shapes.map(stateArb)).map((s) => s),
+    rootOn: fc.array(
+      fc.constantFrom<CallerEvent | InternalEvent>('A', 'PING').chain((event) =>
+        fc.record({
+          event: fc.constant(event),
+          guard: guardArb,
+          target: fc.constant(null),
+          actions: fc.array(actionArb(event === 'A' ? 'caller' : 'effect', false), {
+            maxLength: 2,
+          }),
+        }),
+      ),
+      { maxLength: 2 },
+    ),
+    kid: kidArb,
+  });
+});
+
+/** A caller's script: events, child events, clock advances and restarts. */
+export const scriptArb: fc.Arbitrary<ScriptStep[]> = fc.array(
+  fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({ send: fc.constantFrom(...CALLER), k: fc.integer({ min: 0, max: 3 }) }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kid: fc.integer({ min: 0, max: 2 }),
+        send: fc.constantFrom('GO' as const, 'FIN' as const),
+      }),
+    },
+    { weight: 3, arbitrary: fc.record({ wait: fc.constantFrom(50, 100, 150, 250, 500) }) },
+    { weight: 2, arbitrary: fc.constant({ settle: true as const }) },
+    { weight: 1, arbitrary: fc.constant({ restart: true as const }) },
+  ),
+  { minLength: 1, maxLength: 12 },
+);
