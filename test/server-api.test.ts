@@ -313,11 +313,15 @@ describe('reads by a key limited to some actors', () => {
     const ids = list.body.actors.map((a: { id: string }) => a.id);
     expect(ids.length).toBeGreaterThan(0);
     expect(ids.every((id: string) => id.startsWith('refund-'))).toBe(true);
-    for (const path of ['/metrics', '/api/counts', '/api/agents/status?userId=u', '/api/stream']) {
+    for (const path of ['/metrics', '/api/agents/status?userId=u']) {
       const res = await asAgent(path);
       expect(res.status, path).toBe(403);
       expect(res.body, path).toMatchObject({ reason: 'scope_too_narrow' });
     }
+    // Counts are cut to the key's scope (test/server-scope.test.ts covers every read route).
+    const counts = await asAgent('/api/counts');
+    expect(counts.status).toBe(200);
+    expect(counts.body.total).toBe(ids.length);
     // An unscoped key still reads everything.
     expect(
       (

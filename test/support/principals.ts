@@ -1,0 +1,42 @@
+/** The principals of `agentcharts serve`, as a client holds them, for tests over real HTTP. */
+import { signRequest, type ApiKey } from '../../src/server/auth.ts';
+
+/** Each signed request needs its own signature (a replayed one is refused): vary the second. */
+let second = 0;
+
+/** Headers of a signed request by `key` (a fresh signature each call). */
+export function signed(
+  key: Pick<ApiKey, 'id' | 'secret'>,
+  method: string,
+  path: string,
+  body = '',
+): Record<string, string> {
+  second = (second + 1) % 250;
+  return signRequest(key, { method, path, body }, Math.floor(Date.now() / 1000) - second);
+}
+
+/** A GET signed by `key`. */
+export function signedGet(url: string, key: Pick<ApiKey, 'id' | 'secret'>, path: string) {
+  return fetch(`${url}${path}`, { headers: signed(key, 'GET', path) });
+}
+
+/** A reader session opened with the read token (its cookie), as a browser does. */
+export async function readerSession(url: string, token: string): Promise<string> {
+  const response = await fetch(`${url}/?token=${token}`, { redirect: 'manual' });
+  if (response.status !== 303) throw new Error(`token refused: ${response.status}`);
+  return (response.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+}
+
+/** An approver signed in to the dashboard with their own key id and secret (their cookie). */
+export async function approverSession(
+  url: string,
+  key: Pick<ApiKey, 'id' | 'secret'>,
+): Promise<string> {
+  const response = await fetch(`${url}/dashboard/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: url },
+    body: JSON.stringify({ keyId: key.id, secret: key.secret }),
+  });
+  if (response.status !== 200) throw new Error(`sign-in refused: ${response.status}`);
+  return (response.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+}
