@@ -50,6 +50,8 @@ export function eventSchema<
 
 /** Default largest accepted event, as JSON bytes. */
 export const DEFAULT_MAX_EVENT_BYTES = 64 * 1024;
+/** Deepest nesting of objects and arrays an event may have (deeper: refused). */
+export const MAX_EVENT_DEPTH = 64;
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -123,7 +125,9 @@ function inspectJson(value: unknown, budget: number): JsonProblem | undefined {
           size += 4;
           return undefined;
         }
-        if (depth > 64) return { reason: 'invalid_field', path: [], detail: 'nested too deeply' };
+        if (depth > MAX_EVENT_DEPTH) {
+          return { reason: 'invalid_field', path: [], detail: 'nested too deeply' };
+        }
         if (Array.isArray(v)) {
           size += v.length > 0 ? 1 + v.length : 2; // brackets and the commas between
           for (let i = 0; i < v.length; i++) {
