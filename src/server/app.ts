@@ -40,7 +40,13 @@ import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
 import { requireArg, requireOptions } from '../core/options.ts';
 import { AgentchartsError } from '../core/errors.ts';
-export type { CorsOptions, DashboardOptions, InspectionOptions, ServerOptions } from './options.ts';
+export type {
+  CorsOptions,
+  DashboardOptions,
+  InspectionOptions,
+  RejectionRetention,
+  ServerOptions,
+} from './options.ts';
 
 export interface AgentchartsServer {
   app: Hono<ServerEnv>;
@@ -145,6 +151,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     ready: feed.ready,
     signInLink: () => `/?signin=${kit.signInLinks.issue()}`,
     async close() {
+      kit.stopRetention();
       feed.stop();
       unobserveEmitted();
       hub.close();

@@ -3,6 +3,7 @@
  * its authentication middleware (middleware/auth.ts) and write path
  * (writes.ts), built once per `createServer` and handed to every route module.
  */
+import type { Logger } from 'pino';
 import * as z from 'zod';
 import { checkOptions, storeOption } from '../core/options.ts';
 import { type Context } from 'hono';
@@ -109,6 +110,7 @@ export function createKit(options: ServerOptions) {
     },
   });
   if (options.fireTimers) runtime.startTimerPolling(1000);
+  const stopRetention = retainRejections(options, logger);
 
   // ---- helpers ----------------------------------------------------------
 
@@ -193,7 +195,29 @@ export function createKit(options: ServerOptions) {
     inspectionSocket,
     allowedOrigins,
     streamTickets,
+    stopRetention,
   };
+}
+
+/**
+ * Prunes the store's rejection rows on a timer (age, then count): refused events
+ * cost bounded storage, however many a key sends. Returns the stop.
+ */
+function retainRejections(options: ServerOptions, logger: Logger): () => void {
+  const {
+    maxAgeMs = 7 * 24 * 60 * 60 * 1000,
+    maxRows = 100_000,
+    everyMs = 60_000,
+  } = options.rejections ?? {};
+  if (everyMs <= 0) return () => undefined;
+  const prune = () => {
+    options.store
+      .pruneRejections({ before: Date.now() - maxAgeMs, keep: maxRows })
+      .catch((error: unknown) => logger.warn({ err: error }, 'rejection retention failed'));
+  };
+  const timer = setInterval(prune, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** What {@link createKit} returns. */
