@@ -26,8 +26,9 @@ export interface ThrottleOptions {
   now?: (() => number) | undefined;
 }
 
+/** Failures since `start`; the window of each client and key opens at its first failure. */
 interface Count {
-  window: number;
+  start: number;
   failures: number;
 }
 
@@ -50,9 +51,9 @@ export class FailureThrottle {
     this.now = options.now ?? Date.now;
   }
 
-  private failures(table: Map<string, Count>, id: string): number {
+  private live(table: Map<string, Count>, id: string): Count | undefined {
     const entry = table.get(id);
-    return entry && entry.window === Math.floor(this.now() / this.windowMs) ? entry.failures : 0;
+    return entry && this.now() - entry.start < this.windowMs ? entry : undefined;
   }
 
   /**
@@ -60,14 +61,17 @@ export class FailureThrottle {
    * refused unchecked; undefined when its secret may be checked.
    */
   check(client: string, keyId: string | undefined): number | undefined {
-    const mine = this.failures(this.clients, client);
-    const overKey = keyId !== undefined && this.failures(this.keys, keyId) >= this.perKey;
-    if (mine >= this.perClient || (overKey && mine > 0)) {
-      this.refused++;
-      const windowEnd = (Math.floor(this.now() / this.windowMs) + 1) * this.windowMs;
-      return Math.max(1, Math.ceil((windowEnd - this.now()) / 1000));
-    }
-    return undefined;
+    const mine = this.live(this.clients, client);
+    const key = keyId === undefined ? undefined : this.live(this.keys, keyId);
+    const overClient = mine !== undefined && mine.failures >= this.perClient;
+    const overKey = key !== undefined && key.failures >= this.perKey && mine !== undefined;
+    if (!overClient && !overKey) return undefined;
+    this.refused++;
+    const until = Math.max(
+      overClient ? mine.start + this.windowMs : 0,
+      overKey ? key.start + this.windowMs : 0,
+    );
+    return Math.max(1, Math.ceil((until - this.now()) / 1000));
   }
 
   /** Counts a failed attempt. */
@@ -77,13 +81,14 @@ export class FailureThrottle {
   }
 
   private bump(table: Map<string, Count>, id: string): void {
-    const window = Math.floor(this.now() / this.windowMs);
-    const entry = table.get(id);
+    const entry = this.live(table, id);
     table.delete(id);
-    table.set(id, {
-      window,
-      failures: entry && entry.window === window ? entry.failures + 1 : 1,
-    });
+    table.set(
+      id,
+      entry
+        ? { start: entry.start, failures: entry.failures + 1 }
+        : { start: this.now(), failures: 1 },
+    );
     while (table.size > this.maxEntries) {
       const oldest = table.keys().next().value;
       if (oldest === undefined) break;

@@ -1,18 +1,28 @@
 /** The principals of `agentcharts serve`, as a client holds them, for tests over real HTTP. */
 import { signRequest, type ApiKey } from '../../src/server/auth.ts';
 
-/** Each signed request needs its own signature (a replayed one is refused): vary the second. */
-let second = 0;
+/** The seconds each identical request was signed at: a replayed signature is refused. */
+const used = new Map<string, Set<number>>();
 
-/** Headers of a signed request by `key` (a fresh signature each call). */
+/**
+ * Headers of a signed request by `key`, with a signature never used before: the
+ * same request again is signed a second earlier (within the 5-minute window).
+ */
 export function signed(
   key: Pick<ApiKey, 'id' | 'secret'>,
   method: string,
   path: string,
   body = '',
 ): Record<string, string> {
-  second = (second + 1) % 250;
-  return signRequest(key, { method, path, body }, Math.floor(Date.now() / 1000) - second);
+  const request = `${key.id}\u0000${method}\u0000${path}\u0000${body}`;
+  const seconds = used.get(request) ?? new Set<number>();
+  used.set(request, seconds);
+  const now = Math.floor(Date.now() / 1000);
+  let at = now;
+  while (seconds.has(at)) at--;
+  if (now - at > 250) throw new Error('signed: this request was signed too often in 4 minutes');
+  seconds.add(at);
+  return signRequest(key, { method, path, body }, at);
 }
 
 /** A GET signed by `key`. */
