@@ -847,7 +847,7 @@ describe('deployment', () => {
     }
   });
 
-  test('logs one INFO line per request through hono’s logger into pino', async () => {
+  test('logs one INFO line per request into pino', async () => {
     const lines: Array<{ level: number; msg: string }> = [];
     const logger = pino(
       { level: 'info' },
