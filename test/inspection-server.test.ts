@@ -16,7 +16,9 @@ import {
 } from '../src/server/app.ts';
 import { localInspector } from '../src/server/inspection-local.ts';
 import { inspectStore } from '../src/inspect/inspector.ts';
-import { InspectionHub, type InspectionMessage } from '../src/server/inspection.ts';
+import { InspectionHub } from '../src/server/inspection.ts';
+import { jsonTextHeapBytes } from '../src/server/heap-size.ts';
+import { MAX_EVENT_DEPTH } from '../src/strict/events.ts';
 import { machineFromDefinition, InvalidDefinitionError } from '../src/inspect/definition.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
@@ -264,8 +266,8 @@ describe('InspectionHub keeps bounded memory', () => {
     expect(a?.entries.map((e) => e.eventType)).toEqual(['E8', 'E9', 'E10']);
     expect(a?.entries.map((e) => e.seq)).toEqual([8, 9, 10]);
     expect(a?.droppedEntries).toBe(7);
-    // Counted as the server holds them: the estimated heap of what each message keeps.
-    const cost = (text: string) => hub.cost(JSON.parse(text) as InspectionMessage) ?? NaN;
+    // Counted as the server holds them: the heap each message's text is estimated to take.
+    const cost = (text: string) => jsonTextHeapBytes(text, MAX_EVENT_DEPTH + 2) ?? NaN;
     const kept = [8, 9, 10].reduce((sum, n) => sum + cost(eventMessage('a', n)), 0);
     expect(hub.bytes).toBe(cost(actorMessage('a')) + kept);
   });

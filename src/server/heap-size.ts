@@ -45,3 +45,37 @@ export function jsonHeapBytes(value: unknown, maxDepth: number): number | undefi
   }
   return bytes;
 }
+
+/**
+ * The same estimate read off a JSON text before parsing it, and whether it nests
+ * deeper than `maxDepth`: one pass over the characters, so a message that would
+ * cost twenty times its size in memory, or overflow a stack when written back,
+ * is refused without being parsed at all. Strings count their text; every
+ * member and element its slot and a possible number. Undefined when too deep.
+ */
+export function jsonTextHeapBytes(text: string, maxDepth: number): number | undefined {
+  let bytes = 0;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const start = i;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) i++;
+        else if (d === 0x22) break;
+      }
+      bytes += COST.string + (i - start) * 2;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > maxDepth + 1) return undefined;
+      bytes += c === 0x7b ? COST.object : COST.array + COST.perElement;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    } else if (c === 0x3a /* : */) {
+      bytes += COST.perKey;
+    } else if (c === 0x2c /* , */) {
+      bytes += COST.perElement + COST.number;
+    }
+  }
+  return bytes;
+}

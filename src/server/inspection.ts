@@ -22,7 +22,7 @@ import type { UpgradeWebSocket } from 'hono/ws';
 import type { AnyStateMachine } from 'xstate';
 import * as z from 'zod';
 import { MAX_EVENT_DEPTH } from '../strict/events.ts';
-import { jsonHeapBytes } from './heap-size.ts';
+import { jsonHeapBytes, jsonTextHeapBytes } from './heap-size.ts';
 
 /** Where the inspection socket's upgrade comes from, once `listen` attached one. */
 export interface InspectionSocketSlot {
@@ -43,7 +43,7 @@ export interface InspectionLimits {
   maxMessageBytes?: number | undefined;
   /**
    * Memory the kept messages may take in all (their estimated heap); past it the
-   * least recently updated actors leave. Default 64 MiB.
+   * least recently updated actors leave. Default 32 MiB.
    */
   maxTotalBytes?: number | undefined;
 }
@@ -199,8 +199,13 @@ export class InspectionHub {
       maxActors: positive(limits.maxActors, 1_000),
       maxEntriesPerActor: positive(limits.maxEntriesPerActor, 1_000),
       maxMessageBytes: positive(limits.maxMessageBytes, 1024 * 1024),
-      maxTotalBytes: positive(limits.maxTotalBytes, 64 * 1024 * 1024),
+      maxTotalBytes: positive(limits.maxTotalBytes, 32 * 1024 * 1024),
     };
+  }
+
+  /** Memory one message may cost: eight times the text limit (an array of empty objects costs twenty). */
+  private get maxMessageCost(): number {
+    return Math.min(this.limits.maxTotalBytes, this.limits.maxMessageBytes * 8);
   }
 
   /** A number for a new inspection connection (1, 2, …); 0 is this process. */
@@ -228,6 +233,10 @@ export class InspectionHub {
     this.stats.received += 1;
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes > this.limits.maxMessageBytes) return this.refuse('too_large');
+    // What parsing it would cost, read off the text: the costly ones are never parsed.
+    const estimate = jsonTextHeapBytes(text, MAX_EVENT_DEPTH + 2);
+    if (estimate === undefined) return this.refuse('too_deep');
+    if (estimate > this.maxMessageCost) return this.refuse('too_large');
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -236,21 +245,17 @@ export class InspectionHub {
     }
     const parsed = messageSchema.safeParse(json);
     if (!parsed.success) return this.refuse('invalid_message');
-    const cost = this.cost(parsed.data);
-    if (cost === undefined) return this.refuse('too_deep');
-    // Memory past eight times the text (an array of empty objects) is refused too.
-    if (cost > Math.min(this.limits.maxTotalBytes, this.limits.maxMessageBytes * 8)) {
-      return this.refuse('too_large');
-    }
-    this.record(connection, parsed.data, cost);
+    // Kept at the estimate read off its text (strings at two bytes a character).
+    this.record(connection, parsed.data, estimate);
     return undefined;
   }
 
   /**
-   * What keeping a message costs (the estimated heap of the values kept: its
-   * event, its snapshot, its definition), or undefined when one of them nests
-   * deeper than an event may ({@link MAX_EVENT_DEPTH}): such a value would make
-   * every later read of the actor fail, so it is never kept.
+   * What keeping a message given as values costs (the estimated heap of its
+   * event, its snapshot, its definition; a socket's messages are estimated from
+   * their text instead), or undefined when one of them nests deeper than an event
+   * may ({@link MAX_EVENT_DEPTH}): such a value would make every later read of
+   * the actor fail, so it is never kept.
    */
   cost(message: InspectionMessage): number | undefined {
     let bytes = ENTRY_OVERHEAD;

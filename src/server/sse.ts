@@ -3,11 +3,11 @@
  * published, into shared blocks of memory; a flush writes the frames of one turn
  * of the event loop to every client in one chunk per filter; a ring buffer of
  * recent messages lets a reconnecting client resume from `Last-Event-ID`, and
- * that replay is written from the same shared blocks (views, not copies), so a
- * hundred clients resuming from 0 cost the buffer once, not a hundred times. A
- * replay that cannot be shared (a filter matching scattered messages) is copied
- * within a per-credential budget, past which the client is told to resync. A
- * client that stops reading is disconnected instead of buffering without bound.
+ * that replay is written from the same shared blocks (views, never copies,
+ * whatever the filter), so a hundred clients resuming from 0 cost the buffer
+ * once, not a hundred times. A client that stops reading is disconnected once
+ * 8 MiB wait for it, instead of buffering without bound; what waits for it is
+ * views of the shared blocks.
  */
 import { coversActor } from '../core/scope.ts';
 
@@ -36,8 +36,7 @@ interface Buffered {
 
 /** Where one client's frames go: a web stream, or Node's response directly. */
 interface Sink {
-  /** Writes a chunk; `flushed` is called once it left the process (or the sink closed). */
-  write(chunk: Uint8Array, flushed?: () => void): void;
+  write(chunk: Uint8Array): void;
   /** Bytes written but not yet taken by the client. */
   queued(): number;
   end(): void;
@@ -52,19 +51,82 @@ interface Client {
   key: string;
   sink: Sink;
   closed: boolean;
-  /** Releases of the private replay bytes still waiting to be flushed. */
-  pending: Set<() => void>;
   close: () => void;
 }
 
 /** What a Node response needs for a stream (`http.ServerResponse` has it). */
 export interface NodeResponseLike {
   writeHead(status: number, headers: Record<string, string>): unknown;
-  write(chunk: Uint8Array, callback?: (error?: Error | null) => void): boolean;
+  write(chunk: Uint8Array): boolean;
   end(): unknown;
   readonly writableLength: number;
-  once(event: 'close', listener: () => void): unknown;
+  once(event: 'close' | 'drain', listener: () => void): unknown;
   flushHeaders?(): void;
+}
+
+/** What a sent queue entry is replaced with (its chunk may be collected). */
+const EMPTY = new Uint8Array(0);
+
+/** Whether `b` starts where `a` ends, in the same memory. */
+function adjacent(a: Uint8Array, b: Uint8Array): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.byteLength === b.byteOffset;
+}
+
+/**
+ * A Node response as a sink. Once the response pushes back (`write` returns
+ * false), chunks wait in a queue of their own until it drains, and a chunk that
+ * continues the last one in memory (the next frames of the same shared block)
+ * extends it instead of adding an entry: a client that stops reading costs a
+ * few views of shared blocks, not three buffered writes per message (chunked
+ * encoding) as Node's own queue would.
+ */
+function nodeSink(response: NodeResponseLike): Sink {
+  const queue: Uint8Array[] = [];
+  let head = 0;
+  let queuedBytes = 0;
+  let blocked = false;
+  const pump = () => {
+    blocked = false;
+    while (head < queue.length) {
+      const chunk = queue[head] as Uint8Array;
+      queue[head++] = EMPTY;
+      queuedBytes -= chunk.byteLength;
+      if (!response.write(chunk)) {
+        blocked = true;
+        response.once('drain', pump);
+        return;
+      }
+    }
+    queue.length = 0;
+    head = 0;
+  };
+  return {
+    write(chunk) {
+      if (!blocked) {
+        if (!response.write(chunk)) {
+          blocked = true;
+          response.once('drain', pump);
+        }
+        return;
+      }
+      const last = queue.length - 1;
+      const tail = queue[last];
+      if (last >= head && tail && adjacent(tail, chunk)) {
+        queue[last] = new Uint8Array(
+          tail.buffer,
+          tail.byteOffset,
+          tail.byteLength + chunk.byteLength,
+        );
+      } else {
+        queue.push(chunk);
+      }
+      queuedBytes += chunk.byteLength;
+    },
+    queued: () => response.writableLength + queuedBytes,
+    end: () => {
+      response.end();
+    },
+  };
 }
 
 const SSE_HEADERS: Readonly<Record<string, string>> = {
@@ -85,12 +147,6 @@ export interface SseHubOptions {
   maxStreams?: number;
   /** Bytes a client may have queued before it is dropped. Default 8 MiB. */
   maxQueuedBytes?: number;
-  /**
-   * Bytes of replay one credential may have copied and not yet flushed (a
-   * filtered resume that cannot be written from the shared buffer); past it a
-   * resume is told to resync. Default 16 MiB.
-   */
-  maxReplayCopyBytes?: number;
   /** Keep-alive comment interval. Default 15 s. */
   keepAliveMs?: number;
   /** Longest a client stays connected before it is asked to reconnect (0 = no limit). */
@@ -100,8 +156,6 @@ export interface SseHubOptions {
 const encoder = new TextEncoder();
 /** Size of the shared blocks frames are encoded into. */
 const BLOCK_BYTES = 64 * 1024;
-/** A replay in more separate pieces than this is copied into one (within the budget). */
-const MAX_SHARED_PIECES = 64;
 
 function filterKey(filter: StreamFilter): string {
   return `${filter.actorId ?? ''}\u0000${filter.machineId ?? ''}\u0000${filter.scope?.join('\u0001') ?? '\u0002'}`;
@@ -156,15 +210,11 @@ export class SseHub {
   private readonly maxStreams: number;
   private readonly perPrincipal = new Map<string, number>();
   private readonly maxQueuedBytes: number;
-  private readonly maxReplayCopyBytes: number;
-  private readonly replayCopies = new Map<string, number>();
   private readonly keepAlive: ReturnType<typeof setInterval> | undefined;
   private readonly maxConnectionMs: number;
   private closed = false;
   /** Clients dropped for not reading fast enough. */
   dropped = 0;
-  /** Resumes answered with a resync because their credential's copy budget was spent. */
-  replaysRefused = 0;
 
   constructor(options: SseHubOptions = {}) {
     this.bufferSize = Math.max(1, options.bufferSize ?? 10_000);
@@ -172,7 +222,6 @@ export class SseHub {
     this.maxStreamsPerPrincipal = options.maxStreamsPerPrincipal ?? 256;
     this.maxStreams = options.maxStreams ?? 10_000;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 8 * 1024 * 1024;
-    this.maxReplayCopyBytes = options.maxReplayCopyBytes ?? 16 * 1024 * 1024;
     this.maxConnectionMs = options.maxConnectionMs ?? 0;
     const keepAliveMs = options.keepAliveMs ?? 15_000;
     if (keepAliveMs > 0) {
@@ -255,10 +304,10 @@ export class SseHub {
     }
   }
 
-  private write(client: Client, chunk: Uint8Array, flushed?: () => void): void {
+  private write(client: Client, chunk: Uint8Array): void {
     if (client.closed) return;
     try {
-      client.sink.write(chunk, flushed);
+      client.sink.write(chunk);
     } catch {
       client.close();
       return;
@@ -272,31 +321,23 @@ export class SseHub {
 
   /**
    * The first chunks of a stream: the retry hint, then the buffered messages
-   * after `lastEventId` as views of the shared blocks, or a resync when they are
-   * gone, more than a client may queue, or would need a copy past the
-   * credential's budget. `copy` is the bytes of a private copy, if one was made.
+   * after `lastEventId` as views of the shared blocks (adjacent ones joined), or
+   * a resync when they are gone or more than a client may queue.
    */
-  private head(
-    filter: StreamFilter,
-    credential: string,
-    lastEventId: number | undefined,
-  ): { chunks: Uint8Array[]; copy: number } {
+  private head(filter: StreamFilter, lastEventId: number | undefined): Uint8Array[] {
     const hello = encoder.encode(`retry: 1000\n: connected ${this.lastId}\n\n`);
-    if (lastEventId === undefined || lastEventId >= this.lastId)
-      return { chunks: [hello], copy: 0 };
-    const resync = () => ({
-      chunks: [hello, encoder.encode(`event: resync\ndata: {"lastEventId":${this.lastId}}\n\n`)],
-      copy: 0,
-    });
+    if (lastEventId === undefined || lastEventId >= this.lastId) return [hello];
+    const resync = () => [
+      hello,
+      encoder.encode(`event: resync\ndata: {"lastEventId":${this.lastId}}\n\n`),
+    ];
     const oldest = this.ring[0]?.id ?? this.nextId;
     if (lastEventId + 1 < oldest) return resync();
     // Messages not yet flushed are written by the next flush; replay only those before them.
     const flushedUpTo = this.pending[0]?.id ?? this.nextId;
     const frames: Uint8Array[] = [];
     let bytes = 0;
-    let start = lastEventId + 1 - oldest;
-    if (start < 0) start = 0;
-    for (let i = start; i < this.ring.length; i++) {
+    for (let i = Math.max(0, lastEventId + 1 - oldest); i < this.ring.length; i++) {
       const m = this.ring[i] as Buffered;
       if (m.id >= flushedUpTo) break;
       if (!matches(filter, m)) continue;
@@ -305,22 +346,13 @@ export class SseHub {
       if (bytes > this.maxQueuedBytes) return resync();
       frames.push(m.frame);
     }
-    const pieces = coalesce(frames);
-    if (pieces.length <= MAX_SHARED_PIECES) return { chunks: [hello, ...pieces], copy: 0 };
-    const spent = this.replayCopies.get(credential) ?? 0;
-    if (spent + bytes > this.maxReplayCopyBytes) {
-      this.replaysRefused++;
-      return resync();
-    }
-    return { chunks: [hello, Buffer.concat(pieces)], copy: bytes };
+    return [hello, ...coalesce(frames)];
   }
 
   /** The head goes out whole (it is bounded by `maxQueuedBytes` already). */
-  private writeHead(client: Client, chunks: readonly Uint8Array[], flushed?: () => void): void {
+  private writeHead(client: Client, chunks: readonly Uint8Array[]): void {
     try {
-      chunks.forEach((chunk, i) =>
-        client.sink.write(chunk, i === chunks.length - 1 ? flushed : undefined),
-      );
+      for (const chunk of chunks) client.sink.write(chunk);
     } catch {
       client.close();
     }
@@ -368,7 +400,6 @@ export class SseHub {
       key: filterKey(filter),
       sink,
       closed: false,
-      pending: new Set(),
       close: () => {
         if (client.closed) return;
         client.closed = true;
@@ -377,7 +408,6 @@ export class SseHub {
           if (left > 0) this.perPrincipal.set(credential, left);
           else this.perPrincipal.delete(credential);
         }
-        for (const release of [...client.pending]) release();
         if (timer !== undefined) clearTimeout(timer);
         try {
           sink.end();
@@ -393,21 +423,7 @@ export class SseHub {
     }
     this.clients.add(client);
     this.perPrincipal.set(credential, (this.perPrincipal.get(credential) ?? 0) + 1);
-    const { chunks, copy } = this.head(filter, credential, lastEventId);
-    if (copy > 0) {
-      // Counted against the credential until the copy left the process.
-      this.replayCopies.set(credential, (this.replayCopies.get(credential) ?? 0) + copy);
-      const release = () => {
-        if (!client.pending.delete(release)) return;
-        const left = (this.replayCopies.get(credential) ?? copy) - copy;
-        if (left > 0) this.replayCopies.set(credential, left);
-        else this.replayCopies.delete(credential);
-      };
-      client.pending.add(release);
-      this.writeHead(client, chunks, release);
-    } else {
-      this.writeHead(client, chunks, undefined);
-    }
+    this.writeHead(client, this.head(filter, lastEventId));
     if (this.maxConnectionMs > 0) {
       timer = setTimeout(() => client.close(), this.maxConnectionMs);
       timer.unref();
@@ -436,15 +452,7 @@ export class SseHub {
       options.filter,
       options.principal ?? '',
       options.session,
-      {
-        write: (chunk, flushed) => {
-          response.write(chunk, flushed && (() => flushed()));
-        },
-        queued: () => response.writableLength,
-        end: () => {
-          response.end();
-        },
-      },
+      nodeSink(response),
       options.lastEventId,
       undefined,
     );
@@ -479,7 +487,6 @@ export class SseHub {
             options.principal ?? '',
             options.session,
             {
-              // A web stream cannot say when a chunk was read: a copy is released at close.
               write: (chunk) => controller.enqueue(chunk),
               queued: () => this.maxQueuedBytes - (controller.desiredSize ?? this.maxQueuedBytes),
               end: () => controller.close(),

@@ -29,8 +29,24 @@ const PAGE_BYTES = 8 * 1024 * 1024;
 /** Dashboard streams of inspector changes open at once, in all and per credential. */
 const MAX_WATCHERS = 256;
 const MAX_WATCHERS_PER_CREDENTIAL = 16;
-/** Inspection connections one credential may hold open (the apps on loopback count as one). */
-const MAX_SOCKETS_PER_CREDENTIAL = 64;
+/**
+ * Inspection connections one credential may hold open (the apps on loopback
+ * count as one): each may have a frame of up to twice `maxMessageBytes` in flight.
+ */
+const MAX_SOCKETS_PER_CREDENTIAL = 16;
+/**
+ * Bytes the sockets of one credential may deliver per second; past it they stop
+ * being read until the next second (the sender waits, the server's memory does
+ * not churn through a flood of megabyte messages).
+ */
+const BYTES_PER_SECOND_PER_CREDENTIAL = 4 * 1024 * 1024;
+
+/** A socket that can stop being read for a while (`ws`'s pause and resume). */
+interface PausableSocket {
+  pause?(): void;
+  resume?(): void;
+  readonly readyState?: number;
+}
 /** Definitions larger than this are not drawn (a chart that size is not readable anyway). */
 const MAX_DRAWN_DEFINITION = 256 * 1024;
 
@@ -116,6 +132,22 @@ export function registerInspectionRoutes(app: Hono<ServerEnv>, kit: ServerKit): 
   });
   /** Open inspection connections per credential (loopback apps count as one). */
   const socketsOf = new Map<string, number>();
+  /** Bytes each credential's sockets delivered in the current second. */
+  const rates = new Map<string, { second: number; bytes: number }>();
+  /** Counts a message against its credential's rate; pauses the socket until the next second past it. */
+  const metered = (owner: string, bytes: number, socket: PausableSocket | undefined): void => {
+    const now = Date.now();
+    const second = Math.floor(now / 1000);
+    let rate = rates.get(owner);
+    if (rate?.second !== second) {
+      rate = { second, bytes: 0 };
+      rates.set(owner, rate);
+    }
+    rate.bytes += bytes;
+    if (rate.bytes <= BYTES_PER_SECOND_PER_CREDENTIAL || !socket?.pause || !socket.resume) return;
+    socket.pause();
+    setTimeout(() => socket.resume?.(), (second + 1) * 1000 - now).unref();
+  };
 
   app.get('/inspect', socketGuard, async (c) => {
     if (c.req.header('upgrade')?.toLowerCase() !== 'websocket') {
@@ -146,7 +178,9 @@ export function registerInspectionRoutes(app: Hono<ServerEnv>, kit: ServerKit): 
     const connection = inspection.openConnection();
     logger.info({ connection }, 'inspection connection opened');
     const response = await upgrade(c, {
-      onMessage(event) {
+      onMessage(event, ws) {
+        const size = typeof event.data === 'string' ? event.data.length : 0;
+        metered(owner, size, ws.raw as PausableSocket | undefined);
         // The protocol is JSON text; a binary frame is refused and counted.
         const refused =
           typeof event.data === 'string'
@@ -156,6 +190,7 @@ export function registerInspectionRoutes(app: Hono<ServerEnv>, kit: ServerKit): 
       },
       onClose() {
         release();
+        if (!socketsOf.has(owner)) rates.delete(owner);
         logger.info({ connection }, 'inspection connection closed');
       },
     });
