@@ -111,17 +111,15 @@ describe('credentials never leave the server', () => {
     expect((await call(`/api/stream?ticket=${ticket}`)).status).toBe(401);
     // Signed requests, accepted, replayed, forged, out of scope.
     const body = JSON.stringify({ actorId: 'refund-1', event: { type: 'APPROVAL_GRANTED' } });
-    const headers = {
-      'content-type': 'application/json',
-      ...signed(MANAGER, 'POST', '/api/events', body),
-    };
-    credentials.add(headers['x-agentcharts-signature'].slice('sha256='.length));
+    const signature = signed(MANAGER, 'POST', '/api/events', body);
+    const headers = { 'content-type': 'application/json', ...signature };
+    credentials.add((signature['x-agentcharts-signature'] ?? '').slice('sha256='.length));
     expect((await call('/api/events', { method: 'POST', headers, body })).status).toBe(200);
     expect((await call('/api/events', { method: 'POST', headers, body })).status).toBe(401);
     const forged = { ...headers, 'x-agentcharts-signature': `sha256=${'ab'.repeat(32)}` };
     expect((await call('/api/events', { method: 'POST', headers: forged, body })).status).toBe(401);
     const other = signed(BOT, 'GET', '/api/actors/other-1');
-    credentials.add(other['x-agentcharts-signature'].slice('sha256='.length));
+    credentials.add((other['x-agentcharts-signature'] ?? '').slice('sha256='.length));
     expect((await call('/api/actors/other-1', { headers: other })).status).toBe(403);
     // An approver's sign-in, right and wrong.
     const signIn = (secret: string) =>

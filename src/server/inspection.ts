@@ -254,7 +254,7 @@ export class InspectionHub {
    * What keeping a message given as values costs (the estimated heap of its
    * event, its snapshot, its definition; a socket's messages are estimated from
    * their text instead), or undefined when one of them nests deeper than an event
-   * may ({@link MAX_EVENT_DEPTH}): such a value would make every later read of
+   * may (`MAX_EVENT_DEPTH`): such a value would make every later read of
    * the actor fail, so it is never kept.
    */
   cost(message: InspectionMessage): number | undefined {
