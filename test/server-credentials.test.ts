@@ -263,13 +263,13 @@ describe('the small ones of the read side', () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     let id: string | undefined;
     while (id === undefined) {
-      const list = (await (await fetch(`${url}/api/inspections`, { headers: auth })).json());
+      const list = await (await fetch(`${url}/api/inspections`, { headers: auth })).json();
       id = list.actors.find((a: any) => a.sessionId === 'evil:0')?.id as string | undefined;
       if (id === undefined) await new Promise((r) => setTimeout(r, 20));
     }
-    const detail = (await (
+    const detail = await (
       await fetch(`${url}/api/inspections/${encodeURIComponent(id)}`, { headers: auth })
-    ).json());
+    ).json();
     const mermaid = detail.diagram.mermaid as string;
     expect(mermaid).not.toMatch(/<a |<img /);
     expect(mermaid).toContain('#lt;a href');
