@@ -9,7 +9,6 @@
  * not a typed refusal says nothing of its cause.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -22,8 +21,9 @@ import type { ApiKey } from '../src/server/auth.ts';
 import { principalOf } from '../src/server/http.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
-import { taskActor } from './support/actors.ts';
-import { approverSession, signed } from './support/principals.ts';
+import { pausedTasks } from './support/actors.ts';
+import { approverSession, signedPost } from './support/principals.ts';
+import { inMemoryClient } from './support/mcp.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
 const TOKEN = 'attr-token-0123456789abcdef';
@@ -52,11 +52,7 @@ async function planAwaitingApproval(id: string): Promise<void> {
 beforeAll(async () => {
   store = openStore(`sqlite:${join(dir(), 'attr.db')}`);
   await planAwaitingApproval('plan-1');
-  for (const id of ['refund-1', 'refund-2']) {
-    const task = await taskActor(store, id);
-    await task.send({ type: 'START' });
-    await task.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-  }
+  await pausedTasks(store, ['refund-1', 'refund-2']);
   http = await listen(
     createServer({
       store,
@@ -94,12 +90,7 @@ async function mcpClient(key: ApiKey): Promise<Client> {
   return client;
 }
 
-const post = (path: string, body: string, key: ApiKey) =>
-  fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...signed(key, 'POST', path, body) },
-    body,
-  });
+const post = (path: string, body: string, key: ApiKey) => signedPost(url, key, path, body);
 
 describe('every move names who made it', () => {
   test('a PLAN_APPROVED over /mcp is recorded with the key, as an HTTP approval and a dashboard decision are', async () => {
@@ -240,10 +231,7 @@ describe('an MCP session on a failing store', () => {
         destination: { write: (s: string) => logged.push(s) },
       }),
     });
-    const client = new Client({ name: 'failing', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await mcp.server.connect(b);
-    await client.connect(a);
+    const { client, close } = await inMemoryClient(mcp);
     try {
       const listed = await client.callTool({ name: 'list_actors', arguments: {} });
       expect(listed).toMatchObject({
@@ -263,23 +251,18 @@ describe('an MCP session on a failing store', () => {
         structuredContent: { error: { kind: 'not_bound' } },
       });
     } finally {
-      await client.close();
-      await mcp.close();
+      await close();
     }
   });
 
   test('read_actor without an id reads the bound actor', async () => {
     const mcp = createMcpServer({ store, charts, bind: 'refund-1' });
-    const client = new Client({ name: 'bound', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await mcp.server.connect(b);
-    await client.connect(a);
+    const { client, close } = await inMemoryClient(mcp);
     try {
       const read = await client.callTool({ name: 'read_actor', arguments: {} });
       expect(read).toMatchObject({ structuredContent: { ok: true, actorId: 'refund-1' } });
     } finally {
-      await client.close();
-      await mcp.close();
+      await close();
     }
   });
 });

@@ -19,8 +19,8 @@ import { SseHub, type NodeResponseLike } from '../src/server/sse.ts';
 import { FailureThrottle } from '../src/server/throttle.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
-import { taskActor } from './support/actors.ts';
-import { approverSession, readerSession, signed } from './support/principals.ts';
+import { pausedTasks } from './support/actors.ts';
+import { approverSession, readerSession, signed, signedPost } from './support/principals.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
 const TOKEN = 'bounds-token-0123456789abcdef';
@@ -34,11 +34,7 @@ let url: string;
 
 beforeAll(async () => {
   store = openStore(`sqlite:${join(dir(), 'bounds.db')}`);
-  for (const id of ['refund-1', 'refund-2', 'refund-3']) {
-    const task = await taskActor(store, id);
-    await task.send({ type: 'START' });
-    await task.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-  }
+  await pausedTasks(store, ['refund-1', 'refund-2', 'refund-3']);
   http = await listen(
     createServer({
       store,
@@ -302,14 +298,7 @@ describe('rejection rows have a retention', () => {
   test('a key sending 30 illegal events leaves at most the newest rows; a legal event beside them is applied', async () => {
     for (let i = 0; i < 30; i++) {
       const body = JSON.stringify({ actorId: 'refund-2', event: { type: 'START' } });
-      const response = await fetch(`${url}/api/events`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...signed(BOT, 'POST', '/api/events', body),
-        },
-        body,
-      });
+      const response = await signedPost(url, BOT, '/api/events', body);
       expect(response.status).toBe(409);
     }
     // The pruning runs every 20 ms in this server: wait for it by its effect.

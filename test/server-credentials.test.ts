@@ -23,7 +23,7 @@ import { createServer, listen, type ListeningServer } from '../src/server/app.ts
 import type { ApiKey } from '../src/server/auth.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
-import { taskActor } from './support/actors.ts';
+import { pausedTasks, taskActor } from './support/actors.ts';
 import { approverSession, signed } from './support/principals.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
@@ -48,11 +48,7 @@ const logText: string[] = [];
 
 beforeAll(async () => {
   store = openStore(`sqlite:${join(dir(), 'creds.db')}`);
-  for (const id of ['refund-1', 'refund-2']) {
-    const task = await taskActor(store, id);
-    await task.send({ type: 'START' });
-    await task.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-  }
+  await pausedTasks(store, ['refund-1', 'refund-2']);
   server = createServer({
     store,
     charts,

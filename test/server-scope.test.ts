@@ -6,8 +6,6 @@
  * an out-of-scope actor is refused or absent (not an id, a count or a state of it
  * shows), and an in-scope actor beside it is served.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { charts } from '../machines/index.ts';
@@ -21,6 +19,7 @@ import type { Store } from '../src/store/types.ts';
 import { taskActor } from './support/actors.ts';
 import { approverSession, readerSession, signed, signedGet } from './support/principals.ts';
 import { readSse } from './support/sse.ts';
+import { inMemoryClient } from './support/mcp.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
 const TOKEN = 'scope-token-0123456789abcdef';
@@ -252,10 +251,7 @@ describe('stream tickets carry the scope and filter they were minted for', () =>
 describe('an MCP session of a scoped key', () => {
   test('lists, reads and offers as resources only its actors', async () => {
     const mcp = createMcpServer({ store, charts, role: 'agent', actors: SCOPE });
-    const client = new Client({ name: 'scope-test', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await mcp.server.connect(b);
-    await client.connect(a);
+    const { client, close } = await inMemoryClient(mcp);
     try {
       const call = async (name: string, args: Record<string, unknown>) => {
         const r = await client.callTool({ name, arguments: args });
@@ -278,8 +274,7 @@ describe('an MCP session of a scoped key', () => {
         actorId: 'refund-1',
       });
     } finally {
-      await client.close();
-      await mcp.close();
+      await close();
     }
   });
 });

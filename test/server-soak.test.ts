@@ -34,7 +34,7 @@ import {
   SOAK_TOKEN,
   SOAK_WORKER,
 } from './fixtures/soak-principals.ts';
-import { approverSession, signed } from './support/principals.ts';
+import { approverSession, signed, signedPost } from './support/principals.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
 const MiB = 1024 * 1024;
@@ -181,14 +181,7 @@ async function approvalRound(actorId: string): Promise<void> {
     actorId,
     event: { type: 'PAUSE_FOR_APPROVAL', reason: 'soak', requestedAt: Date.now() },
   });
-  const paused = await fetch(`${url}/api/events`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...signed(SOAK_WORKER, 'POST', '/api/events', body),
-    },
-    body,
-  });
+  const paused = await signedPost(url, SOAK_WORKER, '/api/events', body);
   count('legitimate', paused.status);
   await paused.body?.cancel();
   const page = await fetch(`${url}/api/actors/${actorId}`, { headers: { cookie: manager } });
@@ -342,14 +335,7 @@ describe(`${SOAK_MS / 1000} s of a read credential and a scoped key attacking wh
               `{"actorId":"refund-${i}","event":${deep}}`,
               `${'y'.repeat(200_000)}${i}`,
             ]) {
-              const r = await fetch(`${url}/api/events`, {
-                method: 'POST',
-                headers: {
-                  'content-type': 'application/json',
-                  ...signed(SOAK_INTRUDER, 'POST', '/api/events', body),
-                },
-                body,
-              });
+              const r = await signedPost(url, SOAK_INTRUDER, '/api/events', body);
               count('attacker', r.status);
               await r.body?.cancel();
             }
@@ -376,15 +362,7 @@ describe(`${SOAK_MS / 1000} s of a read credential and a scoped key attacking wh
        */
       const intruder = async () => {
         const post = async (path: string, value: unknown) => {
-          const body = JSON.stringify(value);
-          const r = await fetch(`${url}${path}`, {
-            method: 'POST',
-            headers: {
-              'content-type': 'application/json',
-              ...signed(SOAK_INTRUDER, 'POST', path, body),
-            },
-            body,
-          });
+          const r = await signedPost(url, SOAK_INTRUDER, path, JSON.stringify(value));
           count('attacker', r.status);
           await r.body?.cancel();
         };

@@ -10,6 +10,7 @@
  * never another's (a flood of `GET /?token=` cannot sign an approver out).
  */
 import { randomBytes } from 'node:crypto';
+import { ByCredential } from './by-credential.ts';
 
 /** Who is behind a session. */
 export type SessionPrincipal =
@@ -46,8 +47,7 @@ export class SessionStore {
   private readonly maxPerCredential: number;
   private readonly now: () => number;
   private readonly entries = new Map<string, Entry>();
-  /** Session ids per credential, oldest first. */
-  private readonly byCredential = new Map<string, Set<string>>();
+  private readonly byCredential = new ByCredential();
 
   constructor(options: SessionStoreOptions = {}) {
     this.ttlMs = options.ttlMs ?? 8 * 60 * 60 * 1000;
@@ -67,18 +67,12 @@ export class SessionStore {
    */
   open(principal: SessionPrincipal): { id: string; evicted: string[] } {
     const credential = sessionCredential(principal);
-    const mine = this.byCredential.get(credential) ?? new Set<string>();
-    this.byCredential.set(credential, mine);
-    const evicted: string[] = [];
     // In insertion order: the oldest is also the first to expire.
-    for (const id of mine) {
-      if (mine.size < this.maxPerCredential) break;
-      evicted.push(id);
-      this.close(id);
-    }
+    const evicted = this.byCredential.overflow(credential, this.maxPerCredential);
+    for (const old of evicted) this.close(old);
     const id = randomBytes(32).toString('base64url');
     this.entries.set(id, { principal, credential, expires: this.now() + this.ttlMs });
-    mine.add(id);
+    this.byCredential.add(credential, id);
     return { id, evicted };
   }
 
@@ -99,14 +93,12 @@ export class SessionStore {
     const entry = this.entries.get(id);
     if (!entry) return;
     this.entries.delete(id);
-    const mine = this.byCredential.get(entry.credential);
-    mine?.delete(id);
-    if (mine?.size === 0) this.byCredential.delete(entry.credential);
+    this.byCredential.delete(entry.credential, id);
   }
 
   /** Ends every session of an approver (their key was removed or rotated); returns their ids. */
   closeFor(keyId: string): string[] {
-    const ids = [...(this.byCredential.get(`key:${keyId}`) ?? [])];
+    const ids = this.byCredential.of(`key:${keyId}`);
     for (const id of ids) this.close(id);
     return ids;
   }

@@ -8,6 +8,7 @@
  * first, never another credential's) and 10,000 in all.
  */
 import { randomBytes } from 'node:crypto';
+import { ByCredential } from './by-credential.ts';
 import type { Principal } from './middleware/auth.ts';
 
 /** What a ticket opens: one stream, filtered as it was asked. */
@@ -21,7 +22,7 @@ export interface StreamTicket {
 
 export class StreamTickets {
   private readonly tickets = new Map<string, StreamTicket>();
-  private readonly byCredential = new Map<string, Set<string>>();
+  private readonly byCredential = new ByCredential();
   constructor(
     private readonly ttlMs = 60_000,
     private readonly max = 10_000,
@@ -36,8 +37,7 @@ export class StreamTickets {
     credential = 'anyone',
   ): { ticket: string; expiresAt: number } {
     this.sweep();
-    for (const oldest of this.byCredential.get(credential) ?? []) {
-      if ((this.byCredential.get(credential)?.size ?? 0) < this.maxPerCredential) break;
+    for (const oldest of this.byCredential.overflow(credential, this.maxPerCredential)) {
       this.drop(oldest);
     }
     for (const oldest of this.tickets.keys()) {
@@ -47,9 +47,7 @@ export class StreamTickets {
     const ticket = randomBytes(24).toString('base64url');
     const expiresAt = this.now() + this.ttlMs;
     this.tickets.set(ticket, { principal, credential, filter, expiresAt });
-    const mine = this.byCredential.get(credential) ?? new Set<string>();
-    mine.add(ticket);
-    this.byCredential.set(credential, mine);
+    this.byCredential.add(credential, ticket);
     return { ticket, expiresAt };
   }
 
@@ -78,9 +76,7 @@ export class StreamTickets {
     const grant = this.tickets.get(ticket);
     if (!grant) return;
     this.tickets.delete(ticket);
-    const mine = this.byCredential.get(grant.credential);
-    mine?.delete(ticket);
-    if (mine?.size === 0) this.byCredential.delete(grant.credential);
+    this.byCredential.delete(grant.credential, ticket);
   }
 
   private sweep(): void {

@@ -25,6 +25,20 @@ export function signed(
   return signRequest(key, { method, path, body }, at);
 }
 
+/** A JSON POST signed by `key`. */
+export function signedPost(
+  url: string,
+  key: Pick<ApiKey, 'id' | 'secret'>,
+  path: string,
+  body: string,
+): Promise<Response> {
+  return fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signed(key, 'POST', path, body) },
+    body,
+  });
+}
+
 /** A GET signed by `key`. */
 export function signedGet(url: string, key: Pick<ApiKey, 'id' | 'secret'>, path: string) {
   return fetch(`${url}${path}`, { headers: signed(key, 'GET', path) });

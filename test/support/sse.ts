@@ -1,14 +1,14 @@
 /** Reading Server-Sent Events in tests. */
 
-export interface SseFrame {
+export interface SseFrame<Data = unknown> {
   id: number | undefined;
   event: string;
-  data: unknown;
+  data: Data;
 }
 
 /** Reads an SSE response frame by frame; `until` waits for a frame (by count of reads, not time). */
-export function readSse(response: Response) {
-  const frames: SseFrame[] = [];
+export function readSse<Data = unknown>(response: Response) {
+  const frames: Array<SseFrame<Data>> = [];
   const waiters: Array<() => void> = [];
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
@@ -37,7 +37,7 @@ export function readSse(response: Response) {
           frames.push({
             id: fields['id'] !== undefined ? Number(fields['id']) : undefined,
             event: fields['event'] ?? 'message',
-            data: JSON.parse(fields['data']) as unknown,
+            data: JSON.parse(fields['data']) as Data,
           });
         }
         end = buffer.indexOf('\n\n');
@@ -48,7 +48,7 @@ export function readSse(response: Response) {
   return {
     frames,
     /** Resolves with the first frame matching `predicate`; rejects if the stream ends first. */
-    async until(predicate: (frame: SseFrame) => boolean): Promise<SseFrame> {
+    async until(predicate: (frame: SseFrame<Data>) => boolean): Promise<SseFrame<Data>> {
       for (;;) {
         const found = frames.find(predicate);
         if (found) return found;
