@@ -24,6 +24,7 @@ import { toMermaid } from '../src/inspect/mermaid.ts';
 import { createServer, listen } from '../src/server/app.ts';
 import { planTransitionTests } from '../src/testing/plan.ts';
 import { seededRandom } from '../src/testing/random.ts';
+import { pausedTasks } from './support/actors.ts';
 
 const FIXED = ['bind_actor', 'create_actor', 'list_actors', 'read_actor'];
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
@@ -56,20 +57,6 @@ async function session(store: Store, options: { role?: string; actors?: string[]
       await mcp.close();
     },
   };
-}
-
-/** Refund tasks paused on an approval. */
-async function pausedTasks(store: Store, ids: readonly string[]): Promise<void> {
-  for (const id of ids) {
-    const actor = await createDurableActor(taskLifecycle.machine, {
-      id,
-      store,
-      input: { taskId: id },
-      schemas: taskLifecycle.events,
-    });
-    await actor.send({ type: 'START' });
-    await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-  }
 }
 
 describe('an MCP session over a store', () => {

@@ -20,6 +20,7 @@ import { createServer, listen, type ListeningServer } from '../src/server/app.ts
 import { SseHub } from '../src/server/sse.ts';
 import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
+import { readSse } from './support/sse.ts';
 
 const task = catalog['task-lifecycle'];
 const status = catalog['agent-status'];
@@ -134,56 +135,7 @@ async function post(
 const now = () => Math.floor(Date.now() / 1000);
 
 /** Reads an SSE response frame by frame. */
-function readStream(response: Response) {
-  const frames: Array<{ id: number | undefined; event: string; data: any }> = [];
-  const waiters: Array<() => void> = [];
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  void (async () => {
-    for (;;) {
-      const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let end = buffer.indexOf('\n\n');
-      while (end !== -1) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const fields = Object.fromEntries(
-          block
-            .split('\n')
-            .filter((l) => !l.startsWith(':') && l.includes(':'))
-            .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]),
-        ) as Record<string, string>;
-        if (fields['data'] !== undefined) {
-          frames.push({
-            id: fields['id'] !== undefined ? Number(fields['id']) : undefined,
-            event: fields['event'] ?? 'message',
-            data: JSON.parse(fields['data']),
-          });
-          for (const w of waiters.splice(0)) w();
-        }
-        end = buffer.indexOf('\n\n');
-      }
-    }
-  })();
-  return {
-    frames,
-    async until(predicate: (frame: (typeof frames)[number]) => boolean, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = frames.find(predicate);
-        if (found) return found;
-        if (Date.now() > deadline) throw new Error('timed out waiting for a stream message');
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, 50);
-        });
-      }
-    },
-    close: () => reader.cancel(),
-  };
-}
+const readStream = (response: Response) => readSse<any>(response);
 
 describe('reading actors', () => {
   test('lists actors with state, colour and category, filtered by machine and state', async () => {
@@ -313,11 +265,15 @@ describe('reads by a key limited to some actors', () => {
     const ids = list.body.actors.map((a: { id: string }) => a.id);
     expect(ids.length).toBeGreaterThan(0);
     expect(ids.every((id: string) => id.startsWith('refund-'))).toBe(true);
-    for (const path of ['/metrics', '/api/counts', '/api/agents/status?userId=u', '/api/stream']) {
+    for (const path of ['/metrics', '/api/agents/status?userId=u']) {
       const res = await asAgent(path);
       expect(res.status, path).toBe(403);
       expect(res.body, path).toMatchObject({ reason: 'scope_too_narrow' });
     }
+    // Counts are cut to the key's scope (test/server-scope.test.ts covers every read route).
+    const counts = await asAgent('/api/counts');
+    expect(counts.status).toBe(200);
+    expect(counts.body.total).toBe(ids.length);
     // An unscoped key still reads everything.
     expect(
       (
@@ -843,7 +799,7 @@ describe('deployment', () => {
     }
   });
 
-  test('logs one INFO line per request through hono’s logger into pino', async () => {
+  test('logs one INFO line per request into pino', async () => {
     const lines: Array<{ level: number; msg: string }> = [];
     const logger = pino(
       { level: 'info' },

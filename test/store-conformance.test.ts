@@ -748,6 +748,35 @@ function storeConformance(target: StoreTarget): void {
         expect(await store.listRejections({ since: 15, actorId: 'b' })).toEqual([]);
         expect((await store.listRejections({ actorId: 'b' })).map((r) => r.at)).toEqual([10]);
       });
+
+      it('prunes rejections older than a time, then all but the newest', async () => {
+        const reject = (actorId: string, at: number) =>
+          store.recordRejection({
+            actorId,
+            machineId: 'm',
+            state: 's',
+            eventType: 'X',
+            reason: 'invalid_transition',
+            at,
+          });
+        for (const [id, at] of [
+          ['a', 10],
+          ['b', 20],
+          ['c', 30],
+          ['d', 30],
+          ['e', 40],
+          ['f', 50],
+        ] as const) {
+          await reject(id, at);
+        }
+        expect(await store.pruneRejections({ before: 20 })).toBe(1);
+        expect(await store.pruneRejections({ keep: 3 })).toBe(2);
+        // Of the two rows at 30, the one recorded later is newer.
+        expect((await store.listRejections()).map((r) => r.actorId)).toEqual(['d', 'e', 'f']);
+        expect(await store.pruneRejections({ keep: 5 })).toBe(0);
+        expect(await store.pruneRejections({ before: 100, keep: 1 })).toBe(3);
+        expect(await store.listRejections()).toEqual([]);
+      });
     });
 
     describe('observability queries', () => {

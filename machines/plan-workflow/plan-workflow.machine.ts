@@ -20,7 +20,12 @@ type CommentAdded = Extract<GlobalEvent, { type: 'ADD_COMMENT' }>;
 /** Who may send the global events and what they do (shared with team-workflow). */
 export const globalEventMeta = {
   ARTIFACT_ADDED: { description: 'Attach an artifact (any phase).' },
-  ADD_COMMENT: { roles: ['agent', 'approver'], description: 'Add a comment (any phase).' },
+  ADD_COMMENT: {
+    roles: ['agent', 'approver'],
+    // The author is whoever sends it: bound to the signing key, never taken from the body.
+    signer: 'author',
+    description: 'Add a comment (any phase).',
+  },
   CLEAR_COMMENTS: { roles: ['approver', 'operator'], description: 'Clear the comments.' },
   RESET: {
     roles: ['approver', 'operator'],

@@ -13,7 +13,11 @@
  * (`notifications/tools/list_changed` after every transition the session sees).
  * A tool call is a durable send; an illegal or ill-formed call is a tool error
  * with the typed reason and changes nothing. The session acts for one role
- * (default `agent`, which is never offered an approval) within an actor scope.
+ * (default `agent`, which is never offered an approval) within an actor scope,
+ * and every move it makes is recorded with `metadata` (who made it). Whether it
+ * may create actors is `mayCreate` (served over HTTP: operator keys only, see
+ * {@link CREATOR_ROLES}). A failure that is not a typed refusal reaches the
+ * client as `internal`, with no message of its own.
  *
  * Resources: `agentcharts://actors/<id>` (state and context), `…/trail`, and
  * `…/diagram` when a diagram renderer is given.
@@ -21,21 +25,25 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   ReadResourceRequestSchema,
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { AnyStateMachine } from 'xstate';
 import * as z from 'zod';
 import type { ChartDefinition } from '../core/chart.ts';
 import { AgentchartsError } from '../core/errors.ts';
-import { coversActor } from '../core/scope.ts';
+import { coversActor, listInScope } from '../core/scope.ts';
 import { stateLabel } from '../core/state.ts';
 import { createDurableActor, getRuntime } from '../durable/open.ts';
 import type { LiveActor } from '../durable/notices.ts';
-import type { Store } from '../store/types.ts';
+import type { ActorRow, Store } from '../store/types.ts';
 import { getEventSchemas } from '../strict/events.ts';
 import { executeMove, toolsFor, type AgentTool, type ToolsOptions } from './tools.ts';
 
@@ -54,7 +62,28 @@ export interface McpServerOptions {
   /** Renders a machine's diagram (Mermaid) for the `…/diagram` resource. */
   diagram?: ((machine: AnyStateMachine) => string) | undefined;
   version?: string | undefined;
+  /**
+   * Whether the session may create actors (`create_actor`). Default true: on
+   * stdio the caller owns the store anyway. `agentcharts serve` allows it to
+   * {@link CREATOR_ROLES} only: creating an actor sets its input, and a
+   * workflow's input names who decides (a team's voters).
+   */
+  mayCreate?: boolean | undefined;
+  /**
+   * Recorded on the trail row of every move and creation the session makes:
+   * who made it (`{ via: 'mcp', keyId }` over HTTP).
+   */
+  metadata?: Record<string, unknown> | undefined;
+  /** Where failures that are not typed refusals are logged (with the id the client is given). */
+  logger?: Logger | undefined;
 }
+
+/**
+ * The roles that may create actors over `/mcp` of `agentcharts serve`: an
+ * operator's key. An agent works on actors someone else created (`bind_actor`),
+ * so it cannot make a workflow in which it alone votes.
+ */
+export const CREATOR_ROLES: readonly string[] = ['operator'];
 
 /** A refusal of a fixed tool, as a tool error. */
 class McpRefusal extends AgentchartsError {
@@ -76,8 +105,8 @@ const FIXED = {
   },
   read_actor: {
     description:
-      'Read one actor: its state, context, the moves it accepts now and its last transitions.',
-    schema: z.strictObject({ actorId: z.string().min(1).max(200) }),
+      'Read one actor (default: the bound one): its state, context, the moves it accepts now and its last transitions.',
+    schema: z.strictObject({ actorId: z.string().min(1).max(200).optional() }),
   },
   create_actor: {
     description: 'Create an actor of a chart and bind this session to it.',
@@ -102,6 +131,8 @@ const FIXED_TOOLS: readonly Tool[] = Object.entries(FIXED).map(
   }),
 );
 const isFixed = (name: string): name is FixedName => Object.hasOwn(FIXED, name);
+/** Actors `list_actors` and the resource list read at most. */
+const LIST_LIMIT = 100;
 
 const result = (value: unknown, isError = false): CallToolResult => ({
   content: [{ type: 'text', text: JSON.stringify(value) }],
@@ -129,6 +160,15 @@ export function createMcpServer(options: McpServerOptions): {
   let watching: { unsubscribe(): void } | undefined;
 
   const inScope = (actorId: string) => coversActor(options.actors, actorId);
+  const mayCreate = options.mayCreate !== false;
+  const fixedTools = mayCreate ? FIXED_TOOLS : FIXED_TOOLS.filter((t) => t.name !== 'create_actor');
+  /** Actors of the session's scope, read through it (no other actor is read past). */
+  const listed = async (machineId: string | undefined, limit: number): Promise<ActorRow[]> => {
+    const list = (afterId: string | undefined, n: number) =>
+      store.listActors({ machineId, afterId, limit: n });
+    if (options.actors === undefined) return list(undefined, limit);
+    return (await listInScope(list, options.actors, { limit })).rows;
+  };
   const toolOptions = (machine: AnyStateMachine): ToolsOptions => {
     const chart = byMachine.get(machine.id);
     return {
@@ -136,7 +176,14 @@ export function createMcpServer(options: McpServerOptions): {
       samples: chart?.eventSamples,
       role: options.role ?? 'agent',
       identity: options.identity,
+      metadata: options.metadata,
     };
+  };
+  /** A failure that is not a typed refusal: logged here, `internal` to the client. */
+  const internal = (error: unknown, where: string): string => {
+    const requestId = randomUUID();
+    options.logger?.error({ err: error, requestId, where }, 'MCP request failed');
+    return requestId;
   };
   const moves = (actor: LiveActor): AgentTool[] => toolsFor(actor, toolOptions(actor.machine));
 
@@ -209,21 +256,27 @@ export function createMcpServer(options: McpServerOptions): {
     const data = parsed.data as Record<string, unknown>;
     switch (name) {
       case 'list_actors': {
-        const rows = await store.listActors({
-          machineId: data['machine'] as string | undefined,
-          limit: 500,
-        });
-        const limit = (data['limit'] as number | undefined) ?? 50;
+        const rows = await listed(
+          data['machine'] as string | undefined,
+          (data['limit'] as number | undefined) ?? 50,
+        );
         return result({
           ok: true,
-          actors: rows
-            .filter((r) => inScope(r.id))
-            .slice(0, limit)
-            .map((r) => ({ id: r.id, machine: r.machineId, state: r.state, status: r.status })),
+          actors: rows.map((r) => ({
+            id: r.id,
+            machine: r.machineId,
+            state: r.state,
+            status: r.status,
+          })),
         });
       }
       case 'read_actor': {
-        const actor = await load(data['actorId'] as string);
+        // Without an id, the actor the session is bound to.
+        const actorId = (data['actorId'] as string | undefined) ?? bound?.id;
+        if (actorId === undefined) {
+          throw new McpRefusal('not_bound', 'name an actorId, or bind an actor first');
+        }
+        const actor = await load(actorId);
         await actor.reload();
         return result({ ok: true, ...(await describeActor(actor)) });
       }
@@ -234,6 +287,12 @@ export function createMcpServer(options: McpServerOptions): {
         return result({ ok: true, ...(await describeActor(actor)) });
       }
       case 'create_actor': {
+        if (!mayCreate) {
+          throw new McpRefusal(
+            'role_may_not_create',
+            `role ${options.role ?? 'agent'} may not create actors here (only ${CREATOR_ROLES.join(', ')}); bind_actor an existing one`,
+          );
+        }
         const actorId = data['actorId'] as string;
         const chart = byMachine.get(data['machine'] as string);
         if (!chart) {
@@ -254,10 +313,27 @@ export function createMcpServer(options: McpServerOptions): {
           input: (data['input'] ?? chart.defaultInput) as never,
           schemas: chart.events,
           mode: 'create',
+          ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
         });
         bind(actor);
         return result({ ok: true, ...(await describeActor(actor)) });
       }
+    }
+  };
+
+  /**
+   * Runs a request's work: a typed refusal becomes an `InvalidParams` error with
+   * its own message; anything else an `InternalError` saying nothing of it.
+   */
+  const guarded = async <T>(where: string, work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof McpRefusal) {
+        throw new McpError(ErrorCode.InvalidParams, error.message, { kind: error.reason });
+      }
+      const requestId = internal(error, where);
+      throw new McpError(ErrorCode.InternalError, 'internal error', { requestId });
     }
   };
 
@@ -273,14 +349,15 @@ export function createMcpServer(options: McpServerOptions): {
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     await started;
-    const tools: Tool[] = [...FIXED_TOOLS];
-    if (bound) {
+    const tools: Tool[] = [...fixedTools];
+    const actor = bound;
+    if (actor) {
       // Another process may have moved it: the menu is the stored state's.
-      await bound.reload();
-      for (const move of moves(bound)) {
+      await guarded('tools/list', () => actor.reload());
+      for (const move of moves(actor)) {
         tools.push({
           name: move.name,
-          description: `${move.description} [${bound.id}, in ${bound.state}]`,
+          description: `${move.description} [${actor.id}, in ${actor.state}]`,
           inputSchema: move.inputSchema as Tool['inputSchema'],
         });
       }
@@ -313,22 +390,23 @@ export function createMcpServer(options: McpServerOptions): {
       if (error instanceof McpRefusal) {
         return result({ ok: false, error: { kind: error.reason, message: error.message } }, true);
       }
-      throw error;
+      const requestId = internal(error, `tools/call ${name}`);
+      return result(
+        { ok: false, error: { kind: 'internal', message: 'internal error', requestId } },
+        true,
+      );
     }
   });
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => {
     await started;
-    const rows = await store.listActors({ limit: 500 });
-    const resources = rows
-      .filter((r) => inScope(r.id))
-      .slice(0, 100)
-      .map((r) => ({
-        uri: `agentcharts://actors/${encodeURIComponent(r.id)}`,
-        name: r.id,
-        description: `${r.machineId} in ${r.state} (${r.status})`,
-        mimeType: 'application/json',
-      }));
+    const rows = await guarded('resources/list', () => listed(undefined, LIST_LIMIT));
+    const resources = rows.map((r) => ({
+      uri: `agentcharts://actors/${encodeURIComponent(r.id)}`,
+      name: r.id,
+      description: `${r.machineId} in ${r.state} (${r.status})`,
+      mimeType: 'application/json',
+    }));
     if (bound) {
       const id = encodeURIComponent(bound.id);
       resources.push({
@@ -352,32 +430,33 @@ export function createMcpServer(options: McpServerOptions): {
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     const uri = request.params.uri;
     const match = RESOURCE.exec(uri);
-    if (!match?.[1]) throw new McpRefusal('unknown_resource', `no resource ${uri}`);
-    const actor = await load(decodeURIComponent(match[1]));
-    await actor.reload();
-    if (match[2] === '/trail') {
-      const rows = await store.history(actor.id, {
-        afterSeq: Math.max(0, actor.version - 100),
-        limit: 100,
-      });
-      const trail = rows.map((r) => ({
-        seq: r.seq,
-        event: r.eventType,
-        from: r.fromState,
-        to: r.toState,
-        at: r.at,
-      }));
-      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(trail) }] };
+    if (!match?.[1] || (match[2] === '/diagram' && !options.diagram)) {
+      throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}`);
     }
-    if (match[2] === '/diagram') {
-      if (!options.diagram) throw new McpRefusal('unknown_resource', `no resource ${uri}`);
-      return { contents: [{ uri, mimeType: 'text/plain', text: options.diagram(actor.machine) }] };
-    }
-    return {
-      contents: [
-        { uri, mimeType: 'application/json', text: JSON.stringify(await describeActor(actor)) },
-      ],
-    };
+    const id = decodeURIComponent(match[1]);
+    const text = await guarded('resources/read', async () => {
+      const actor = await load(id);
+      await actor.reload();
+      if (match[2] === '/trail') {
+        const rows = await store.history(actor.id, {
+          afterSeq: Math.max(0, actor.version - 100),
+          limit: 100,
+        });
+        return JSON.stringify(
+          rows.map((r) => ({
+            seq: r.seq,
+            event: r.eventType,
+            from: r.fromState,
+            to: r.toState,
+            at: r.at,
+          })),
+        );
+      }
+      if (match[2] === '/diagram') return options.diagram?.(actor.machine) ?? '';
+      return JSON.stringify(await describeActor(actor));
+    });
+    const mimeType = match[2] === '/diagram' ? 'text/plain' : 'application/json';
+    return { contents: [{ uri, mimeType, text }] };
   });
 
   return {

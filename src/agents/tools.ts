@@ -66,6 +66,11 @@ export interface ToolsOptions extends LegalEventsOptions {
    * which is then not part of the tool's arguments.
    */
   identity?: string | undefined;
+  /**
+   * Recorded on the trail row of every move a tool makes (a durable actor's
+   * `send(event, metadata)`): who moved it, e.g. `{ via: 'mcp', keyId }`.
+   */
+  metadata?: Record<string, unknown> | undefined;
 }
 
 /** The event's payload schema as tool arguments: `type` and the signer field left out. */
@@ -106,7 +111,14 @@ function refusal(error: unknown): Extract<ToolResult, { ok: false }>['error'] {
   if (error instanceof ConcurrencyError) {
     return { kind: 'conflict', message: 'another writer moved the actor; look again and retry' };
   }
-  if (error instanceof StoreError) return { kind: 'store', message: error.message };
+  // The store's own detail (a driver message) stays in the process.
+  if (error instanceof StoreError) {
+    return {
+      kind: 'store',
+      message: `the store could not ${error.operation === 'commit' ? 'write' : 'answer'} (${error.kind}); retry`,
+      reason: error.kind,
+    };
+  }
   throw error;
 }
 
@@ -147,10 +159,14 @@ function toolsFrom(actor: SendableActor, events: LegalEvent[], options: ToolsOpt
         payload[event.signer] = options.identity;
       }
       try {
-        const sent = (await (actor.send as (e: EventObject) => unknown)({
-          ...payload,
-          type: event.type,
-        })) as AnyMachineSnapshot | undefined;
+        const move = { ...payload, type: event.type };
+        // A durable actor records the metadata on the move's trail row; a strict one ignores it.
+        const target = actor as unknown as {
+          send(e: EventObject, metadata?: Record<string, unknown>): unknown;
+        };
+        const sent = (await (options.metadata === undefined
+          ? target.send(move)
+          : target.send(move, options.metadata))) as AnyMachineSnapshot | undefined;
         const snapshot = sent ?? actor.getSnapshot();
         return {
           ok: true,

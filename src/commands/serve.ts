@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { attachInspector } from '../inspect/inspector.ts';
+import { createLogger } from '../observe/logging.ts';
 import { loadKeysFile, type ApiKey } from '../server/auth.ts';
 import { importOptional } from '../core/optional.ts';
 import { CliOptionError } from './paths.ts';
@@ -148,6 +149,8 @@ export function registerServe(program: Command): void {
           store,
           charts,
           keys,
+          // One JSON line per request on stderr at INFO (AGENTCHARTS_LOG_LEVEL to change), no credential in it.
+          logger: createLogger(),
           accessToken: token,
           publicRead: opts.publicRead === true,
           allowedHosts: opts.allowedHost ?? [],
@@ -174,8 +177,10 @@ export function registerServe(program: Command): void {
         const listening = await listen(server, { port, hostname: opts.host });
         const lines = [
           `agentcharts serve: ${listening.url} (store ${where})`,
-          // The token is never printed in full: it is in argv, the environment or a file.
-          `dashboard: ${listening.url}/?token=<token> (${from}; starts ${token.slice(0, 4)}…)`,
+          // A one-time link, not the token: the token is in argv, the environment or a file,
+          // and this line may end up in a terminal's scrollback or a service's journal.
+          `dashboard: ${listening.url}${server.signInLink()} (a one-time sign-in link, 15 minutes)`,
+          `read token: ${from}; ${listening.url}/?token=<token> opens a session too`,
           keys.length === 0
             ? 'no --keys given: every write is refused (401)'
             : `${keys.length} key(s): ${keys.map((k) => `${k.id} (${k.role})`).join(', ')}`,

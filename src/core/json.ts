@@ -40,7 +40,7 @@ export type JsonWalk =
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Deepest nesting accepted. */
-const MAX_DEPTH = 64;
+export const MAX_JSON_DEPTH = 64;
 
 /** Characters a JSON string holds as themselves, one byte each: printable ASCII but `"` and `\\`. */
 const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
@@ -116,7 +116,7 @@ export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWal
           bytes += 4;
           return v;
         }
-        if (path.length > MAX_DEPTH) return fail('invalid_field', at(), 'nested too deeply');
+        if (path.length > MAX_JSON_DEPTH) return fail('invalid_field', at(), 'nested too deeply');
         if (open.has(v)) return fail('invalid_field', at(), 'a cycle (JSON cannot hold one)');
         if (Array.isArray(v)) {
           open.add(v);

@@ -119,13 +119,21 @@ function eventText(
   return type;
 }
 
+/**
+ * `<` and `>` as Mermaid's entity codes: Mermaid draws labels as HTML, so a name
+ * holding `<a href=…>` (a machine sent to the inspector) would be a live link.
+ */
+function escapeMarkup(text: string): string {
+  return text.replace(/</g, '#lt;').replace(/>/g, '#gt;');
+}
+
 /** Mermaid reads `;` as a statement end and `#name;` as an entity; labels stay on one line. */
 function cleanLabel(text: string): string {
-  return text.replace(/[\r\n]+/g, ' ').replace(/;/g, ',');
+  return escapeMarkup(text.replace(/[\r\n]+/g, ' ').replace(/;/g, ','));
 }
 
 function quote(text: string): string {
-  return `"${text.replace(/"/g, "'").replace(/[\r\n]+/g, ' ')}"`;
+  return `"${escapeMarkup(text.replace(/"/g, "'").replace(/[\r\n]+/g, ' '))}"`;
 }
 
 interface Edge {

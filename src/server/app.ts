@@ -16,7 +16,6 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { cors } from 'hono/cors';
-import { logger as honoLogger } from 'hono/logger';
 import { secureHeaders } from 'hono/secure-headers';
 import { timeout } from 'hono/timeout';
 import { randomUUID } from 'node:crypto';
@@ -27,6 +26,7 @@ import { typedErrorResponse } from './errors.ts';
 import { createKit } from './kit.ts';
 import type { ServerEnv } from './middleware/auth.ts';
 import { allowedHosts } from './middleware/hosts.ts';
+import { requestLog } from './middleware/request-log.ts';
 import type { ServerOptions } from './options.ts';
 import { registerActorRoutes } from './routes/actors.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
@@ -40,7 +40,13 @@ import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
 import { requireArg, requireOptions } from '../core/options.ts';
 import { AgentchartsError } from '../core/errors.ts';
-export type { CorsOptions, DashboardOptions, InspectionOptions, ServerOptions } from './options.ts';
+export type {
+  CorsOptions,
+  DashboardOptions,
+  InspectionOptions,
+  RejectionRetention,
+  ServerOptions,
+} from './options.ts';
 
 export interface AgentchartsServer {
   app: Hono<ServerEnv>;
@@ -53,6 +59,12 @@ export interface AgentchartsServer {
   inspectionSocket: InspectionSocketSlot;
   /** Resolves when the transition feed knows where every actor stands. */
   ready: Promise<void>;
+  /**
+   * A one-time sign-in link for the dashboard (`/?signin=<code>`, relative to the
+   * server's URL): it opens one reader session, once, within 15 minutes, so the
+   * read token itself need not be shown.
+   */
+  signInLink(): string;
   /** Stops the feed and ends SSE streams. The store and runtime stay open. */
   close(): Promise<void>;
 }
@@ -87,13 +99,9 @@ export function createServer(options: ServerOptions): AgentchartsServer {
       }),
     );
   }
-  // One line per request at INFO, through hono's logger into the server's pino
+  // One line per request at INFO into the server's pino, query values redacted
   // (off with `requestLogs: false`, e.g. under a load test).
-  if (options.requestLogs !== false)
-    app.use(
-      '*',
-      honoLogger((line) => logger.info(line)),
-    );
+  if (options.requestLogs !== false) app.use('*', requestLog(logger));
   // A request that takes longer than this gets 504 (the streams are exempt).
   const requestTimeout = timeout(options.requestTimeoutMs ?? 30_000);
   const streams = new Set(['/api/stream', '/api/inspections/stream']);
@@ -141,7 +149,9 @@ export function createServer(options: ServerOptions): AgentchartsServer {
     inspection,
     inspectionSocket: kit.inspectionSocket,
     ready: feed.ready,
+    signInLink: () => `/?signin=${kit.signInLinks.issue()}`,
     async close() {
+      kit.stopRetention();
       feed.stop();
       unobserveEmitted();
       hub.close();

@@ -7,6 +7,11 @@ import type { AnyStateMachine, StateValue } from 'xstate';
 import { toMermaid } from '../inspect/mermaid.ts';
 import { leafPaths } from '../core/state.ts';
 
+/** A quoted name as the chart has it (`toMermaid` writes `<` and `>` as entity codes). */
+function unescapeMarkup(text: string): string {
+  return text.replace(/#lt;/g, '<').replace(/#gt;/g, '>');
+}
+
 /**
  * Maps each declared state's dotted path to its Mermaid id by reading the
  * declarations `toMermaid` writes (`state X {`, `state "key" as X`, bare `X`,
@@ -25,7 +30,7 @@ export function mermaidIdsByPath(machine: AnyStateMachine, diagram: string): Map
     const composite = /^state (?:"([^"]*)" as )?([A-Za-z][A-Za-z0-9_]*) \{$/.exec(line);
     if (composite) {
       const id = composite[2] as string;
-      const key = composite[1] ?? id;
+      const key = composite[1] !== undefined ? unescapeMarkup(composite[1]) : id;
       // The wrapper `toMermaid` adds around a machine with root-level edges is not a state.
       const wrapper = stack.length === 0 && key === machine.id && id.endsWith('_machine');
       if (!wrapper) ids.set([...path(), key].join('.'), id);
@@ -34,7 +39,7 @@ export function mermaidIdsByPath(machine: AnyStateMachine, diagram: string): Map
     }
     const aliased = /^state "([^"]*)" as ([A-Za-z][A-Za-z0-9_]*)$/.exec(line);
     if (aliased) {
-      ids.set([...path(), aliased[1] as string].join('.'), aliased[2] as string);
+      ids.set([...path(), unescapeMarkup(aliased[1] as string)].join('.'), aliased[2] as string);
       continue;
     }
     if (/^[A-Za-z][A-Za-z0-9_]*$/.test(line) && line !== 'stateDiagram-v2') {

@@ -110,6 +110,16 @@ export function parseJson(text: string): unknown {
   }
 }
 
+/** The runtime's own sources: a timer, recovery, an invoke's result, a message, a spawn. */
+const SERVER_SOURCES = new Set(['timer', 'recover', 'invoke', 'message', 'spawn']);
+
+/** Who caused a transition, from its row's metadata: a key id, `server`, or null (a local caller). */
+export function principalOf(metadata: Record<string, unknown>): string | null {
+  if (typeof metadata['keyId'] === 'string') return metadata['keyId'];
+  const source = metadata['source'];
+  return typeof source === 'string' && SERVER_SOURCES.has(source) ? 'server' : null;
+}
+
 export function trailEntry(machineId: string, row: TransitionRow) {
   const metadata = (parseJson(row.metadata) ?? {}) as Record<string, unknown>;
   const to = badge(machineId, row.toState);
@@ -122,6 +132,10 @@ export function trailEntry(machineId: string, row: TransitionRow) {
     at: row.at,
     source: typeof metadata['source'] === 'string' ? metadata['source'] : null,
     keyId: typeof metadata['keyId'] === 'string' ? metadata['keyId'] : null,
+    /** How a key's event came in: `http` (the API, the dashboard's decisions) or `mcp`. */
+    via: typeof metadata['via'] === 'string' ? metadata['via'] : null,
+    /** Who caused it: the key, or `server` for the chart's own timers and the runtime's moves. */
+    by: principalOf(metadata),
     toName: to.name,
     color: to.color,
     fromColor: row.fromState !== null ? badge(machineId, row.fromState).color : null,

@@ -14,6 +14,7 @@ export {
   type DashboardOptions,
   type InspectionOptions,
   type ListeningServer,
+  type RejectionRetention,
   type ServerOptions,
 } from './app.ts';
 export { InspectionHub, type InspectionLimits } from './inspection.ts';

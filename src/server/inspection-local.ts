@@ -25,8 +25,11 @@ function plainSnapshot(snapshot: unknown): Record<string, unknown> {
 
 /** The inspector of connection 0 (this process) of a hub. */
 export function localInspector(hub: InspectionHub): InspectorLike {
-  const keep = (message: InspectionMessage, machine?: AnyStateMachine) =>
-    hub.record(0, message, JSON.stringify(message).length, machine);
+  const keep = (message: InspectionMessage, machine?: AnyStateMachine) => {
+    const cost = hub.cost(message);
+    if (cost === undefined) hub.refuse('too_deep');
+    else hub.record(0, message, cost, machine);
+  };
   return {
     inspect(event: InspectionEvent) {
       const ref = event.actorRef as AnyActorRef & { id?: string; logic?: unknown };

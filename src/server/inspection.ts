@@ -12,12 +12,17 @@
  * snapshots. Memory is bounded four ways: the number of actors (the least
  * recently updated leaves first), entries per actor (the oldest drop), the size
  * of one message (a larger one is refused), and the bytes of everything kept
- * (least recently updated actors leave until it fits). Nothing here touches the
- * store: inspected actors are not durable.
+ * (least recently updated actors leave until it fits). Bytes are counted as the
+ * server holds them — the estimated heap of the parsed values kept, not the
+ * length of their JSON text (`[{},{},…]` costs twenty times its text) — and a
+ * message nested deeper than an event may be is refused. Nothing here touches
+ * the store: inspected actors are not durable.
  */
 import type { UpgradeWebSocket } from 'hono/ws';
 import type { AnyStateMachine } from 'xstate';
 import * as z from 'zod';
+import { MAX_EVENT_DEPTH } from '../strict/events.ts';
+import { jsonHeapBytes, jsonTextHeapBytes } from './heap-size.ts';
 
 /** Where the inspection socket's upgrade comes from, once `listen` attached one. */
 export interface InspectionSocketSlot {
@@ -31,9 +36,15 @@ export interface InspectionLimits {
   maxActors?: number | undefined;
   /** Timeline entries per actor; past it the oldest drop. Default 1,000. */
   maxEntriesPerActor?: number | undefined;
-  /** Largest message accepted (bytes of its JSON text). Default 1 MiB. */
+  /**
+   * Largest message accepted, in bytes of its JSON text; one whose parsed values
+   * would take more than eight times that in memory is refused too. Default 1 MiB.
+   */
   maxMessageBytes?: number | undefined;
-  /** Bytes of messages kept in all; past it the least recently updated actors leave. Default 64 MiB. */
+  /**
+   * Memory the kept messages may take in all (their estimated heap); past it the
+   * least recently updated actors leave. Default 32 MiB.
+   */
   maxTotalBytes?: number | undefined;
 }
 
@@ -92,7 +103,10 @@ export interface InspectedActor {
 }
 
 /** Why a message was refused. */
-export type InspectionRefusal = 'too_large' | 'invalid_json' | 'invalid_message';
+export type InspectionRefusal = 'too_large' | 'too_deep' | 'invalid_json' | 'invalid_message';
+
+/** What one timeline entry costs besides its values (the entry object, its fields). */
+const ENTRY_OVERHEAD = 256;
 
 const ID = z.string().min(1).max(500);
 const optionalId = z
@@ -170,7 +184,7 @@ export class InspectionHub {
   /** Counters since the server started. */
   readonly stats = {
     received: 0,
-    refused: { too_large: 0, invalid_json: 0, invalid_message: 0 } as Record<
+    refused: { too_large: 0, too_deep: 0, invalid_json: 0, invalid_message: 0 } as Record<
       InspectionRefusal,
       number
     >,
@@ -185,8 +199,13 @@ export class InspectionHub {
       maxActors: positive(limits.maxActors, 1_000),
       maxEntriesPerActor: positive(limits.maxEntriesPerActor, 1_000),
       maxMessageBytes: positive(limits.maxMessageBytes, 1024 * 1024),
-      maxTotalBytes: positive(limits.maxTotalBytes, 64 * 1024 * 1024),
+      maxTotalBytes: positive(limits.maxTotalBytes, 32 * 1024 * 1024),
     };
+  }
+
+  /** Memory one message may cost: eight times the text limit (an array of empty objects costs twenty). */
+  private get maxMessageCost(): number {
+    return Math.min(this.limits.maxTotalBytes, this.limits.maxMessageBytes * 8);
   }
 
   /** A number for a new inspection connection (1, 2, …); 0 is this process. */
@@ -195,7 +214,7 @@ export class InspectionHub {
     return this.connections;
   }
 
-  /** Bytes of messages kept now. */
+  /** Bytes (estimated heap) of the messages kept now. */
   get bytes(): number {
     return this.totalBytes;
   }
@@ -214,6 +233,10 @@ export class InspectionHub {
     this.stats.received += 1;
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes > this.limits.maxMessageBytes) return this.refuse('too_large');
+    // What parsing it would cost, read off the text: the costly ones are never parsed.
+    const estimate = jsonTextHeapBytes(text, MAX_EVENT_DEPTH + 2);
+    if (estimate === undefined) return this.refuse('too_deep');
+    if (estimate > this.maxMessageCost) return this.refuse('too_large');
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -222,8 +245,31 @@ export class InspectionHub {
     }
     const parsed = messageSchema.safeParse(json);
     if (!parsed.success) return this.refuse('invalid_message');
-    this.record(connection, parsed.data, bytes);
+    // Kept at the estimate read off its text (strings at two bytes a character).
+    this.record(connection, parsed.data, estimate);
     return undefined;
+  }
+
+  /**
+   * What keeping a message given as values costs (the estimated heap of its
+   * event, its snapshot, its definition; a socket's messages are estimated from
+   * their text instead), or undefined when one of them nests deeper than an event
+   * may (`MAX_EVENT_DEPTH`): such a value would make every later read of
+   * the actor fail, so it is never kept.
+   */
+  cost(message: InspectionMessage): number | undefined {
+    let bytes = ENTRY_OVERHEAD;
+    for (const part of [
+      'event' in message ? message.event : undefined,
+      'snapshot' in message ? message.snapshot : undefined,
+      'definition' in message ? message.definition : undefined,
+    ]) {
+      if (part === undefined) continue;
+      const size = jsonHeapBytes(part, MAX_EVENT_DEPTH);
+      if (size === undefined) return undefined;
+      bytes += size;
+    }
+    return bytes;
   }
 
   /** Keeps one well-formed message (what `receive` does after checking it). */

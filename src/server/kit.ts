@@ -3,6 +3,7 @@
  * its authentication middleware (middleware/auth.ts) and write path
  * (writes.ts), built once per `createServer` and handed to every route module.
  */
+import type { Logger } from 'pino';
 import * as z from 'zod';
 import { checkOptions, storeOption } from '../core/options.ts';
 import { type Context } from 'hono';
@@ -25,8 +26,10 @@ import { authMiddleware } from './middleware/auth.ts';
 import type { ServerOptions } from './options.ts';
 import { InspectionHub, type InspectionSocketSlot } from './inspection.ts';
 import { SessionStore, type SessionPrincipal } from './sessions.ts';
+import { SignInLinks } from './sign-in-links.ts';
 import { SseHub } from './sse.ts';
 import { StreamTickets } from './stream-tickets.ts';
+import { FailureThrottle } from './throttle.ts';
 import { createDispatch } from './writes.ts';
 
 /**
@@ -68,6 +71,9 @@ export function createKit(options: ServerOptions) {
   const hub = new SseHub(options.sse);
   const metrics = createMetrics(runtime);
   const sessions = new SessionStore({ ttlMs: options.dashboard?.sessionTtlMs ?? SESSION_TTL_MS });
+  const streamTickets = new StreamTickets();
+  // Wrong secrets (sign-in, MCP bearer keys, the read token), per client and per key.
+  const throttle = new FailureThrottle();
   const assets = {
     html: loadAsset('index.html'),
     js: loadAsset('app.js'),
@@ -104,16 +110,27 @@ export function createKit(options: ServerOptions) {
     },
   });
   if (options.fireTimers) runtime.startTimerPolling(1000);
+  const stopRetention = retainRejections(options, logger);
 
   // ---- helpers ----------------------------------------------------------
 
   const fail = (c: Context, status: number, body: ErrorBody) =>
     c.json(body, status as 400 | 401 | 403 | 404 | 409 | 413 | 421 | 429 | 500 | 503 | 504);
 
+  /** Ends a dashboard session, its streams and its stream tickets. */
+  const endSession = (id: string | undefined): void => {
+    if (id === undefined) return;
+    sessions.close(id);
+    hub.closeSession(id);
+    streamTickets.revokeSession(id);
+  };
+
   const startSession = (c: Context, principal: SessionPrincipal): void => {
     // A new sign-in replaces the session the browser had (no fixation).
-    sessions.close(getCookie(c, SESSION_COOKIE));
-    const id = sessions.open(principal);
+    endSession(getCookie(c, SESSION_COOKIE));
+    const { id, evicted } = sessions.open(principal);
+    // The credential's oldest sessions made room: they end whole.
+    for (const old of evicted) endSession(old);
     setCookie(c, SESSION_COOKIE, id, {
       httpOnly: true,
       sameSite: 'Strict',
@@ -143,6 +160,9 @@ export function createKit(options: ServerOptions) {
     dashboardApprovals,
     fail,
     publicOrigin,
+    throttle,
+    trustProxy: options.trustProxy === true,
+    endSession,
   });
   const dispatch = createDispatch({ fail, logger, runtime });
 
@@ -165,13 +185,39 @@ export function createKit(options: ServerOptions) {
     unobserveEmitted,
     fail,
     startSession,
+    endSession,
+    publicOrigin,
+    throttle,
+    signInLinks: new SignInLinks(),
     auth,
     dispatch,
     inspection,
     inspectionSocket,
     allowedOrigins,
-    streamTickets: new StreamTickets(),
+    streamTickets,
+    stopRetention,
   };
+}
+
+/**
+ * Prunes the store's rejection rows on a timer (age, then count): refused events
+ * cost bounded storage, however many a key sends. Returns the stop.
+ */
+function retainRejections(options: ServerOptions, logger: Logger): () => void {
+  const {
+    maxAgeMs = 7 * 24 * 60 * 60 * 1000,
+    maxRows = 100_000,
+    everyMs = 60_000,
+  } = options.rejections ?? {};
+  if (everyMs <= 0) return () => undefined;
+  const prune = () => {
+    options.store
+      .pruneRejections({ before: Date.now() - maxAgeMs, keep: maxRows })
+      .catch((error: unknown) => logger.warn({ err: error }, 'rejection retention failed'));
+  };
+  const timer = setInterval(prune, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** What {@link createKit} returns. */

@@ -34,6 +34,16 @@ export interface DashboardOptions {
   sessionTtlMs?: number | undefined;
 }
 
+/** How long the server keeps rejection rows (events the charts refused) in the store. */
+export interface RejectionRetention {
+  /** Rows older than this go (ms). Default 7 days. */
+  maxAgeMs?: number | undefined;
+  /** Past this many rows the oldest go, whatever their age. Default 100,000. */
+  maxRows?: number | undefined;
+  /** How often to prune (ms); 0 = never. Default 60 s. */
+  everyMs?: number | undefined;
+}
+
 export interface ServerOptions {
   store: Store;
   /** Charts actors may run. Default: the six catalog charts. */
@@ -87,4 +97,9 @@ export interface ServerOptions {
   inspection?: InspectionOptions | undefined;
   /** Cross-origin browser reads: which origins, with credentials (off by default). */
   cors?: CorsOptions | undefined;
+  /**
+   * Retention of the rejection rows a flood of refused events would otherwise
+   * grow without bound (the alert rules read the last minutes of them).
+   */
+  rejections?: RejectionRetention | undefined;
 }

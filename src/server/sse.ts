@@ -1,14 +1,22 @@
 /**
- * Server-Sent Events fan-out. Messages published in one turn of the event loop
- * are framed once and written to every client in one chunk; a ring buffer of
- * recent messages lets a reconnecting client resume from `Last-Event-ID`; a
- * client that stops reading is disconnected instead of buffering without bound.
+ * Server-Sent Events fan-out. Each message is encoded once, when it is
+ * published, into shared blocks of memory; a flush writes the frames of one turn
+ * of the event loop to every client in one chunk per filter; a ring buffer of
+ * recent messages lets a reconnecting client resume from `Last-Event-ID`, and
+ * that replay is written from the same shared blocks (views, never copies,
+ * whatever the filter), so a hundred clients resuming from 0 cost the buffer
+ * once, not a hundred times. A client that stops reading is disconnected once
+ * 8 MiB wait for it, instead of buffering without bound; what waits for it is
+ * views of the shared blocks.
  */
+import { coversActor } from '../core/scope.ts';
 
-/** What a client subscribed to: everything, one actor, or one machine. */
+/** What a client subscribed to: everything, one actor, or one machine, within a scope. */
 export interface StreamFilter {
   actorId?: string | undefined;
   machineId?: string | undefined;
+  /** The actor patterns of the credential (`refund-*`): nothing outside them is sent. */
+  scope?: readonly string[] | undefined;
 }
 
 /** One message to publish: the JSON `data` plus what filters match on. */
@@ -18,10 +26,12 @@ export interface StreamItem {
   data: unknown;
 }
 
-interface Buffered extends StreamItem {
+interface Buffered {
   id: number;
-  frame: string;
-  bytes: number;
+  actorId: string;
+  machineId: string;
+  /** The encoded frame: a view into a shared block. */
+  frame: Uint8Array;
 }
 
 /** Where one client's frames go: a web stream, or Node's response directly. */
@@ -34,8 +44,10 @@ interface Sink {
 
 interface Client {
   filter: StreamFilter;
-  /** Who opened it (a session, a key, the token): caps and logout act on it. */
-  principal: string;
+  /** The credential that opened it (the token, a key): caps and budgets count per credential. */
+  credential: string;
+  /** The dashboard session it belongs to, if any: it ends with that session. */
+  session: string | undefined;
   key: string;
   sink: Sink;
   closed: boolean;
@@ -48,8 +60,73 @@ export interface NodeResponseLike {
   write(chunk: Uint8Array): boolean;
   end(): unknown;
   readonly writableLength: number;
-  once(event: 'close', listener: () => void): unknown;
+  once(event: 'close' | 'drain', listener: () => void): unknown;
   flushHeaders?(): void;
+}
+
+/** What a sent queue entry is replaced with (its chunk may be collected). */
+const EMPTY = new Uint8Array(0);
+
+/** Whether `b` starts where `a` ends, in the same memory. */
+function adjacent(a: Uint8Array, b: Uint8Array): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.byteLength === b.byteOffset;
+}
+
+/**
+ * A Node response as a sink. Once the response pushes back (`write` returns
+ * false), chunks wait in a queue of their own until it drains, and a chunk that
+ * continues the last one in memory (the next frames of the same shared block)
+ * extends it instead of adding an entry: a client that stops reading costs a
+ * few views of shared blocks, not three buffered writes per message (chunked
+ * encoding) as Node's own queue would.
+ */
+function nodeSink(response: NodeResponseLike): Sink {
+  const queue: Uint8Array[] = [];
+  let head = 0;
+  let queuedBytes = 0;
+  let blocked = false;
+  const pump = () => {
+    blocked = false;
+    while (head < queue.length) {
+      const chunk = queue[head] as Uint8Array;
+      queue[head++] = EMPTY;
+      queuedBytes -= chunk.byteLength;
+      if (!response.write(chunk)) {
+        blocked = true;
+        response.once('drain', pump);
+        return;
+      }
+    }
+    queue.length = 0;
+    head = 0;
+  };
+  return {
+    write(chunk) {
+      if (!blocked) {
+        if (!response.write(chunk)) {
+          blocked = true;
+          response.once('drain', pump);
+        }
+        return;
+      }
+      const last = queue.length - 1;
+      const tail = queue[last];
+      if (last >= head && tail && adjacent(tail, chunk)) {
+        queue[last] = new Uint8Array(
+          tail.buffer,
+          tail.byteOffset,
+          tail.byteLength + chunk.byteLength,
+        );
+      } else {
+        queue.push(chunk);
+      }
+      queuedBytes += chunk.byteLength;
+    },
+    queued: () => response.writableLength + queuedBytes,
+    end: () => {
+      response.end();
+    },
+  };
 }
 
 const SSE_HEADERS: Readonly<Record<string, string>> = {
@@ -64,7 +141,7 @@ export interface SseHubOptions {
   bufferSize?: number;
   /** Bytes of messages kept for resumption, whatever their number. Default 16 MiB. */
   maxBufferBytes?: number;
-  /** Streams one principal may hold open. Default 256. */
+  /** Streams one credential (the read token, one key) may hold open, across its sessions. Default 256. */
   maxStreamsPerPrincipal?: number;
   /** Streams open in all. Default 10,000. */
   maxStreams?: number;
@@ -77,16 +154,44 @@ export interface SseHubOptions {
 }
 
 const encoder = new TextEncoder();
+/** Size of the shared blocks frames are encoded into. */
+const BLOCK_BYTES = 64 * 1024;
 
 function filterKey(filter: StreamFilter): string {
-  return `${filter.actorId ?? ''}\u0000${filter.machineId ?? ''}`;
+  return `${filter.actorId ?? ''}\u0000${filter.machineId ?? ''}\u0000${filter.scope?.join('\u0001') ?? '\u0002'}`;
 }
 
-function matches(filter: StreamFilter, item: StreamItem): boolean {
+function matches(filter: StreamFilter, item: { actorId: string; machineId: string }): boolean {
   return (
     (filter.actorId === undefined || filter.actorId === item.actorId) &&
-    (filter.machineId === undefined || filter.machineId === item.machineId)
+    (filter.machineId === undefined || filter.machineId === item.machineId) &&
+    coversActor(filter.scope, item.actorId)
   );
+}
+
+/** Adjacent views of one block joined into one view; others stay apart. */
+function coalesce(frames: readonly Uint8Array[]): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const frame of frames) {
+    const last = out[out.length - 1];
+    if (
+      last &&
+      last.buffer === frame.buffer &&
+      last.byteOffset + last.byteLength === frame.byteOffset
+    ) {
+      out[out.length - 1] = new Uint8Array(
+        last.buffer,
+        last.byteOffset,
+        last.byteLength + frame.byteLength,
+      );
+    } else out.push(frame);
+  }
+  return out;
+}
+
+function concat(pieces: readonly Uint8Array[]): Uint8Array {
+  if (pieces.length === 1 && pieces[0]) return pieces[0];
+  return Buffer.concat(pieces);
 }
 
 /** A stream of SSE frames for many clients. */
@@ -99,6 +204,8 @@ export class SseHub {
   private readonly bufferSize: number;
   private readonly maxBufferBytes: number;
   private ringBytes = 0;
+  private block = new Uint8Array(0);
+  private blockUsed = 0;
   private readonly maxStreamsPerPrincipal: number;
   private readonly maxStreams: number;
   private readonly perPrincipal = new Map<string, number>();
@@ -133,13 +240,31 @@ export class SseHub {
     return this.nextId - 1;
   }
 
+  /** Bytes of messages the resume buffer holds. */
+  get bufferedBytes(): number {
+    return this.ringBytes;
+  }
+
+  /** The frame's UTF-8 bytes, in the current shared block (a new one when it is full). */
+  private encodeFrame(text: string): Uint8Array {
+    const size = Buffer.byteLength(text, 'utf8');
+    if (this.block.byteLength - this.blockUsed < size) {
+      this.block = new Uint8Array(Math.max(BLOCK_BYTES, size));
+      this.blockUsed = 0;
+    }
+    const view = this.block.subarray(this.blockUsed, this.blockUsed + size);
+    encoder.encodeInto(text, view);
+    this.blockUsed += size;
+    return view;
+  }
+
   /** Queues a message; it is written to matching clients at the end of this turn. */
   publish(item: StreamItem): number {
     const id = this.nextId++;
-    const frame = `id: ${id}\ndata: ${JSON.stringify(item.data)}\n\n`;
-    const buffered: Buffered = { ...item, id, frame, bytes: Buffer.byteLength(frame, 'utf8') };
+    const frame = this.encodeFrame(`id: ${id}\ndata: ${JSON.stringify(item.data)}\n\n`);
+    const buffered: Buffered = { id, actorId: item.actorId, machineId: item.machineId, frame };
     this.ring.push(buffered);
-    this.ringBytes += buffered.bytes;
+    this.ringBytes += frame.byteLength;
     if (this.ring.length > this.bufferSize * 2 || this.ringBytes > this.maxBufferBytes) {
       // Trim in bulk (to the count, and to half the bytes) so the buffer costs O(1)
       // per message on average and never holds more than its byte bound.
@@ -148,7 +273,7 @@ export class SseHub {
         drop < this.ring.length - 1 &&
         (this.ring.length - drop > this.bufferSize || this.ringBytes > this.maxBufferBytes / 2)
       ) {
-        this.ringBytes -= (this.ring[drop] as Buffered).bytes;
+        this.ringBytes -= (this.ring[drop] as Buffered).frame.byteLength;
         drop++;
       }
       this.ring.splice(0, drop);
@@ -166,15 +291,13 @@ export class SseHub {
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0 || this.clients.size === 0) return;
+    // One chunk per filter, shared by every client with that filter.
     const chunks = new Map<string, Uint8Array | null>();
     for (const client of this.clients) {
       let chunk = chunks.get(client.key);
       if (chunk === undefined) {
-        const text = batch
-          .filter((m) => matches(client.filter, m))
-          .map((m) => m.frame)
-          .join('');
-        chunk = text.length > 0 ? encoder.encode(text) : null;
+        const frames = batch.filter((m) => matches(client.filter, m)).map((m) => m.frame);
+        chunk = frames.length > 0 ? concat(coalesce(frames)) : null;
         chunks.set(client.key, chunk);
       }
       if (chunk) this.write(client, chunk);
@@ -196,39 +319,48 @@ export class SseHub {
     }
   }
 
-  /** The first bytes of a stream: retry hint, and the buffered messages after `lastEventId`. */
-  private head(filter: StreamFilter, lastEventId: number | undefined): Uint8Array {
-    const head: string[] = [`retry: 1000\n: connected ${this.lastId}\n\n`];
-    if (lastEventId !== undefined && lastEventId < this.lastId) {
-      const oldest = this.ring[0]?.id ?? this.nextId;
-      const resync = `event: resync\ndata: {"lastEventId":${this.lastId}}\n\n`;
-      if (lastEventId + 1 < oldest) {
-        head.push(resync);
-      } else {
-        // Messages not yet flushed are written by the next flush; replay only those
-        // before them, and no more than a client may have queued: past that the
-        // client reloads its view (resync) instead of one huge first chunk.
-        const flushedUpTo = this.pending[0]?.id ?? this.nextId;
-        let bytes = 0;
-        for (const m of this.ring) {
-          if (m.id > lastEventId && m.id < flushedUpTo && matches(filter, m)) {
-            bytes += m.bytes;
-            if (bytes > this.maxQueuedBytes) {
-              head.length = 1;
-              head.push(resync);
-              break;
-            }
-            head.push(m.frame);
-          }
-        }
-      }
+  /**
+   * The first chunks of a stream: the retry hint, then the buffered messages
+   * after `lastEventId` as views of the shared blocks (adjacent ones joined), or
+   * a resync when they are gone or more than a client may queue.
+   */
+  private head(filter: StreamFilter, lastEventId: number | undefined): Uint8Array[] {
+    const hello = encoder.encode(`retry: 1000\n: connected ${this.lastId}\n\n`);
+    if (lastEventId === undefined || lastEventId >= this.lastId) return [hello];
+    const resync = () => [
+      hello,
+      encoder.encode(`event: resync\ndata: {"lastEventId":${this.lastId}}\n\n`),
+    ];
+    const oldest = this.ring[0]?.id ?? this.nextId;
+    if (lastEventId + 1 < oldest) return resync();
+    // Messages not yet flushed are written by the next flush; replay only those before them.
+    const flushedUpTo = this.pending[0]?.id ?? this.nextId;
+    const frames: Uint8Array[] = [];
+    let bytes = 0;
+    for (let i = Math.max(0, lastEventId + 1 - oldest); i < this.ring.length; i++) {
+      const m = this.ring[i] as Buffered;
+      if (m.id >= flushedUpTo) break;
+      if (!matches(filter, m)) continue;
+      bytes += m.frame.byteLength;
+      // Past what a client may queue, the client reloads its view instead.
+      if (bytes > this.maxQueuedBytes) return resync();
+      frames.push(m.frame);
     }
-    return encoder.encode(head.join(''));
+    return [hello, ...coalesce(frames)];
+  }
+
+  /** The head goes out whole (it is bounded by `maxQueuedBytes` already). */
+  private writeHead(client: Client, chunks: readonly Uint8Array[]): void {
+    try {
+      for (const chunk of chunks) client.sink.write(chunk);
+    } catch {
+      client.close();
+    }
   }
 
   /**
-   * Whether `principal` may open one more stream: under its own cap and the
-   * total. The server answers 429 otherwise.
+   * Whether `principal` (a credential) may open one more stream: under its own
+   * cap and the total. The server answers 429 otherwise.
    */
   admits(principal: string): boolean {
     return (
@@ -237,14 +369,25 @@ export class SseHub {
     );
   }
 
-  /** Ends every stream a principal opened (its session ended, its key went away). */
+  /** Ends every stream a credential opened (its key went away). */
   closePrincipal(principal: string): void {
-    for (const client of [...this.clients]) if (client.principal === principal) client.close();
+    for (const client of [...this.clients]) if (client.credential === principal) client.close();
+  }
+
+  /** Ends every stream of a dashboard session (it logged out or was pushed out). */
+  closeSession(session: string): void {
+    for (const client of [...this.clients]) if (client.session === session) client.close();
+  }
+
+  /** Streams one credential holds now. */
+  streamsOf(principal: string): number {
+    return this.perPrincipal.get(principal) ?? 0;
   }
 
   private add(
     filter: StreamFilter,
-    principal: string,
+    credential: string,
+    session: string | undefined,
     sink: Sink,
     lastEventId: number | undefined,
     signal: AbortSignal | undefined,
@@ -252,7 +395,8 @@ export class SseHub {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const client: Client = {
       filter,
-      principal,
+      credential,
+      session,
       key: filterKey(filter),
       sink,
       closed: false,
@@ -260,9 +404,9 @@ export class SseHub {
         if (client.closed) return;
         client.closed = true;
         if (this.clients.delete(client)) {
-          const left = (this.perPrincipal.get(principal) ?? 1) - 1;
-          if (left > 0) this.perPrincipal.set(principal, left);
-          else this.perPrincipal.delete(principal);
+          const left = (this.perPrincipal.get(credential) ?? 1) - 1;
+          if (left > 0) this.perPrincipal.set(credential, left);
+          else this.perPrincipal.delete(credential);
         }
         if (timer !== undefined) clearTimeout(timer);
         try {
@@ -277,9 +421,9 @@ export class SseHub {
       sink.end();
       return client;
     }
-    sink.write(this.head(filter, lastEventId));
     this.clients.add(client);
-    this.perPrincipal.set(principal, (this.perPrincipal.get(principal) ?? 0) + 1);
+    this.perPrincipal.set(credential, (this.perPrincipal.get(credential) ?? 0) + 1);
+    this.writeHead(client, this.head(filter, lastEventId));
     if (this.maxConnectionMs > 0) {
       timer = setTimeout(() => client.close(), this.maxConnectionMs);
       timer.unref();
@@ -290,29 +434,25 @@ export class SseHub {
 
   /**
    * Streams straight into a Node response (no web stream per client): what the
-   * server uses under `@hono/node-server`.
+   * server uses under `@hono/node-server`. `headers` are added to the SSE ones
+   * (CORS, for a cross-origin client).
    */
   connectNode(options: {
     filter: StreamFilter;
     principal?: string | undefined;
+    session?: string | undefined;
     lastEventId?: number | undefined;
     response: NodeResponseLike;
+    headers?: Readonly<Record<string, string>> | undefined;
   }): void {
     const { response } = options;
-    response.writeHead(200, { ...SSE_HEADERS });
+    response.writeHead(200, { ...SSE_HEADERS, ...options.headers });
     response.flushHeaders?.();
     const client = this.add(
       options.filter,
       options.principal ?? '',
-      {
-        write: (chunk) => {
-          response.write(chunk);
-        },
-        queued: () => response.writableLength,
-        end: () => {
-          response.end();
-        },
-      },
+      options.session,
+      nodeSink(response),
       options.lastEventId,
       undefined,
     );
@@ -333,8 +473,10 @@ export class SseHub {
   connect(options: {
     filter: StreamFilter;
     principal?: string | undefined;
+    session?: string | undefined;
     lastEventId?: number | undefined;
     signal?: AbortSignal | undefined;
+    headers?: Readonly<Record<string, string>> | undefined;
   }): Response {
     let client: Client | undefined;
     const stream = new ReadableStream<Uint8Array>(
@@ -343,6 +485,7 @@ export class SseHub {
           client = this.add(
             options.filter,
             options.principal ?? '',
+            options.session,
             {
               write: (chunk) => controller.enqueue(chunk),
               queued: () => this.maxQueuedBytes - (controller.desiredSize ?? this.maxQueuedBytes),
@@ -358,7 +501,7 @@ export class SseHub {
       },
       { highWaterMark: this.maxQueuedBytes, size: (chunk) => chunk.byteLength },
     );
-    return new Response(stream, { status: 200, headers: { ...SSE_HEADERS } });
+    return new Response(stream, { status: 200, headers: { ...SSE_HEADERS, ...options.headers } });
   }
 
   /** Ends every stream and stops the keep-alive timer. */

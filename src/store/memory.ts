@@ -445,6 +445,19 @@ export class MemoryStore implements S.Store {
     return this.run('query', undefined, () => countRejections(this.t, query));
   }
 
+  pruneRejections(query: { before?: number; keep?: number }): Promise<number> {
+    return this.run('commit', undefined, () => {
+      const before = this.t.rejections.length;
+      // Stable: rows of one time stay in insertion order.
+      let kept = this.t.rejections
+        .filter((r) => query.before === undefined || r.at >= query.before)
+        .sort((a, b) => a.at - b.at);
+      if (query.keep !== undefined) kept = kept.slice(Math.max(0, kept.length - query.keep));
+      this.t.rejections = kept;
+      return before - kept.length;
+    });
+  }
+
   countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
     return this.run('query', undefined, () => countActors(this.t, query));
   }

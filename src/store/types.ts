@@ -371,6 +371,11 @@ export interface Store {
   listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;
   /** How many rejections at or after `since` (and before `until`), optionally of one `reason`. */
   countRejections(query: { since: number; until?: number; reason?: string }): Promise<number>;
+  /**
+   * Retention of rejection rows: deletes those recorded before `before`, then all
+   * but the newest `keep` (by time, then insertion). Returns how many went.
+   */
+  pruneRejections(query: { before?: number; keep?: number }): Promise<number>;
 
   /**
    * Actor counts grouped by machine, state and status (the collection statistics of

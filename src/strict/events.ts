@@ -5,7 +5,7 @@ import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '.
 export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
 import type { ChartSchemas, EventSchemas } from '../core/chart.ts';
 import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
-import { walkJson } from '../core/json.ts';
+import { MAX_JSON_DEPTH, walkJson } from '../core/json.ts';
 
 /** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
 export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {
@@ -51,6 +51,8 @@ export function eventSchema<
 
 /** Default largest accepted event, as JSON bytes. */
 export const DEFAULT_MAX_EVENT_BYTES = 64 * 1024;
+/** Deepest nesting of objects and arrays an event may have (deeper: refused). */
+export const MAX_EVENT_DEPTH = MAX_JSON_DEPTH;
 
 /** Reads the event schemas a machine declared through `setup({ schemas: { events } })`. */
 export function getEventSchemas(machine: AnyStateMachine): EventSchemas | undefined {

@@ -27,3 +27,12 @@ export function taskActor(
     schemas: task.events,
   });
 }
+
+/** Task-lifecycle actors `ids`, started and paused on an approval. */
+export async function pausedTasks(store: Store, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    const task = await taskActor(store, id);
+    await task.send({ type: 'START' });
+    await task.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
+  }
+}

@@ -9,17 +9,19 @@
 import type { Context } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { createMiddleware } from 'hono/factory';
-import { RequestVerifier, keyCoversActor, type ApiKey, type SignatureFailure } from '../auth.ts';
+import { coversActor } from '../../core/scope.ts';
+import { RequestVerifier, type ApiKey, type SignatureFailure } from '../auth.ts';
+import { clientAddress } from '../client-address.ts';
 import {
   SESSION_COOKIE,
   headerGetter,
-  incomingOf,
   parseJson,
   readBody,
   sameToken,
   type ErrorBody,
 } from '../http.ts';
 import type { SessionPrincipal, SessionStore } from '../sessions.ts';
+import type { FailureThrottle } from '../throttle.ts';
 
 /** Who a request speaks for, once authenticated. */
 export type Principal =
@@ -38,6 +40,8 @@ export interface ServerEnv {
     principal: Principal;
     /** The verified, parsed JSON body of a signed write. */
     signedJson: unknown;
+    /** The raw body a signed read was verified with (read once, by the middleware). */
+    signedBody: Uint8Array | undefined;
     /** Prefix of field names in typed errors of this request (`event.` for `/api/events`). */
     fieldPrefix: string;
     /** The filter a stream ticket was issued for (it overrides the query). */
@@ -59,11 +63,40 @@ export interface AuthDeps {
   fail: (c: Context, status: number, body: ErrorBody) => Response;
   /** The origin the browser sees (the proxy's when trusted). */
   publicOrigin: (c: Context) => string;
+  /** Throttles wrong read tokens per client. */
+  throttle: FailureThrottle;
+  trustProxy: boolean;
+  /** Ends a dashboard session with its streams and tickets. */
+  endSession: (sessionId: string) => void;
 }
 
-/** A signed key limited to some actors, or undefined for every other principal. */
-export function scopedKey(principal: Principal): ApiKey | undefined {
-  return principal.kind === 'key' && principal.key.actors !== undefined ? principal.key : undefined;
+/** The actors a principal is limited to, and the key that limits it. */
+export interface Scope {
+  keyId: string;
+  actors: readonly string[];
+}
+
+/**
+ * The one scope of a principal, applied to every read and write: a key's
+ * `actors`, and an approver's dashboard session carries its key's. Undefined:
+ * every actor (the read token, its reader sessions, an unlimited key).
+ */
+export function scopeOf(principal: Principal): Scope | undefined {
+  if (principal.kind === 'key') {
+    return principal.key.actors !== undefined
+      ? { keyId: principal.key.id, actors: principal.key.actors }
+      : undefined;
+  }
+  if (principal.kind === 'session' && principal.session.kind === 'approver') {
+    const { keyId, actors } = principal.session;
+    return actors !== undefined ? { keyId, actors } : undefined;
+  }
+  return undefined;
+}
+
+/** Whether a principal may read `actorId`. */
+export function inScope(principal: Principal, actorId: string): boolean {
+  return coversActor(scopeOf(principal)?.actors, actorId);
 }
 
 /** The approver behind a principal, if it is an approver's dashboard session. */
@@ -73,12 +106,28 @@ export function sessionApprover(principal: Principal): string | undefined {
     : undefined;
 }
 
-/** Who holds a stream, for the per-principal cap and for ending it at logout. */
-export function streamOwner(principal: Principal, c: Context): string {
+/**
+ * The credential behind a principal, which its bounds (streams, tickets,
+ * watchers) count against: `token` for the read token and every reader session
+ * opened with it, `key:<id>` for a key and its approver sessions, and for an
+ * unauthenticated public server the client's address.
+ */
+export function credentialOf(principal: Principal, address: string): string {
   if (principal.kind === 'key') return `key:${principal.key.id}`;
-  if (principal.kind === 'session') return `session:${principal.sessionId}`;
-  const address = incomingOf(c)?.socket.remoteAddress ?? 'unknown';
-  return `${principal.kind === 'token' ? 'token' : 'address'}:${address}`;
+  if (principal.kind === 'session') {
+    return principal.session.kind === 'approver' ? `key:${principal.session.keyId}` : 'token';
+  }
+  return principal.kind === 'token' ? 'token' : `public:${address}`;
+}
+
+/** The throttle's key for guesses of the read token. */
+const TOKEN_THROTTLE_KEY = '(read token)';
+
+/** `429` with `Retry-After`: this client failed too often; its secret was not looked at. */
+export function tooManyFailures(c: Context, retryAfterSeconds: number): Response {
+  return c.json({ error: 'too_many_failures', retryable: true, retryAfterSeconds }, 429, {
+    'retry-after': String(retryAfterSeconds),
+  });
 }
 
 /** The middleware of one server. */
@@ -106,7 +155,11 @@ export function authMiddleware(deps: AuthDeps) {
     if (deps.publicRead) return { kind: 'public' };
     const auth = c.req.header('authorization');
     if (auth?.startsWith('Bearer ') && deps.accessToken !== undefined) {
+      const client = clientAddress(c, deps.trustProxy).address;
+      const wait = deps.throttle.check(client, TOKEN_THROTTLE_KEY);
+      if (wait !== undefined) return tooManyFailures(c, wait);
       if (sameToken(auth.slice(7).trim(), deps.accessToken)) return { kind: 'token' };
+      deps.throttle.fail(client, TOKEN_THROTTLE_KEY);
       return fail(c, 401, { error: 'invalid_token' });
     }
     const fromSession = session(c);
@@ -117,6 +170,8 @@ export function authMiddleware(deps: AuthDeps) {
       if (body === undefined) return tooLarge(c);
       const result = await verifier.verify(header, signedTarget(c, body));
       if (!result.ok) return signatureFailure(c, result.error);
+      // The body is consumed: the route reads it from here (a ticket's filter).
+      c.set('signedBody', body);
       return { kind: 'key', key: result.key };
     }
     return fail(c, 401, { error: 'unauthorized' });
@@ -130,13 +185,16 @@ export function authMiddleware(deps: AuthDeps) {
     await next();
   });
 
-  /** Reads over every actor (counts, metrics, status of all agents) are not for a scoped key. */
+  /**
+   * Reads that cannot be cut to a scope (metrics, the status of all agents,
+   * inspected apps) are not for a scoped key or its approver's session.
+   */
   const wholeStore = createMiddleware<ServerEnv>(async (c, next) => {
     const principal = await authenticateRead(c);
     if (principal instanceof Response) return principal;
-    const scope = scopedKey(principal);
+    const scope = scopeOf(principal);
     if (scope)
-      return fail(c, 403, { error: 'forbidden', keyId: scope.id, reason: 'scope_too_narrow' });
+      return fail(c, 403, { error: 'forbidden', keyId: scope.keyId, reason: 'scope_too_narrow' });
     c.set('principal', principal);
     await next();
   });
@@ -191,7 +249,7 @@ export function authMiddleware(deps: AuthDeps) {
     const keyId = sessionApprover(principal);
     if (keyId === undefined) return fail(c, 403, { error: 'approver_sign_in_required' });
     if (verifier.key(keyId)?.role !== 'approver') {
-      deps.sessions.closeFor(keyId);
+      for (const id of deps.sessions.closeFor(keyId)) deps.endSession(id);
       return fail(c, 403, { error: 'approver_sign_in_required' });
     }
     c.set('principal', principal);
@@ -201,13 +259,13 @@ export function authMiddleware(deps: AuthDeps) {
   /** The principal of the request's dashboard session, if any (no credential required). */
   const sessionOf = (c: Context): Principal | undefined => session(c);
 
-  /** A scoped key reading an actor outside its list: 403, before anything is loaded. */
+  /** A scoped principal reading an actor outside its scope: 403, before anything is loaded. */
   const actorOutOfScope = (c: ServerContext, actorId: string): Response | undefined => {
-    const scope = scopedKey(c.var.principal);
-    if (!scope || keyCoversActor(scope, actorId)) return undefined;
+    const scope = scopeOf(c.var.principal);
+    if (!scope || coversActor(scope.actors, actorId)) return undefined;
     return fail(c, 403, {
       error: 'forbidden',
-      keyId: scope.id,
+      keyId: scope.keyId,
       reason: 'actor_not_allowed_for_key',
       actorId,
     });

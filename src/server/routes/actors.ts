@@ -2,8 +2,9 @@
 import type { Hono } from 'hono';
 import type { EventObject } from 'xstate';
 import { labelsFor } from '../../core/meanings.ts';
+import { listInScope } from '../../core/scope.ts';
 import { decodeActorRow } from '../../durable/codec.ts';
-import { keyCoversActor } from '../auth.ts';
+import type { ActorCount, ActorQuery, Store } from '../../store/types.ts';
 import { CATEGORIES, badge, type StateCategory } from '../badges.ts';
 import { highlightedDiagram } from '../diagram.ts';
 import { trailStep, TrailStepError } from '../../inspect/time-travel.ts';
@@ -16,8 +17,48 @@ import {
   zodField,
 } from '../http.ts';
 import type { ServerKit } from '../kit.ts';
-import { scopedKey, sessionApprover, type ServerEnv } from '../middleware/auth.ts';
+import { inScope, scopeOf, sessionApprover, type ServerEnv } from '../middleware/auth.ts';
 import { agentsStatusRoute } from './agents-status.ts';
+
+/** Actors a scoped count reads at most (then it says `partial`). */
+const SCOPED_COUNT_LIMIT = 10_000;
+
+/**
+ * Counts per (machine, state, status) of the actors `patterns` cover, read
+ * through the scoped walk: nothing outside the scope is counted or read past.
+ */
+async function countInScope(
+  store: Store,
+  machineId: string | undefined,
+  patterns: readonly string[],
+): Promise<{ groups: ActorCount[]; partial: boolean }> {
+  const groups = new Map<string, ActorCount>();
+  let after: string | undefined;
+  let seen = 0;
+  do {
+    const page = await listInScope(
+      (afterId, limit) => store.listActors({ machineId, afterId, limit }),
+      patterns,
+      { after, limit: 500 },
+    );
+    for (const row of page.rows) {
+      const key = `${row.machineId}\u0000${row.state}\u0000${row.status}`;
+      const group = groups.get(key);
+      if (group) group.count++;
+      else
+        groups.set(key, {
+          machineId: row.machineId,
+          state: row.state,
+          status: row.status,
+          count: 1,
+          totalAgeMs: 0,
+        });
+    }
+    seen += page.rows.length;
+    after = page.next;
+  } while (after !== undefined && seen < SCOPED_COUNT_LIMIT);
+  return { groups: [...groups.values()], partial: after !== undefined };
+}
 
 export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void {
   const { options, runtime, dashboardApprovals, fail, auth } = kit;
@@ -27,7 +68,7 @@ export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void 
       return fail(c, 400, { error: 'invalid_query', ...zodField(query.error) });
     }
     const pageSize = query.data.limit ?? 50;
-    const rows = await options.store.listActors({
+    const filters: ActorQuery = {
       machineId: query.data.machine,
       // A document name (`executing`), a path (`active.executing`) or a compound state.
       states:
@@ -36,24 +77,38 @@ export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void 
           : labelsFor(query.data.machine, query.data.state),
       userId: query.data.userId,
       status: query.data.status,
+    };
+    const scope = scopeOf(c.var.principal);
+    if (scope) {
+      // Walked within the scope: its cursor never names an actor outside it.
+      const page = await listInScope(
+        (afterId, limit) => options.store.listActors({ ...filters, afterId, limit }),
+        scope.actors,
+        { after: query.data.cursor, limit: pageSize },
+      );
+      return c.json({ actors: page.rows.map(summary), nextCursor: page.next ?? null });
+    }
+    const rows = await options.store.listActors({
+      ...filters,
       afterId: query.data.cursor,
       limit: pageSize + 1,
     });
-    const scope = scopedKey(c.var.principal);
-    // A scoped key lists only its actors (the cursor still walks every row read).
-    const read = rows.slice(0, pageSize);
-    const page = read.filter((row) => scope === undefined || keyCoversActor(scope, row.id));
+    const page = rows.slice(0, pageSize);
     return c.json({
       actors: page.map(summary),
-      nextCursor: rows.length > pageSize ? (read[read.length - 1]?.id ?? null) : null,
+      nextCursor: rows.length > pageSize ? (page[page.length - 1]?.id ?? null) : null,
     });
   });
 
   agentsStatusRoute(app, { store: options.store, runtime, guard: auth.wholeStore, fail });
 
-  app.get('/api/counts', auth.wholeStore, async (c) => {
-    const machine = c.req.query('machine');
-    const groups = await options.store.countActors(machine ? { machineId: machine } : {});
+  app.get('/api/counts', auth.reader, async (c) => {
+    const machine = c.req.query('machine') || undefined;
+    const scope = scopeOf(c.var.principal);
+    // A scoped principal counts its own actors only (read through its scope).
+    const { groups, partial } = scope
+      ? await countInScope(options.store, machine, scope.actors)
+      : { groups: await options.store.countActors({ machineId: machine }), partial: false };
     // Per label; its badge is read from the chart of the first machine seen with it.
     const byState = new Map<string, { count: number; machineId: string }>();
     const byCategory = Object.fromEntries(CATEGORIES.map((k) => [k, 0])) as Record<
@@ -70,6 +125,7 @@ export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void 
     }
     return c.json({
       total,
+      ...(partial ? { partial: true } : {}),
       categories: byCategory,
       states: [...byState.entries()]
         .sort((a, b) => b[1].count - a[1].count || a[0].localeCompare(b[0]))
@@ -157,9 +213,8 @@ export function registerActorRoutes(app: Hono<ServerEnv>, kit: ServerKit): void 
     });
     const trail = history.map((r) => trailEntry(row.machineId, r));
     // The actors it spawned or invokes (team-workflow: one per task), each a durable actor.
-    const scope = scopedKey(c.var.principal);
     const children = (await options.store.childrenOf(id))
-      .filter((child) => scope === undefined || keyCoversActor(scope, child.id))
+      .filter((child) => inScope(c.var.principal, child.id))
       .map(summary);
     const base = {
       actor: summary(row),

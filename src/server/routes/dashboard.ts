@@ -5,6 +5,7 @@ import { deleteCookie, getCookie } from 'hono/cookie';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { signRequest } from '../auth.ts';
+import { clientAddress } from '../client-address.ts';
 import {
   CSP,
   ELK_FILE,
@@ -17,7 +18,7 @@ import {
   zodField,
 } from '../http.ts';
 import type { ServerKit } from '../kit.ts';
-import { sessionApprover, type ServerEnv } from '../middleware/auth.ts';
+import { sessionApprover, tooManyFailures, type ServerEnv } from '../middleware/auth.ts';
 
 export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): void {
   const {
@@ -27,20 +28,33 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
     verifier,
     dashboardApprovals,
     maxBodyBytes,
-    hub,
-    sessions,
     assets,
     mermaidPath,
     elkDir,
     fail,
     startSession,
+    endSession,
+    publicOrigin,
+    throttle,
+    signInLinks,
     auth,
   } = kit;
+  const client = (c: Context) => clientAddress(c, options.trustProxy === true).address;
   const page = (c: Context) => {
     const token = c.req.query('token');
-    if (token !== undefined) {
-      if (options.accessToken === undefined || !sameToken(token, options.accessToken)) {
-        return c.text('invalid token', 401);
+    const link = c.req.query('signin');
+    if (token !== undefined || link !== undefined) {
+      const from = client(c);
+      const wait = throttle.check(from, '(read token)');
+      if (wait !== undefined) return tooManyFailures(c, wait);
+      // The read token, or a one-time sign-in link (what `agentcharts serve` prints).
+      const valid =
+        token !== undefined
+          ? options.accessToken !== undefined && sameToken(token, options.accessToken)
+          : signInLinks.redeem(link ?? '');
+      if (!valid) {
+        throttle.fail(from, '(read token)');
+        return c.text(token !== undefined ? 'invalid token' : 'invalid or used sign-in link', 401);
       }
       // Drop the token from the address bar and history. The target is the path
       // as sent (still percent-encoded), so no decoded CR/LF can reach a header;
@@ -61,10 +75,13 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
   app.get('/inspector', page);
   app.get('/inspector/:id', page);
   app.post('/logout', (c) => {
-    const id = getCookie(c, SESSION_COOKIE);
-    sessions.close(id);
-    // Its streams end with it.
-    if (id !== undefined) hub.closePrincipal(`session:${id}`);
+    // Another site's page may not sign a user out (a cross-origin form post).
+    const origin = c.req.header('origin');
+    if (origin !== undefined && origin !== publicOrigin(c)) {
+      return fail(c, 403, { error: 'cross_origin' });
+    }
+    // Its streams and stream tickets end with it.
+    endSession(getCookie(c, SESSION_COOKIE));
     deleteCookie(c, SESSION_COOKIE, { path: '/' });
     return c.redirect('/', 303);
   });
@@ -128,14 +145,20 @@ export function registerDashboardRoutes(app: Hono<ServerEnv>, kit: ServerKit): v
     if (raw === undefined) return auth.tooLarge(c);
     const parsed = signInSchema.safeParse(parseJson(Buffer.from(raw).toString('utf8')));
     if (!parsed.success) return fail(c, 400, { error: 'invalid_body', ...zodField(parsed.error) });
+    // Guesses are throttled per client and per key (the key's owner, elsewhere, still signs in).
+    const from = client(c);
+    const wait = throttle.check(from, parsed.data.keyId);
+    if (wait !== undefined) return tooManyFailures(c, wait);
     const key = verifier.key(parsed.data.keyId);
     // The same answer for an unknown key, a wrong secret and a non-approver key.
     const secretOk = key !== undefined && sameToken(parsed.data.secret, key.secret);
     if (!key || !secretOk || key.role !== 'approver') {
+      throttle.fail(from, parsed.data.keyId);
       logger.warn({ keyId: parsed.data.keyId }, 'dashboard sign-in refused');
       return fail(c, 401, { error: 'invalid_credentials' });
     }
-    startSession(c, { kind: 'approver', keyId: key.id });
+    // The session carries the key's scope: it reads and decides within its actors only.
+    startSession(c, { kind: 'approver', keyId: key.id, actors: key.actors });
     logger.info({ keyId: key.id }, 'approver signed in to the dashboard');
     return c.json({ ok: true, approver: key.id });
   });

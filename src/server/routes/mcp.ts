@@ -3,16 +3,19 @@
  * of the server: a client authenticates with `Authorization: Bearer
  * <key id>.<secret>` (MCP clients send headers, they do not sign bodies), and
  * its session acts for the key's role, as the key's identity, within the key's
- * actor list; an agent key is never offered an approval. Sessions are per key,
- * bounded in number, and end after an idle hour. The MCP SDK is an optional
- * peer dependency, loaded on the first request (501 without it).
+ * actor list; an agent key is never offered an approval, and only an operator's
+ * key creates actors. Every move is recorded with the key (`via: 'mcp'`). Wrong
+ * secrets are throttled per client and per key. Sessions are per key, bounded
+ * in number, and end after an idle hour. The MCP SDK is an optional peer
+ * dependency, loaded on the first request (501 without it).
  */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { randomUUID } from 'node:crypto';
 import type { ApiKey } from '../auth.ts';
+import { clientAddress } from '../client-address.ts';
 import { sameToken } from '../http.ts';
 import type { ServerKit } from '../kit.ts';
-import type { ServerEnv } from '../middleware/auth.ts';
+import { tooManyFailures, type ServerEnv } from '../middleware/auth.ts';
 import { toMermaid } from '../../inspect/mermaid.ts';
 
 interface Session {
@@ -28,11 +31,12 @@ const IDLE_MS = 60 * 60 * 1000;
 
 async function loadSdk() {
   try {
-    const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
-      import('../../agents/mcp.ts'),
-      import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
-    ]);
-    return { createMcpServer, WebStandardStreamableHTTPServerTransport };
+    const [{ createMcpServer, CREATOR_ROLES }, { WebStandardStreamableHTTPServerTransport }] =
+      await Promise.all([
+        import('../../agents/mcp.ts'),
+        import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+      ]);
+    return { createMcpServer, CREATOR_ROLES, WebStandardStreamableHTTPServerTransport };
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') return undefined;
     throw error;
@@ -40,19 +44,27 @@ async function loadSdk() {
 }
 
 export function registerMcpRoute(app: Hono<ServerEnv>, kit: ServerKit): () => Promise<void> {
-  const { options, chartList, verifier, fail, logger } = kit;
+  const { options, chartList, verifier, fail, logger, throttle } = kit;
   const sessions = new Map<string, Session>();
   let sdk: Awaited<ReturnType<typeof loadSdk>> | null = null;
 
-  /** The key named and proven by `Bearer <key id>.<secret>`. */
-  const keyOf = (header: string | undefined): ApiKey | undefined => {
-    if (!header?.startsWith('Bearer ')) return undefined;
-    const token = header.slice(7).trim();
-    const dot = token.indexOf('.');
-    if (dot <= 0) return undefined;
-    const key = verifier.key(token.slice(0, dot));
-    return key && sameToken(token.slice(dot + 1), key.secret) ? key : undefined;
+  /**
+   * The keys `Bearer <key id>.<secret>` may name. A key id may itself hold dots
+   * (`team.lead`): each dot is tried as the separator, so every valid key id works.
+   */
+  const namedKeys = (token: string): ApiKey[] => {
+    const keys: ApiKey[] = [];
+    for (let dot = token.indexOf('.'); dot > 0; dot = token.indexOf('.', dot + 1)) {
+      const key = verifier.key(token.slice(0, dot));
+      if (key) keys.push(key);
+    }
+    return keys;
   };
+
+  const unauthorized = (c: Context) =>
+    c.json({ error: 'unauthorized', hint: 'Authorization: Bearer <key id>.<secret>' }, 401, {
+      'www-authenticate': 'Bearer',
+    });
 
   const sweep = async (now: number): Promise<void> => {
     for (const [id, s] of sessions) {
@@ -64,15 +76,19 @@ export function registerMcpRoute(app: Hono<ServerEnv>, kit: ServerKit): () => Pr
   };
 
   app.all('/mcp', async (c) => {
-    const key = keyOf(c.req.header('authorization'));
+    const header = c.req.header('authorization');
+    if (!header?.startsWith('Bearer ')) return unauthorized(c);
+    const token = header.slice(7).trim();
+    const candidates = namedKeys(token);
+    // Guesses are throttled per client and per key named (its owner, elsewhere, still gets in).
+    const client = clientAddress(c, options.trustProxy === true).address;
+    const named = candidates[0]?.id ?? token.split('.')[0] ?? '';
+    const wait = throttle.check(client, named);
+    if (wait !== undefined) return tooManyFailures(c, wait);
+    const key = candidates.find((k) => sameToken(token.slice(k.id.length + 1), k.secret));
     if (!key) {
-      return c.json(
-        { error: 'unauthorized', hint: 'Authorization: Bearer <key id>.<secret>' },
-        401,
-        {
-          'www-authenticate': 'Bearer',
-        },
-      );
+      throttle.fail(client, named);
+      return unauthorized(c);
     }
     sdk ??= await loadSdk();
     if (!sdk) {
@@ -110,6 +126,10 @@ export function registerMcpRoute(app: Hono<ServerEnv>, kit: ServerKit): () => Pr
       identity: key.id,
       actors: key.actors,
       diagram: (machine) => toMermaid(machine),
+      // Who may create actors is a role rule (docs/agents.md); every move names its key.
+      mayCreate: sdk.CREATOR_ROLES.includes(key.role),
+      metadata: { via: 'mcp', keyId: key.id },
+      logger,
     });
     const transport = new sdk.WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

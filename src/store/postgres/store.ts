@@ -1137,6 +1137,35 @@ export class PostgresStore implements S.Store {
     });
   }
 
+  pruneRejections(query: { before?: number; keep?: number }): Promise<number> {
+    return this.run('commit', undefined, async () => {
+      let deleted = 0;
+      if (query.before !== undefined) {
+        deleted +=
+          (await this.pool.query('DELETE FROM rejections WHERE at < $1', [query.before]))
+            .rowCount ?? 0;
+      }
+      if (query.keep !== undefined) {
+        // The newest row past `keep`: it and everything older go (one indexed range).
+        const edge = await this.query<{ at: string; id: string }>(
+          'SELECT at, id FROM rejections ORDER BY at DESC, id DESC LIMIT 1 OFFSET $1',
+          [query.keep],
+        );
+        const row = edge[0];
+        if (row) {
+          deleted +=
+            (
+              await this.pool.query(
+                'DELETE FROM rejections WHERE at < $1 OR (at = $1 AND id <= $2)',
+                [row.at, row.id],
+              )
+            ).rowCount ?? 0;
+        }
+      }
+      return deleted;
+    });
+  }
+
   countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
     return this.run('query', undefined, () => this.readModels.countActors(query));
   }

@@ -370,6 +370,29 @@ export class SqliteStore implements S.Store {
     });
   }
 
+  pruneRejections(query: { before?: number; keep?: number }): Promise<number> {
+    return this.run('commit', undefined, () => {
+      let deleted = 0;
+      if (query.before !== undefined) {
+        deleted += this.sql('DELETE FROM rejections WHERE at < ?').run(query.before).changes;
+      }
+      if (query.keep !== undefined) {
+        // The newest row past `keep`: it and everything older go (one indexed range).
+        const edge = this.sql(
+          'SELECT at, id FROM rejections ORDER BY at DESC, id DESC LIMIT 1 OFFSET ?',
+        ).get(query.keep) as { at: number; id: number } | undefined;
+        if (edge) {
+          deleted += this.sql('DELETE FROM rejections WHERE at < ? OR (at = ? AND id <= ?)').run(
+            edge.at,
+            edge.at,
+            edge.id,
+          ).changes;
+        }
+      }
+      return deleted;
+    });
+  }
+
   countActors(query: S.ActorCountQuery = {}): Promise<S.ActorCount[]> {
     return this.query(() => this.readModels.countActors(query));
   }
