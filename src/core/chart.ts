@@ -1,6 +1,7 @@
 import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
 import { chartMeta } from './meta.ts';
+import { checkChartProperties, type PropertyOf } from './properties.ts';
 import { resumeAll, type RecoveryPolicy } from './recovery.ts';
 import { isMachine, requireArg, requireOptions } from './options.ts';
 
@@ -57,6 +58,17 @@ export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    * value + context.
    */
   serializeState?: (snapshot: SnapshotFrom<TLogic>) => string;
+  /**
+   * What the chart promises (src/core/properties.ts: `reachable`, `only`, `before`,
+   * `bounded`, …), proven for every path by `agentcharts check` and by the generated
+   * tests. The names are checked against the machine, here and where it is defined.
+   */
+  properties?: readonly PropertyOf<TLogic>[];
+  /**
+   * The charts of the child machines this chart invokes or spawns (their samples,
+   * input and properties), checked with it.
+   */
+  children?: readonly ChartDefinition[];
 }
 
 /** What {@link defineChart} needs besides the machine; every field has a default. */
@@ -112,5 +124,6 @@ export function defineChart<TLogic extends AnyStateMachine>(
           ...options,
         };
   chartMeta(chart.machine);
+  checkChartProperties(chart.machine, chart.properties);
   return chart;
 }

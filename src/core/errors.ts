@@ -32,7 +32,7 @@ function detailOf(f: { detail?: string | undefined }): string {
  * takes the fields, keeps them on the error and builds the message from them
  * alone, so each error class states its fields once.
  */
-function errorClass<F extends object>(
+export function errorClass<F extends object>(
   code: string,
   message: (fields: F) => string,
 ): new (fields: F, options?: ErrorOptions) => AgentchartsError & Readonly<F> {
