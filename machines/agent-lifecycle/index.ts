@@ -9,7 +9,9 @@ import {
   type AgentLifecycleInput,
   type AgentState,
 } from './agent-lifecycle.types.ts';
+import { properties } from './agent-lifecycle.properties.ts';
 
+export { properties } from './agent-lifecycle.properties.ts';
 export { machine } from './agent-lifecycle.machine.ts';
 export {
   events,
@@ -168,5 +170,6 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
   serializeState,
 });
