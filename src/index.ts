@@ -227,6 +227,52 @@ export {
 export { ReplayError, replayPath } from './testing/replay.ts';
 export { roundTripDifferences } from './testing/round-trip.ts';
 
+// Properties of a chart, proven for every path (`agentcharts check`)
+export {
+  PROPERTY_KINDS,
+  PropertyDefinitionError,
+  before,
+  bounded,
+  noDeadEnd,
+  only,
+  propertyTitle,
+  reachable,
+  terminates,
+  waitsHaveTimeout,
+  type BeforeProperty,
+  type BoundedProperty,
+  type ChartProperty,
+  type EventPatternLike,
+  type EventRef,
+  type NoDeadEndProperty,
+  type OnlyProperty,
+  type PropertyDefinitionFields,
+  type PropertyKind,
+  type PropertyOf,
+  type PropertyOptions,
+  type ReachableProperty,
+  type StateRef,
+  type TerminatesProperty,
+  type WaitsHaveTimeoutProperty,
+} from './core/properties.ts';
+export {
+  DEFAULT_CHECK_LIMIT,
+  checkChart,
+  type ChartCheck,
+  type CheckOptions,
+  type PropertyResult,
+} from './check/check-chart.ts';
+export {
+  checkToJson,
+  formatCheck,
+  type ChartCheckJson,
+  type PathJson,
+  type PropertyJson,
+} from './check/format.ts';
+export type { CheckPath } from './check/paths.ts';
+export type { PropertyStatus, Verdict } from './check/verdict.ts';
+export { CheckExplorationError } from './check/space.ts';
+
 // Agents: only legal moves
 export {
   legalEvents,

@@ -16,6 +16,7 @@ import {
   type ChartProperty,
 } from '../src/core/properties.ts';
 import { checkChart, type ChartCheck } from '../src/check/check-chart.ts';
+import { InvalidOptionsError } from '../src/core/options.ts';
 
 /** An expense: submitted, reviewed by a person (with a deadline), paid or rejected, with retries. */
 const machine = setup({
@@ -207,8 +208,21 @@ describe('properties naming what the chart does not have', () => {
       only('review', 'paying', { via: ['APROVE'] }),
       'no event "APROVE"',
     ],
-    ['waitsHaveTimeout()', waitsHaveTimeout([]), 'states must be a non-empty array'],
-    ['bounded(PAY_FAILED ≤ -1)', bounded('PAY_FAILED', -1), 'max must be a non-negative integer'],
+    [
+      'waitsHaveTimeout()',
+      { kind: 'waitsHaveTimeout', states: [] },
+      'states must be a non-empty array',
+    ],
+    [
+      'bounded(PAY_FAILED ≤ -1)',
+      { kind: 'bounded', event: 'PAY_FAILED', max: -1 },
+      'max must be a non-negative integer',
+    ],
+    [
+      '#1',
+      { kind: 'eventually', state: 'paid' } as unknown as ChartProperty,
+      'unknown kind "eventually"',
+    ],
   ] as const)(
     '%s is a PropertyDefinitionError where the chart is defined',
     (title, property, problem) => {
@@ -254,6 +268,17 @@ describe('properties naming what the chart does not have', () => {
     ).toThrow(
       'Property bounded(PAY_FAILED ≤ context.nope) of chart "expense": the initial context has no non-negative integer field "nope"',
     );
+  });
+
+  test('the constructors refuse arguments of the wrong kind with a typed error naming them', () => {
+    expect(() => waitsHaveTimeout([])).toThrow(
+      'waitsHaveTimeout: states must be a state or a non-empty array of states',
+    );
+    expect(() => bounded('PAY_FAILED', -1)).toThrow('bounded: max must be a non-negative integer');
+    expect(() => only('review', 'paying', { via: [] })).toThrow(
+      'only: options.via must be a non-empty array',
+    );
+    expect(() => reachable(42 as never)).toThrow(InvalidOptionsError);
   });
 
   test('titles read as the property', () => {

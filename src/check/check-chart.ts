@@ -16,7 +16,7 @@ import {
   type PropertyNames,
 } from '../core/properties.ts';
 import { childMachines } from '../durable/actor-kinds.ts';
-import { validateEvent } from '../strict/events.ts';
+import { getMachineEventTypes, validateEvent } from '../strict/events.ts';
 import { checkBefore, checkBounded, checkOnly } from './monitors.ts';
 import { exploreSpace, type StateSpace } from './space.ts';
 import {
@@ -91,19 +91,47 @@ function verdictOf(space: StateSpace, property: ChartProperty, names: PropertyNa
   }
 }
 
-/** The samples the check sends: valid events only (the runtime refuses the others). */
+/**
+ * The samples the check sends: the chart's valid ones (the runtime refuses the
+ * others), and a bare `{ type }` for an event type the machine handles but the
+ * chart gives no sample of, when that is a valid event (as `agentcharts paths` does).
+ */
 function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
   const out: EventObject[] = [];
+  const given = new Set<string>();
+  const valid = (event: unknown): string | undefined => {
+    try {
+      validateEvent(chart.machine, event);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof InvalidEventError)) throw error;
+      return error.message;
+    }
+  };
   for (const [type, list] of Object.entries(chart.eventSamples)) {
     // Invoked actors' outcomes are delivered where their state is active, never sent.
     if (type.startsWith('xstate.')) continue;
     for (const [i, sample] of ((list ?? []) as readonly EventObject[]).entries()) {
-      try {
-        out.push(validateEvent(chart.machine, sample) && sample);
-      } catch (error) {
-        if (!(error instanceof InvalidEventError)) throw error;
-        notes.push(`sample #${i + 1} of ${type} is left out: ${error.message}`);
-      }
+      const problem = valid(sample);
+      if (problem === undefined) {
+        out.push(sample);
+        given.add(type);
+      } else notes.push(`sample #${i + 1} of ${type} is left out: ${problem}`);
+    }
+  }
+  const handled = [...new Set(getMachineEventTypes(chart.machine))].filter(
+    (t) => !t.includes('*') && !t.startsWith('xstate.') && !given.has(t),
+  );
+  for (const type of handled.sort()) {
+    if (valid({ type }) === undefined) {
+      out.push({ type });
+      notes.push(
+        `no sample of ${type}: { type: '${type}' } stands in (give eventSamples for payloads)`,
+      );
+    } else {
+      notes.push(
+        `no valid sample of ${type}: its transitions are not explored (give eventSamples)`,
+      );
     }
   }
   return out;

@@ -7,7 +7,12 @@
  * planner's traversal, a space over the bound is kept, marked incomplete, so that
  * what was found is still a proof of reachability or a counterexample.
  */
-import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import {
+  getNextTransitions,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type EventObject,
+} from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
 import { chartMeta, isFinishedClass } from '../core/meta.ts';
 import { leafPaths, stateLabel } from '../core/state.ts';
@@ -160,7 +165,11 @@ export function exploreSpace(machine: AnyStateMachine, options: SpaceOptions): S
       node.expanded = true;
       continue;
     }
+    // Only the samples of a type some active state handles are tried (guards decide the rest).
+    const handled = new Set(getNextTransitions(snapshot).map((t) => t.eventType));
+    const wildcard = [...handled].some((t) => t.includes('*'));
     for (const event of [...options.samples, ...delayedEvents(snapshot)]) {
+      if (!wildcard && !handled.has(event.type)) continue;
       let step;
       try {
         if (!snapshot.can(event)) continue;

@@ -31,6 +31,7 @@ import type {
 } from 'xstate';
 import { errorClass } from './errors.ts';
 import { chartMeta } from './meta.ts';
+import { EXPECTED, isOptionsBag, requireArg } from './options.ts';
 
 // ---- Types ---------------------------------------------------------------------------
 
@@ -172,8 +173,40 @@ export interface PropertyOptions {
   description?: string | undefined;
 }
 
-function common(options: PropertyOptions | undefined): PropertyCommon {
-  return options?.description === undefined ? {} : { description: options.description };
+/** Checks the options every constructor takes; returns the shared fields. */
+function common(fn: string, options: PropertyOptions | undefined): PropertyCommon {
+  requireArg(fn, 'options', isOptionsBag(options), EXPECTED.options);
+  const description = options?.description;
+  requireArg(
+    fn,
+    'options.description',
+    description === undefined || typeof description === 'string',
+    EXPECTED.string,
+  );
+  return description === undefined ? {} : { description };
+}
+
+const STATE = 'a state name (a dotted path or a state key)';
+const PATTERN = "an event type, or a pattern { type: 'EVENT', …fields }";
+
+function isState(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0;
+}
+
+function isPattern(v: unknown): v is EventPatternLike {
+  return (
+    (typeof v === 'string' && v.length > 0) ||
+    (typeof v === 'object' && v !== null && typeof (v as { type?: unknown }).type === 'string')
+  );
+}
+
+function requirePatterns(fn: string, field: string, v: unknown, nonEmpty: boolean): void {
+  requireArg(
+    fn,
+    field,
+    Array.isArray(v) && (!nonEmpty || v.length > 0) && v.every(isPattern),
+    `a${nonEmpty ? ' non-empty' : 'n'} array of events (${PATTERN})`,
+  );
 }
 
 /**
@@ -186,7 +219,8 @@ export function reachable<const S extends string>(
   state: S,
   options?: PropertyOptions,
 ): ReachableProperty<S> {
-  return { kind: 'reachable', state, ...common(options) };
+  requireArg('reachable', 'state', isState(state), STATE);
+  return { kind: 'reachable', state, ...common('reachable', options) };
 }
 
 /**
@@ -197,16 +231,20 @@ export function reachable<const S extends string>(
 export function noDeadEnd<const S extends string = never>(
   options?: PropertyOptions & { except?: readonly S[] | undefined },
 ): NoDeadEndProperty<S> {
-  return {
-    kind: 'noDeadEnd',
-    ...(options?.except === undefined ? {} : { except: options.except }),
-    ...common(options),
-  };
+  const shared = common('noDeadEnd', options);
+  const except = options?.except;
+  requireArg(
+    'noDeadEnd',
+    'options.except',
+    except === undefined || (Array.isArray(except) && except.every(isState)),
+    `an array of states (${STATE})`,
+  );
+  return { kind: 'noDeadEnd', ...(except === undefined ? {} : { except }), ...shared };
 }
 
 /** From every reachable state, some path reaches a finished state. */
 export function terminates(options?: PropertyOptions): TerminatesProperty {
-  return { kind: 'terminates', ...common(options) };
+  return { kind: 'terminates', ...common('terminates', options) };
 }
 
 /**
@@ -225,7 +263,21 @@ export function only<
   to: T,
   options: PropertyOptions & { via: readonly P[] },
 ): OnlyProperty<Exclude<F | T, '*'>, P> {
-  return { kind: 'only', from, to, via: options.via, ...common(options) } as OnlyProperty<
+  requireArg(
+    'only',
+    'from',
+    isState(from) || (Array.isArray(from) && from.length > 0 && from.every(isState)),
+    `a state, a non-empty array of states, or '*' (${STATE})`,
+  );
+  requireArg('only', 'to', isState(to), `a state or '*' (${STATE})`);
+  requireArg(
+    'only',
+    'options',
+    typeof options === 'object' && options !== null,
+    'an object with via',
+  );
+  requirePatterns('only', 'options.via', options.via, true);
+  return { kind: 'only', from, to, via: options.via, ...common('only', options) } as OnlyProperty<
     Exclude<F | T, '*'>,
     P
   >;
@@ -246,13 +298,12 @@ export function before<
   then: B,
   options?: PropertyOptions & { resetBy?: readonly R[] | undefined },
 ): BeforeProperty<A | B | R> {
-  return {
-    kind: 'before',
-    first,
-    then,
-    ...(options?.resetBy === undefined ? {} : { resetBy: options.resetBy }),
-    ...common(options),
-  };
+  requireArg('before', 'first', isPattern(first), PATTERN);
+  requireArg('before', 'then', isPattern(then), PATTERN);
+  const shared = common('before', options);
+  const resetBy = options?.resetBy;
+  if (resetBy !== undefined) requirePatterns('before', 'options.resetBy', resetBy, false);
+  return { kind: 'before', first, then, ...(resetBy === undefined ? {} : { resetBy }), ...shared };
 }
 
 /**
@@ -271,13 +322,18 @@ export function bounded<
   max: number | { readonly context: K },
   options?: PropertyOptions & { resetBy?: readonly R[] | undefined },
 ): BoundedProperty<P | R, K> {
-  return {
-    kind: 'bounded',
-    event,
-    max,
-    ...(options?.resetBy === undefined ? {} : { resetBy: options.resetBy }),
-    ...common(options),
-  };
+  requireArg('bounded', 'event', isPattern(event), PATTERN);
+  requireArg(
+    'bounded',
+    'max',
+    (typeof max === 'number' && Number.isSafeInteger(max) && max >= 0) ||
+      (typeof max === 'object' && max !== null && isState(max.context)),
+    'a non-negative integer, or { context: field } naming a numeric field of the context',
+  );
+  const shared = common('bounded', options);
+  const resetBy = options?.resetBy;
+  if (resetBy !== undefined) requirePatterns('bounded', 'options.resetBy', resetBy, false);
+  return { kind: 'bounded', event, max, ...(resetBy === undefined ? {} : { resetBy }), ...shared };
 }
 
 /**
@@ -292,7 +348,13 @@ export function waitsHaveTimeout<const S extends string>(
   options?: PropertyOptions,
 ): WaitsHaveTimeoutProperty<S> {
   const list: readonly S[] = typeof states === 'string' ? [states] : states;
-  return { kind: 'waitsHaveTimeout', states: list, ...common(options) };
+  requireArg(
+    'waitsHaveTimeout',
+    'states',
+    Array.isArray(list) && list.length > 0 && list.every(isState),
+    `a state or a non-empty array of states (${STATE})`,
+  );
+  return { kind: 'waitsHaveTimeout', states: list, ...common('waitsHaveTimeout', options) };
 }
 
 // ---- Titles --------------------------------------------------------------------------
@@ -313,6 +375,12 @@ const list = (patterns: readonly EventPatternLike[]) => patterns.map(patternText
  * `only(paused → running via APPROVAL_GRANTED)`, `bounded(RETRY ≤ context.max_retries)`.
  */
 export function propertyTitle(property: ChartProperty): string {
+  requireArg(
+    'propertyTitle',
+    'property',
+    typeof property === 'object' && property !== null && PROPERTY_KINDS.includes(property.kind),
+    'a property (reachable(), only(), …)',
+  );
   switch (property.kind) {
     case 'reachable':
       return `reachable(${property.state})`;
