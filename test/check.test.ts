@@ -15,7 +15,8 @@ import {
   waitsHaveTimeout,
   type ChartProperty,
 } from '../src/core/properties.ts';
-import { checkChart, type ChartCheck } from '../src/check/check-chart.ts';
+import { checkChart, type ChartCheck, type PropertyResult } from '../src/check/check-chart.ts';
+import { assertProven, PropertyRefutedError, PropertyUnprovenError } from '../src/check/assert.ts';
 import { InvalidOptionsError } from '../src/core/options.ts';
 
 /** An expense: submitted, reviewed by a person (with a deadline), paid or rejected, with retries. */
@@ -96,7 +97,7 @@ describe('checkChart proves and refutes each kind of property', () => {
   test('noDeadEnd: a state without a way out is found, with the path to it', () => {
     expect(verdict(noDeadEnd()).status).toBe('proven');
     const noPaid = defineChart(machine, {
-      eventSamples: { SUBMIT: eventSamples.SUBMIT, APPROVE: eventSamples.APPROVE },
+      eventSamples: { ...eventSamples, REJECT: [], PAY_FAILED: [], PAID: [] },
     });
     const dead = verdict(noDeadEnd(), noPaid);
     expect(dead.status).toBe('refuted');
@@ -108,7 +109,7 @@ describe('checkChart proves and refutes each kind of property', () => {
   test('terminates: refuted where no finished state can be reached any more', () => {
     expect(verdict(terminates()).status).toBe('proven');
     const noPaid = defineChart(machine, {
-      eventSamples: { SUBMIT: eventSamples.SUBMIT, APPROVE: eventSamples.APPROVE },
+      eventSamples: { ...eventSamples, REJECT: [], PAY_FAILED: [], PAID: [] },
     });
     const stuck = verdict(terminates(), noPaid);
     expect(stuck.status).toBe('refuted');
@@ -184,6 +185,20 @@ describe('a state space over the bound', () => {
     ]);
     expect(report.properties[0]?.detail).toMatch(/^unproven up to 50 states/);
     expect(report.notes.join('\n')).toMatch(/serializeState .*n \(\d+ values\)/);
+  });
+
+  test('assertProven throws a typed error naming the property and what keeps the space growing', () => {
+    const report = checkChart(unbounded, {
+      limit: 30,
+      properties: [terminates(), bounded('INC', 2)],
+    });
+    const [unproven, refutedOne] = report.properties as [PropertyResult, PropertyResult];
+    expect(() => assertProven(report, unproven)).toThrow(PropertyUnprovenError);
+    expect(() => assertProven(report, unproven)).toThrow(
+      /Property terminates\(\) of chart "counter" is unproven up to 30 states: the state space has more than 30 states: give the chart a serializeState/,
+    );
+    expect(() => assertProven(report, refutedOne)).toThrow(PropertyRefutedError);
+    expect(() => assertProven(report, refutedOne)).toThrow(/counterexample:\n {2}INC → INC → INC/);
   });
 
   test('a projection makes it finite, and the same properties proven', () => {

@@ -94,7 +94,8 @@ function verdictOf(space: StateSpace, property: ChartProperty, names: PropertyNa
 /**
  * The samples the check sends: the chart's valid ones (the runtime refuses the
  * others), and a bare `{ type }` for an event type the machine handles but the
- * chart gives no sample of, when that is a valid event (as `agentcharts paths` does).
+ * chart does not list, when that is a valid event (as `agentcharts paths` does). A
+ * type listed with no samples (`PAID: []`) is never sent.
  */
 function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
   const out: EventObject[] = [];
@@ -111,12 +112,11 @@ function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
   for (const [type, list] of Object.entries(chart.eventSamples)) {
     // Invoked actors' outcomes are delivered where their state is active, never sent.
     if (type.startsWith('xstate.')) continue;
+    given.add(type);
     for (const [i, sample] of ((list ?? []) as readonly EventObject[]).entries()) {
       const problem = valid(sample);
-      if (problem === undefined) {
-        out.push(sample);
-        given.add(type);
-      } else notes.push(`sample #${i + 1} of ${type} is left out: ${problem}`);
+      if (problem === undefined) out.push(sample);
+      else notes.push(`sample #${i + 1} of ${type} is left out: ${problem}`);
     }
   }
   const handled = [...new Set(getMachineEventTypes(chart.machine))].filter(
