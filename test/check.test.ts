@@ -212,6 +212,47 @@ describe('a state space over the bound', () => {
   });
 });
 
+describe('a projection that merges states whose futures differ', () => {
+  test('its counterexample is replayed on the machine and marked as possibly not real', () => {
+    const m = setup({
+      types: {
+        context: {} as { x: number },
+        events: {} as { type: 'GO' } | { type: 'SKIP' } | { type: 'FINISH' },
+      },
+      guards: { armed: ({ context }) => context.x === 1 },
+    }).createMachine({
+      id: 'merged',
+      context: { x: 0 },
+      initial: 'a',
+      states: {
+        a: { on: { GO: { target: 'b', actions: assign({ x: 1 }) }, SKIP: 'b' } },
+        b: { on: { FINISH: { guard: 'armed', target: 'c' } } },
+        c: { type: 'final' },
+      },
+    });
+    const projected = defineChart(m, {
+      eventSamples: {
+        GO: [{ type: 'GO' }],
+        SKIP: [{ type: 'SKIP' }],
+        FINISH: [{ type: 'FINISH' }],
+      },
+      // Drops x, which the guard reads: b after GO and b after SKIP become one state.
+      serializeState: (s) => JSON.stringify(s.value),
+    });
+    const [r] = checkChart(projected, { properties: [before('GO', 'FINISH')] }).properties;
+    expect(r?.status).toBe('refuted');
+    expect(labels(r as never)).toEqual(['SKIP', 'FINISH']);
+    expect(r?.detail).toContain(
+      'replayed on the machine itself, this path leaves the space after 1 event: serializeState merges states whose futures differ',
+    );
+    // Without the projection the property is proven.
+    const exact = defineChart(m, { eventSamples: projected.eventSamples });
+    expect(checkChart(exact, { properties: [before('GO', 'FINISH')] }).properties[0]?.status).toBe(
+      'proven',
+    );
+  });
+});
+
 describe('properties naming what the chart does not have', () => {
   const define = (properties: readonly ChartProperty[]) =>
     defineChart(machine, { eventSamples, properties: properties as never });

@@ -19,6 +19,9 @@ import { childMachines } from '../durable/actor-kinds.ts';
 import { getMachineEventTypes, validateEvent } from '../strict/events.ts';
 import { checkBefore, checkBounded, checkOnly } from './monitors.ts';
 import { exploreSpace, type StateSpace } from './space.ts';
+import type { CheckPath } from './paths.ts';
+import { replayEvents } from './replay.ts';
+import { stateLabel } from '../core/state.ts';
 import {
   checkNoDeadEnd,
   checkReachable,
@@ -138,6 +141,26 @@ function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
 }
 
 /**
+ * Whether a counterexample, replayed on the machine itself, goes where the space
+ * says; a projection (`serializeState`) that merges states whose futures differ
+ * makes paths of the space that the machine does not take.
+ */
+function divergence(chart: ChartDefinition, input: unknown, path: CheckPath): string | undefined {
+  const replay = replayEvents(
+    chart.machine,
+    input,
+    path.steps.map((s) => s.event),
+  );
+  const at = replay.refused
+    ? replay.refused.index
+    : replay.values.findIndex((v, i) => stateLabel(v) !== path.states[i]);
+  if (at === -1 || at === undefined) return undefined;
+  return `replayed on the machine itself, this path leaves the space after ${at} event${
+    at === 1 ? '' : 's'
+  }: serializeState merges states whose futures differ, so the counterexample may not be real`;
+}
+
+/**
  * Where a space over its bound keeps growing: the context fields with the most
  * distinct values among the states explored, which a projection should drop or cap.
  */
@@ -196,12 +219,18 @@ export function checkChart(chart: ChartDefinition, options: CheckOptions = {}): 
     limit,
   });
   const names = propertyNames(chart.machine);
-  const results: PropertyResult[] = properties.map((property) => ({
-    property,
-    title: propertyTitle(property),
-    description: property.description,
-    ...verdictOf(space, property, names),
-  }));
+  const input = 'input' in options ? options.input : chart.defaultInput;
+  const results: PropertyResult[] = properties.map((property) => {
+    const verdict = verdictOf(space, property, names);
+    const unfaithful = verdict.counterexample && divergence(chart, input, verdict.counterexample);
+    return {
+      property,
+      title: propertyTitle(property),
+      description: property.description,
+      ...verdict,
+      ...(unfaithful ? { detail: `${verdict.detail} (${unfaithful})` } : {}),
+    };
+  });
   if (!space.complete) notes.push(growth(space));
   const ms = Math.round(performance.now() - started);
 

@@ -6,19 +6,12 @@
  * through is known and an event the chart does not accept there is refused.
  */
 import { readFileSync } from 'node:fs';
-import type { AnyMachineSnapshot, AnyStateMachine, EventObject, StateValue } from 'xstate';
-import { leafPaths, stateLabel } from '../core/state.ts';
+import type { AnyStateMachine, EventObject, StateValue } from 'xstate';
+import { leafPaths } from '../core/state.ts';
 import { mermaidIdsByPath } from '../server/diagram.ts';
-import { stepperFor } from '../check/stepper.ts';
-import { delayedEvents, eventLabel } from '../testing/explore.ts';
+import { replayEvents, type Replay } from '../check/replay.ts';
 import type { ChartCheckJson } from '../check/format.ts';
 import { CliOptionError } from './paths.ts';
-
-/** The path replayed: the state value after each event (the initial one first). */
-export interface ReplayedPath {
-  labels: string[];
-  values: StateValue[];
-}
 
 const isEvent = (v: unknown): v is EventObject =>
   typeof v === 'object' && v !== null && typeof (v as { type?: unknown }).type === 'string';
@@ -69,34 +62,23 @@ export function readPathEvents(file: string, machineId: string): EventObject[] {
 }
 
 /**
- * Replays `events` on the machine from its initial state (timers and invoked
- * actors' outcomes only where the state arms them), refusing one the chart does not
- * accept where the path sends it.
+ * Replays `events` on the machine from its initial state; an event the chart does
+ * not accept where the path sends it is a `--path` error.
  */
 export function replayPathEvents(
   machine: AnyStateMachine,
   input: unknown,
   events: readonly EventObject[],
-): ReplayedPath {
-  const stepper = stepperFor(machine);
-  let snapshot: AnyMachineSnapshot = stepper.initial(input).snapshot;
-  const values: StateValue[] = [snapshot.value];
-  const labels: string[] = [];
-  for (const [i, event] of events.entries()) {
-    const armed =
-      !event.type.startsWith('xstate.') ||
-      delayedEvents(snapshot).some((e) => e.type === event.type);
-    if (snapshot.status !== 'active' || !armed || !snapshot.can(event)) {
-      throw new CliOptionError(
-        '--path',
-        `event #${i + 1} (${eventLabel(event.type)}) is not accepted in state "${stateLabel(snapshot.value)}" of machine "${machine.id}"`,
-      );
-    }
-    snapshot = stepper.next(snapshot, event).snapshot;
-    values.push(snapshot.value);
-    labels.push(eventLabel(event.type));
+): Replay {
+  const replay = replayEvents(machine, input, events);
+  if (replay.refused) {
+    const { index, label, state } = replay.refused;
+    throw new CliOptionError(
+      '--path',
+      `event #${index + 1} (${label}) is not accepted in state "${state}" of machine "${machine.id}"`,
+    );
   }
-  return { labels, values };
+  return replay;
 }
 
 /**
@@ -104,11 +86,7 @@ export function replayPathEvents(
  * the state it ends in filled red, and a note on that state listing the events
  * (Mermaid's state diagrams cannot style single edges).
  */
-export function highlightPath(
-  machine: AnyStateMachine,
-  diagram: string,
-  path: ReplayedPath,
-): string {
+export function highlightPath(machine: AnyStateMachine, diagram: string, path: Replay): string {
   const ids = mermaidIdsByPath(machine, diagram);
   const idsOf = (v: StateValue) =>
     leafPaths(v)
