@@ -269,6 +269,13 @@ export {
   type PathJson,
   type PropertyJson,
 } from './check/format.ts';
+export {
+  PropertyRefutedError,
+  PropertyUnprovenError,
+  assertProven,
+  type PropertyRefutedFields,
+  type PropertyUnprovenFields,
+} from './check/assert.ts';
 export type { CheckPath } from './check/paths.ts';
 export type { PropertyStatus, Verdict } from './check/verdict.ts';
 export { CheckExplorationError } from './check/space.ts';

@@ -11,7 +11,6 @@ import {
 } from './agent-lifecycle.types.ts';
 import { properties } from './agent-lifecycle.properties.ts';
 
-export { properties } from './agent-lifecycle.properties.ts';
 export { machine } from './agent-lifecycle.machine.ts';
 export {
   events,

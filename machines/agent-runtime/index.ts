@@ -7,7 +7,6 @@ import { machine } from './agent-runtime.machine.ts';
 import { events, type AgentRuntimeEvent } from './agent-runtime.types.ts';
 import { properties } from './agent-runtime.properties.ts';
 
-export { properties } from './agent-runtime.properties.ts';
 export { machine, DEFAULT_MAX_INTERRUPTIONS } from './agent-runtime.machine.ts';
 export { events, inputSchema, toolCallSchema, toolResultSchema } from './agent-runtime.types.ts';
 export type {

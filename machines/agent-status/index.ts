@@ -7,7 +7,6 @@ import { machine } from './agent-status.machine.ts';
 import { events, type AgentStatusEvent } from './agent-status.types.ts';
 import { properties } from './agent-status.properties.ts';
 
-export { properties } from './agent-status.properties.ts';
 export { machine, VALID_TRANSITIONS, toIsoTimestamp } from './agent-status.machine.ts';
 export {
   AGENT_STATUSES,

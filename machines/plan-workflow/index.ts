@@ -5,7 +5,6 @@ import { globalEventSamples, machine, serializedWorkspace } from './plan-workflo
 import { events } from './plan-workflow.types.ts';
 import { properties } from './plan-workflow.properties.ts';
 
-export { properties } from './plan-workflow.properties.ts';
 export {
   globalEventMeta,
   machine,

@@ -11,7 +11,6 @@ export {
   retryCeiling,
   retryDelay,
 } from './task-lifecycle.machine.ts';
-export { properties } from './task-lifecycle.properties.ts';
 export {
   DEFAULT_APPROVAL_TIMEOUT_MS,
   DEFAULT_BACKOFF_BASE_MS,

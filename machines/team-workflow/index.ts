@@ -7,9 +7,7 @@ import { events, type TeamWorkflowInput } from './team-workflow.types.ts';
 import { properties } from './team-workflow.properties.ts';
 import { taskChart } from './team-task.chart.ts';
 
-export { properties } from './team-workflow.properties.ts';
 export { taskChart } from './team-task.chart.ts';
-export { taskProperties } from './team-task.properties.ts';
 export {
   approvalReachesThreshold,
   machine,
