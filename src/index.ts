@@ -17,6 +17,7 @@ export {
   ConcurrencyError,
   InvalidEventError,
   InvalidInputError,
+  InvalidOutputError,
   InvalidTransitionError,
   LeaseLostError,
   SnapshotVersionError,
@@ -28,6 +29,7 @@ export {
   type InvalidEventFields,
   type InvalidEventReason,
   type InvalidInputFields,
+  type InvalidOutputFields,
   type InvalidTransitionFields,
   type LeaseLostFields,
   type MachineScope,
@@ -117,7 +119,12 @@ export {
   type StepReconciliation,
   type UncertainStep,
 } from './durable/steps.ts';
-export { durablePromise, type DurablePromiseArgs } from './durable/invoke.ts';
+export {
+  durablePromise,
+  type DurablePromiseArgs,
+  type DurablePromiseLogic,
+  type DurablePromiseOptions,
+} from './core/durable-promise.ts';
 export type { InspectorLike } from './durable/inspection.ts';
 export { recover } from './durable/recover.ts';
 export {
@@ -204,6 +211,7 @@ export {
 
 // Exploring machines (generated vitest suites: `agentcharts/testing`)
 export {
+  ExplorationError,
   TraversalLimitError,
   exploreMachine,
   transitionTable,

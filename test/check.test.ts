@@ -1,4 +1,5 @@
-import { assign, setup } from 'xstate';
+import { assign, fromPromise, setup } from 'xstate';
+import { ExplorationError } from '../src/testing/explore.ts';
 import * as z from 'zod';
 import { eventSchema } from '../src/strict/events.ts';
 import { describe, expect, test } from 'vitest';
@@ -209,6 +210,79 @@ describe('a state space over the bound', () => {
     const report = checkChart(projected, { properties: [terminates(), bounded('STOP', 1)] });
     expect(report.complete).toBe(true);
     expect(report.properties.map((p) => p.status)).toEqual(['proven', 'proven']);
+  });
+});
+
+describe('invoked actors and failures while checking', () => {
+  const fetcher = setup({
+    actors: { fetchRefund: fromPromise(() => Promise.resolve({ ok: true })) },
+    guards: {
+      accepted: ({ event }) => (event as { output?: { ok?: boolean } }).output?.ok === true,
+    },
+  }).createMachine({
+    id: 'fetcher',
+    initial: 'loading',
+    states: {
+      loading: {
+        invoke: {
+          id: 'fetch',
+          src: 'fetchRefund',
+          onDone: [{ guard: 'accepted', target: 'done' }, { target: 'refused' }],
+          onError: 'failed',
+        },
+      },
+      done: { type: 'final' },
+      refused: { type: 'final' },
+      failed: { type: 'final' },
+    },
+  });
+
+  test('an invoke’s outcomes are delivered where it runs, with the chart’s output samples', () => {
+    const chart = defineChart(fetcher, {
+      eventSamples: {
+        'xstate.done.actor.fetch': [
+          { type: 'xstate.done.actor.fetch', output: { ok: true } },
+          { type: 'xstate.done.actor.fetch', output: { ok: false } },
+        ],
+      },
+    });
+    const report = checkChart(chart, {
+      properties: [
+        reachable('done'),
+        reachable('refused'),
+        reachable('failed'),
+        only('loading', 'failed', { via: ['xstate.error.actor.fetch'] }),
+        terminates(),
+      ],
+    });
+    expect(report.properties.map((p) => p.status)).toEqual([
+      'proven',
+      'proven',
+      'proven',
+      'proven',
+      'proven',
+    ]);
+    expect(report.properties[1]?.witness?.steps[0]?.event).toMatchObject({
+      type: 'xstate.done.actor.fetch',
+      output: { ok: false },
+    });
+  });
+
+  test('a guard that throws is an ExplorationError naming the state, the event and the path', () => {
+    const throwing = defineChart(
+      machine.provide({
+        guards: {
+          canRetry: () => {
+            throw new Error('no budget table');
+          },
+        },
+      }),
+      { eventSamples },
+    );
+    expect(() => checkChart(throwing, { properties: [terminates()] })).toThrow(ExplorationError);
+    expect(() => checkChart(throwing, { properties: [terminates()] })).toThrow(
+      /event "PAY_FAILED" in state "paying" \(reached by SUBMIT → APPROVE\) threw: .*no budget table/,
+    );
   });
 });
 

@@ -140,6 +140,15 @@ function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
   return out;
 }
 
+/** The chart's samples of invoked actors' outcomes (`xstate.done.actor.<id>`), by type. */
+function outcomesOf(chart: ChartDefinition): Map<string, readonly EventObject[]> {
+  const out = new Map<string, readonly EventObject[]>();
+  for (const [type, list] of Object.entries(chart.eventSamples)) {
+    if (type.startsWith('xstate.')) out.set(type, (list ?? []) as readonly EventObject[]);
+  }
+  return out;
+}
+
 /**
  * Whether a counterexample, replayed on the machine itself, goes where the space
  * says; a projection (`serializeState`) that merges states whose futures differ
@@ -214,6 +223,7 @@ export function checkChart(chart: ChartDefinition, options: CheckOptions = {}): 
   const notes: string[] = [];
   const space = exploreSpace(chart.machine, {
     samples: samplesOf(chart, notes),
+    outcomes: outcomesOf(chart),
     input: 'input' in options ? options.input : chart.defaultInput,
     serializeState: chart.serializeState as ((s: AnyMachineSnapshot) => string) | undefined,
     limit,

@@ -13,10 +13,14 @@ import {
   type AnyStateMachine,
   type EventObject,
 } from 'xstate';
-import { AgentchartsError } from '../core/errors.ts';
 import { chartMeta, isFinishedClass } from '../core/meta.ts';
 import { leafPaths, stateLabel } from '../core/state.ts';
-import { delayedEvents, eventLabel, serializeSnapshotIdentity } from '../testing/explore.ts';
+import {
+  delayedEvents,
+  eventLabel,
+  ExplorationError,
+  serializeSnapshotIdentity,
+} from '../testing/explore.ts';
 import { stepperFor } from './stepper.ts';
 
 /** A state of the space: one identity of the projection. */
@@ -75,34 +79,12 @@ export interface StateSpace {
 export interface SpaceOptions {
   /** Sample events (invalid ones already left out). */
   samples: readonly EventObject[];
+  /** Samples of invoked actors' outcomes by event type (`xstate.done.actor.<id>`). */
+  outcomes: ReadonlyMap<string, readonly EventObject[]>;
   input: unknown;
   serializeState?: ((snapshot: AnyMachineSnapshot) => string) | undefined;
   /** Largest number of states. */
   limit: number;
-}
-
-/** A transition threw while the chart was explored (one of the chart's guards or actions). */
-export class CheckExplorationError extends AgentchartsError {
-  override name = 'CheckExplorationError';
-  constructor(
-    readonly machineId: string,
-    readonly state: string,
-    readonly eventType: string,
-    readonly path: readonly string[],
-    cause: unknown,
-  ) {
-    const detail = (cause instanceof Error ? cause.message : String(cause)).replace(
-      /\s*\n\s*/g,
-      ' ',
-    );
-    super(
-      'CHECK_EXPLORATION',
-      `Checking machine "${machineId}": event "${eventType}" in state "${state}" (reached by ${
-        path.length === 0 ? '(initial)' : path.join(' → ')
-      }) threw: ${detail}`,
-      { cause },
-    );
-  }
 }
 
 /** Dotted paths of every active state node of a snapshot, ancestors included. */
@@ -125,18 +107,51 @@ export function labelsTo(node: SpaceNode): string[] {
 /** Explores `machine` breadth first, up to `options.limit` states. */
 export function exploreSpace(machine: AnyStateMachine, options: SpaceOptions): StateSpace {
   const meta = chartMeta(machine);
-  const serialize = options.serializeState ?? serializeSnapshotIdentity;
+  const project = options.serializeState ?? serializeSnapshotIdentity;
+  /** Throws what a step of the exploration threw as an ExplorationError naming where. */
+  const blame = (node: SpaceNode | undefined, eventType: string, error: unknown): never => {
+    if (error instanceof ExplorationError) throw error;
+    throw new ExplorationError(
+      {
+        machineId: machine.id,
+        state: node?.label ?? '(initial)',
+        eventType,
+        path: node ? labelsTo(node) : [],
+      },
+      error,
+    );
+  };
+  const serialize = (snapshot: AnyMachineSnapshot, from: SpaceNode | undefined, type: string) => {
+    try {
+      return project(snapshot);
+    } catch (error) {
+      // The projection threw on the state `type` led to from `from`.
+      throw new ExplorationError(
+        {
+          machineId: machine.id,
+          state: stateLabel(snapshot.value),
+          eventType: 'serializeState',
+          path: from ? [...labelsTo(from), eventLabel(type)] : [],
+        },
+        error,
+      );
+    }
+  };
   const stepper = stepperFor(machine);
   const nodes: SpaceNode[] = [];
   const byKey = new Map<string, SpaceNode>();
   const toParent = new Set<string>();
   let edges = 0;
 
-  const nodeFor = (snapshot: AnyMachineSnapshot, parent: SpaceEdge | undefined): SpaceNode => {
+  const nodeFor = (
+    snapshot: AnyMachineSnapshot,
+    key: string,
+    parent: SpaceEdge | undefined,
+  ): SpaceNode => {
     const label = stateLabel(snapshot.value);
     const node: SpaceNode = {
       id: nodes.length,
-      key: serialize(snapshot),
+      key,
       snapshot,
       label,
       active: activePaths(snapshot),
@@ -151,8 +166,13 @@ export function exploreSpace(machine: AnyStateMachine, options: SpaceOptions): S
     return node;
   };
 
-  const first = stepper.initial(options.input);
-  nodeFor(first.snapshot, undefined);
+  let first;
+  try {
+    first = stepper.initial(options.input);
+  } catch (error) {
+    return blame(undefined, 'xstate.init', error);
+  }
+  nodeFor(first.snapshot, serialize(first.snapshot, undefined, 'xstate.init'), undefined);
   const initialPassing = new Set<string>();
   for (const s of first.passing) for (const p of activePaths(s)) initialPassing.add(p);
   for (const t of first.toParent) toParent.add(t);
@@ -168,17 +188,17 @@ export function exploreSpace(machine: AnyStateMachine, options: SpaceOptions): S
     // Only the samples of a type some active state handles are tried (guards decide the rest).
     const handled = new Set(getNextTransitions(snapshot).map((t) => t.eventType));
     const wildcard = [...handled].some((t) => t.includes('*'));
-    for (const event of [...options.samples, ...delayedEvents(snapshot)]) {
+    for (const event of [...options.samples, ...delayedEvents(snapshot, options.outcomes)]) {
       if (!wildcard && !handled.has(event.type)) continue;
       let step;
       try {
         if (!snapshot.can(event)) continue;
         step = stepper.next(snapshot, event);
       } catch (error) {
-        throw new CheckExplorationError(machine.id, node.label, event.type, labelsTo(node), error);
+        return blame(node, event.type, error);
       }
       for (const t of step.toParent) toParent.add(t);
-      const key = serialize(step.snapshot);
+      const key = serialize(step.snapshot, node, event.type);
       const timer = event.type.startsWith('xstate.after.');
       const label = eventLabel(event.type);
       const names = new Set<string>([event.type, label]);
@@ -207,7 +227,7 @@ export function exploreSpace(machine: AnyStateMachine, options: SpaceOptions): S
         names,
         passing,
       };
-      edge.to = target ?? nodeFor(step.snapshot, edge);
+      edge.to = target ?? nodeFor(step.snapshot, key, edge);
       node.out.push(edge);
       edges++;
     }

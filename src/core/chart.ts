@@ -22,9 +22,32 @@ export interface ChartSchemas<T extends EventSchemas = EventSchemas> {
   input?: z.ZodType;
 }
 
-/** Sample events per event type; several samples per type are allowed. */
+/** A sample of an invoked actor finishing: the output its `onDone` reads. */
+export interface InvokeDoneSample {
+  type: `xstate.done.actor.${string}`;
+  output?: unknown;
+}
+
+/** A sample of an invoked actor failing: the error its `onError` reads. */
+export interface InvokeErrorSample {
+  type: `xstate.error.actor.${string}`;
+  error?: unknown;
+}
+
+/**
+ * Sample events per event type; several samples per type are allowed. Besides the
+ * events a caller sends, it may give the outcomes of invoked actors, which
+ * exploration delivers when the invoking state is active:
+ * `'xstate.done.actor.<id>': [{ type, output }]`, `'xstate.error.actor.<id>': [{ type, error }]`.
+ */
 export type EventCatalog<TEvent extends EventObject = EventObject> = {
   readonly [K in TEvent['type']]?: readonly Extract<TEvent, { type: K }>[];
+} & {
+  // EventObject too: a catalog built as a Record<string, EventObject[]> stays one.
+  readonly [K: `xstate.done.actor.${string}`]:
+    readonly (InvokeDoneSample | EventObject)[] | undefined;
+  readonly [K: `xstate.error.actor.${string}`]:
+    readonly (InvokeErrorSample | EventObject)[] | undefined;
 };
 
 /** A persisted snapshot as stored (JSON-compatible). */

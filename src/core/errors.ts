@@ -262,3 +262,24 @@ export class UnsupportedActorError extends errorClass<UnsupportedActorFields>(
 ) {
   override name = 'UnsupportedActorError';
 }
+
+/** The fields of an {@link InvalidOutputError}. */
+export interface InvalidOutputFields {
+  /** Dotted path of the offending field of the output, when there is one. */
+  field?: string | undefined;
+  /** What is wrong with it (the schema's issue code; never the value). */
+  detail?: string | undefined;
+}
+
+/**
+ * An invoked promise resolved with an output that does not match the schema it
+ * declared (`durablePromise(fn, { output })`); the invoking state hears it as
+ * `xstate.error.actor.<id>`.
+ */
+export class InvalidOutputError extends errorClass<InvalidOutputFields>(
+  'INVALID_OUTPUT',
+  (f) =>
+    `The invoked promise's output does not match its declared output schema${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+) {
+  override name = 'InvalidOutputError';
+}
