@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { ExplorationError } from '../src/testing/explore.ts';
+import { machine as counter } from './fixtures/counter-chart.ts';
 import * as z from 'zod';
 import { eventSchema } from '../src/strict/events.ts';
 import { describe, expect, test } from 'vitest';
@@ -156,17 +157,6 @@ describe('checkChart proves and refutes each kind of property', () => {
 });
 
 describe('a state space over the bound', () => {
-  const counter = setup({
-    types: { context: {} as { n: number }, events: {} as { type: 'INC' } | { type: 'STOP' } },
-  }).createMachine({
-    id: 'counter',
-    context: { n: 0 },
-    initial: 'on',
-    states: {
-      on: { on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) }, STOP: 'off' } },
-      off: { type: 'final' },
-    },
-  });
   const unbounded = defineChart(counter, {
     eventSamples: { INC: [{ type: 'INC' }], STOP: [{ type: 'STOP' }] },
   });

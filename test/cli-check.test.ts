@@ -44,25 +44,6 @@ export const chart = defineChart(machine, {
 });
 `;
 
-/** A counter whose context grows without end: the check stops at its bound. */
-const COUNTER = `
-import { assign, setup } from 'xstate';
-import { defineChart, terminates } from '../../src/index.ts';
-
-export const machine = setup({ types: { context: {} as { n: number }, events: {} as { type: 'INC' } | { type: 'STOP' } } })
-  .createMachine({
-    id: 'counter',
-    context: { n: 0 },
-    initial: 'on',
-    states: {
-      on: { on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) }, STOP: 'off' } },
-      off: { type: 'final' },
-    },
-  });
-
-export const chart = defineChart(machine, { properties: [terminates()] });
-`;
-
 /** A property naming a state the chart does not have. */
 const TYPO = `
 import { setup } from 'xstate';
@@ -74,7 +55,6 @@ export const chart = defineChart(machine, { properties: [reachable('b' as never)
 beforeAll(() => {
   mkdirSync(fixtures, { recursive: true });
   writeFileSync(join(fixtures, 'door.ts'), DOOR);
-  writeFileSync(join(fixtures, 'counter.ts'), COUNTER);
   writeFileSync(join(fixtures, 'typo.ts'), TYPO);
 });
 
@@ -126,7 +106,7 @@ describe('agentcharts check', () => {
   });
 
   test('a state space over the bound: "unproven up to N states", exit 2, never a pass', async () => {
-    const r = await cli('check', 'test-artifacts/check-fixtures/counter.ts', '--limit', '40');
+    const r = await cli('check', 'test/fixtures/counter-chart.ts', '--limit', '40');
     expect(r.code).toBe(2);
     expect(r.stdout).toContain('unproven  terminates()');
     expect(r.stdout).toContain('unproven up to 40 states');

@@ -1,33 +1,21 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { runVitestFixture } from './support/vitest-fixture.ts';
 
 describe('generateTransitionTests proves the chart’s properties, one test each', () => {
   const root = join(process.cwd(), 'test-artifacts', 'generate-properties-fixture');
   const src = (file: string) => JSON.stringify(join(process.cwd(), 'src', file));
 
-  function runFixture(body: string): { status: number | null; output: string } {
-    mkdirSync(root, { recursive: true });
-    writeFileSync(
-      join(root, 'vitest.config.ts'),
-      "import { defineConfig } from 'vitest/config';\nexport default defineConfig({ test: { include: ['*.check.ts'] } });\n",
-    );
-    writeFileSync(
-      join(root, 'chart.check.ts'),
+  const runFixture = (body: string) =>
+    runVitestFixture(
+      root,
+      'chart',
       `import { setup } from 'xstate';
 import { generateTransitionTests } from ${src('testing/generate.ts')};
 import { defineChart } from ${src('core/chart.ts')};
 import { only, reachable } from ${src('core/properties.ts')};
 ${body}`,
     );
-    const result = spawnSync(
-      process.execPath,
-      [join(process.cwd(), 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--root', root],
-      { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
-    );
-    return { status: result.status, output: `${result.stdout}${result.stderr}` };
-  }
 
   /** A door; `bypass` adds an edge from locked straight to opened. */
   const chartSource = (bypass: boolean) => `

@@ -31,16 +31,8 @@ export interface PropertyJson {
   witness: PathJson | null;
 }
 
-export interface ChartCheckJson {
-  chart: string;
-  machineId: string;
-  states: number;
-  transitions: number;
-  complete: boolean;
-  limit: number;
-  ms: number;
-  notes: string[];
-  toParent: string[];
+/** A check as JSON: its fields as they are, its properties and children as JSON. */
+export interface ChartCheckJson extends Omit<ChartCheck, 'properties' | 'children'> {
   properties: PropertyJson[];
   children: ChartCheckJson[];
 }
@@ -90,15 +82,7 @@ function isCheck(v: unknown): v is ChartCheck {
 export function checkToJson(check: ChartCheck): ChartCheckJson {
   requireArg('checkToJson', 'check', isCheck(check), A_CHECK);
   return {
-    chart: check.chart,
-    machineId: check.machineId,
-    states: check.states,
-    transitions: check.transitions,
-    complete: check.complete,
-    limit: check.limit,
-    ms: check.ms,
-    notes: check.notes,
-    toParent: check.toParent,
+    ...check,
     properties: check.properties.map(propertyJson),
     children: check.children.map(checkToJson),
   };

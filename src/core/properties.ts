@@ -22,13 +22,7 @@
  * against the event's payload. Names the chart does not have are a
  * {@link PropertyDefinitionError} where the chart is defined.
  */
-import type {
-  AnyStateMachine,
-  AnyStateNode,
-  ContextFrom,
-  EventFromLogic,
-  StateValueFrom,
-} from 'xstate';
+import type { AnyStateMachine, ContextFrom, EventFromLogic, StateValueFrom } from 'xstate';
 import { errorClass } from './errors.ts';
 import { chartMeta } from './meta.ts';
 import { EXPECTED, isOptionsBag, requireArg } from './options.ts';
@@ -446,23 +440,12 @@ export interface PropertyNames {
   fields(type: string): readonly string[] | undefined;
 }
 
-/** Every descendant state node of a machine. */
-function stateNodes(machine: AnyStateMachine): AnyStateNode[] {
-  const out: AnyStateNode[] = [];
-  const walk = (node: AnyStateNode): void => {
-    for (const child of Object.values(node.states)) {
-      out.push(child);
-      walk(child);
-    }
-  };
-  walk(machine.root);
-  return out;
-}
-
 /** The names properties of `machine` may use. */
 export function propertyNames(machine: AnyStateMachine): PropertyNames {
   const meta = chartMeta(machine);
-  const nodes = stateNodes(machine).filter((n) => n.type !== 'history');
+  const nodes = meta.states
+    .map((info) => machine.getStateNodeById(`${machine.id}.${info.path}`))
+    .filter((n) => n.type !== 'history');
   const paths = new Set(nodes.map((n) => n.path.join('.')));
   const byKey = new Map<string, string[]>();
   const add = (name: string, path: string) => {
