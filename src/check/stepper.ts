@@ -9,12 +9,19 @@
  */
 import {
   createActor,
+  createMachine,
   getInitialMicrosteps,
   type ActorScope,
   type AnyMachineSnapshot,
   type AnyStateMachine,
   type EventObject,
 } from 'xstate';
+
+/**
+ * An empty machine: its actor is the scope's `self`, so that making the scope runs
+ * nothing of the chart (its context factory, its initial entry, a spawn's system id).
+ */
+const INERT = createMachine({ id: 'agentcharts.check' });
 
 /** The parent a pure transition's `sendParent` resolves to: what the chart tells its parent. */
 const PARENT = Object.freeze({ id: '#_parent', sessionId: '#_parent' });
@@ -41,7 +48,8 @@ const ignore = (): void => {};
 /** A stepper over `machine` (one scope, reused for every transition). */
 export function stepperFor(machine: AnyStateMachine): Stepper {
   const microsteps: Array<{ event: EventObject; snapshot: AnyMachineSnapshot }> = [];
-  const self = createActor(machine, {
+  const self = createActor(INERT, {
+    id: machine.id,
     inspect: (ev) => {
       if (ev.type === '@xstate.microstep') {
         const { event, snapshot } = ev as unknown as {
