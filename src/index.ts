@@ -286,7 +286,6 @@ export {
 } from './check/assert.ts';
 export type { CheckPath } from './check/paths.ts';
 export type { PropertyStatus, Verdict } from './check/verdict.ts';
-export { CheckExplorationError } from './check/space.ts';
 
 // Agents: only legal moves
 export {
