@@ -1,6 +1,6 @@
 /**
  * Import boundaries (DESIGN.md, Layout): imports point one way,
- *   core ← strict ← store ← durable ← observe/inspect/testing/agents ← server ← cli,
+ *   core ← strict ← store ← durable ← observe/inspect/testing/check/agents ← server ← cli,
  * charts (machines/) import only core and strict, and there is no import circle.
  * `npm run lint` runs this; a violation fails the build.
  */
@@ -11,7 +11,9 @@ const ORDER = [
   ['strict'],
   ['store'],
   ['durable'],
-  ['observe', 'inspect', 'testing', 'agents'],
+  // check (property proofs) sits beside testing: it explores as testing does, and the
+  // generated tests prove the chart's properties with it.
+  ['observe', 'inspect', 'testing', 'check', 'agents'],
   ['server'],
   ['commands', 'cli', 'index'],
 ];
@@ -49,6 +51,7 @@ module.exports = {
           'observe',
           'inspect',
           'testing',
+          'check',
           'agents',
           'server',
           'commands',

@@ -15,7 +15,9 @@ if (!existsSync(sources) && existsSync(built)) {
   await import(pathToFileURL(built).href);
 } else {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const result = spawnSync(process.execPath, ['--import', tsx, sources, ...process.argv.slice(2)], {
+  // The checkout's `agentcharts` is its sources too: a chart that imports it shares the CLI's modules.
+  const args = ['--conditions=agentcharts-source', '--import', tsx, sources];
+  const result = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], {
     stdio: 'inherit',
   });
   process.exit(result.status ?? 1);

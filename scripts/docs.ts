@@ -10,12 +10,27 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ChartDefinition } from '../src/core/chart.ts';
 import { getEventSchemas } from '../src/strict/events.ts';
 import { mermaidFence, toMermaid, writeDiagramBlock } from '../src/inspect/mermaid.ts';
+import { propertyTitle, type ChartProperty } from '../src/core/properties.ts';
 import { catalog } from '../machines/index.ts';
 
 /** The repository root. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** `docs/machines/<name>.md`: what the chart is, its diagram and its event types. */
+/** The chart's properties, one line each (title and promise), then its children's. */
+function propertyList(chart: ChartDefinition): string[] {
+  const own = (chart.properties ?? []) as readonly ChartProperty[];
+  return [
+    ...own.map((p) => `- \`${propertyTitle(p)}\`${p.description ? `: ${p.description}` : ''}`),
+    ...(chart.children ?? []).flatMap((child) => [
+      '',
+      `### Its child machine \`${child.machine.id}\``,
+      '',
+      ...propertyList(child),
+    ]),
+  ];
+}
+
+/** `docs/machines/<name>.md`: what the chart is, its diagram, its event types and its properties. */
 export function renderDocsPage(name: string, chart: ChartDefinition): string {
   const eventTypes = Object.keys(getEventSchemas(chart.machine) ?? chart.events).sort();
   return [
@@ -35,6 +50,16 @@ export function renderDocsPage(name: string, chart: ChartDefinition): string {
     '',
     ...eventTypes.map((t) => `- \`${t}\``),
     '',
+    ...(chart.properties?.length || chart.children?.length
+      ? [
+          '## Properties',
+          '',
+          `Proven for every path by \`agentcharts check ${name}\`:`,
+          '',
+          ...propertyList(chart),
+          '',
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -17,6 +17,7 @@ export {
   ConcurrencyError,
   InvalidEventError,
   InvalidInputError,
+  InvalidOutputError,
   InvalidTransitionError,
   LeaseLostError,
   SnapshotVersionError,
@@ -29,6 +30,7 @@ export {
   type InvalidEventFields,
   type InvalidEventReason,
   type InvalidInputFields,
+  type InvalidOutputFields,
   type InvalidTransitionFields,
   type LeaseLostFields,
   type MachineScope,
@@ -119,7 +121,12 @@ export {
   type StepReconciliation,
   type UncertainStep,
 } from './durable/steps.ts';
-export { durablePromise, type DurablePromiseArgs } from './durable/invoke.ts';
+export {
+  durablePromise,
+  type DurablePromiseArgs,
+  type DurablePromiseLogic,
+  type DurablePromiseOptions,
+} from './core/durable-promise.ts';
 export type { InspectorLike } from './durable/inspection.ts';
 export { recover } from './durable/recover.ts';
 export {
@@ -206,6 +213,7 @@ export {
 
 // Exploring machines (generated vitest suites: `agentcharts/testing`)
 export {
+  ExplorationError,
   TraversalLimitError,
   exploreMachine,
   transitionTable,
@@ -228,6 +236,58 @@ export {
 } from './testing/plan.ts';
 export { ReplayError, replayPath } from './testing/replay.ts';
 export { roundTripDifferences } from './testing/round-trip.ts';
+
+// Properties of a chart, proven for every path (`agentcharts check`)
+export {
+  PROPERTY_KINDS,
+  PropertyDefinitionError,
+  before,
+  bounded,
+  noDeadEnd,
+  only,
+  propertyTitle,
+  reachable,
+  terminates,
+  waitsHaveTimeout,
+  type BeforeProperty,
+  type BoundedProperty,
+  type ChartProperty,
+  type EventPatternLike,
+  type EventRef,
+  type NoDeadEndProperty,
+  type OnlyProperty,
+  type PropertyDefinitionFields,
+  type PropertyKind,
+  type PropertyOf,
+  type PropertyOptions,
+  type ReachableProperty,
+  type StateRef,
+  type TerminatesProperty,
+  type WaitsHaveTimeoutProperty,
+} from './core/properties.ts';
+export {
+  DEFAULT_CHECK_LIMIT,
+  checkChart,
+  type ChartCheck,
+  type CheckOptions,
+  type PropertyResult,
+} from './check/check-chart.ts';
+export {
+  checkToJson,
+  formatCheck,
+  type ChartCheckJson,
+  type PathJson,
+  type PropertyJson,
+} from './check/format.ts';
+export {
+  PropertyRefutedError,
+  PropertyUnprovenError,
+  assertProven,
+  type PropertyRefutedFields,
+  type PropertyUnprovenFields,
+} from './check/assert.ts';
+export type { CheckPath } from './check/paths.ts';
+export type { PropertyStatus, Verdict } from './check/verdict.ts';
 
 // Agents: only legal moves
 export {

@@ -6,41 +6,16 @@
  * Sizes are printed (packed, installed, one chart bundled for the browser).
  */
 import { build } from 'esbuild';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { du, freshApp, install as npmInstall, packageCount, root } from './support/consumer-app.ts';
 
-const root = join(import.meta.dirname, '..');
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 let dir: string;
 let app: string;
 let tarball: string;
-
-function du(path: string): number {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.size;
-  return readdirSync(path).reduce((sum, name) => sum + du(join(path, name)), 0);
-}
-
-/** Installed packages: every `node_modules/<name>` and `node_modules/@scope/<name>`, nested too. */
-function packageCount(modules: string): number {
-  if (!existsSync(modules)) return 0;
-  let count = 0;
-  for (const name of readdirSync(modules)) {
-    if (name.startsWith('.')) continue;
-    const dirs = name.startsWith('@')
-      ? readdirSync(join(modules, name)).map((inner) => join(modules, name, inner))
-      : [join(modules, name)];
-    for (const pkg of dirs) {
-      if (!existsSync(join(pkg, 'package.json'))) continue;
-      count += 1 + packageCount(join(pkg, 'node_modules'));
-    }
-  }
-  return count;
-}
 
 function reportInstall(what: string): void {
   const modules = join(app, 'node_modules');
@@ -50,10 +25,7 @@ function reportInstall(what: string): void {
 }
 
 function install(packages: string[]): void {
-  execFileSync(npm, ['install', ...packages, '--prefer-offline', '--no-audit', '--no-fund'], {
-    cwd: app,
-    stdio: 'ignore',
-  });
+  npmInstall(app, packages);
 }
 
 /** The optional peers an app installs for PostgreSQL, the server, generated tests and the AI SDK. */
@@ -75,21 +47,7 @@ const OPTIONAL = [
 ];
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'agentcharts-consumer-'));
-  // `prepack` builds dist/ first.
-  const packed = execFileSync(npm, ['pack', '--pack-destination', dir, '--silent'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  tarball = join(dir, packed.trim().split('\n').at(-1) ?? '');
-  // The build is in the tarball; the checkout keeps running its sources.
-  rmSync(join(root, 'dist'), { recursive: true, force: true });
-  app = join(dir, 'app');
-  execFileSync('mkdir', ['-p', app]);
-  writeFileSync(
-    join(app, 'package.json'),
-    JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
-  );
+  ({ dir, app, tarball } = freshApp('agentcharts-consumer-'));
   install([tarball, '@types/node@20']);
   console.info(`packed ${(statSync(tarball).size / 1024).toFixed(0)} kB`);
   reportInstall('SQLite-only install (agentcharts + @types/node)');

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { assign, setup } from 'xstate';
 import * as z from 'zod';
 import { catalog } from '../machines/index.ts';
 import { describe, expect, test } from 'vitest';
+import { runVitestFixture } from './support/vitest-fixture.ts';
 import { eventSchema, type EventFromSchemas } from '../src/strict/events.ts';
 import { TraversalLimitError } from '../src/testing/explore.ts';
 import { generateTransitionTests } from '../src/testing/generate.ts';
@@ -253,23 +253,12 @@ describe('generated tests run by vitest', () => {
   const root = join(process.cwd(), 'test-artifacts', 'generate-fixture');
   const src = join(process.cwd(), 'src', 'testing', 'generate.ts');
 
-  function runFixture(body: string): { status: number | null; output: string } {
-    mkdirSync(root, { recursive: true });
-    writeFileSync(
-      join(root, 'vitest.config.ts'),
-      "import { defineConfig } from 'vitest/config';\nexport default defineConfig({ test: { include: ['*.check.ts'] } });\n",
-    );
-    writeFileSync(
-      join(root, 'machine.check.ts'),
+  const runFixture = (body: string) =>
+    runVitestFixture(
+      root,
+      'machine',
       `import { setup } from 'xstate';\nimport { generateTransitionTests } from ${JSON.stringify(src)};\n${body}`,
     );
-    const result = spawnSync(
-      process.execPath,
-      [join(process.cwd(), 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--root', root],
-      { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
-    );
-    return { status: result.status, output: `${result.stdout}${result.stderr}` };
-  }
 
   const machineSource = (stuckMeta: string) => `
 const m = setup({ types: { events: {} as { type: 'GO' } | { type: 'STOP' } } }).createMachine({

@@ -1,4 +1,6 @@
+import { catalog } from '../machines/index.ts';
 import { resolveChart } from '../src/commands/resolve-chart.ts';
+import type { ChartDefinition } from '../src/core/chart.ts';
 import { generateTransitionTests } from '../src/testing/generate.ts';
 
 // The same chart, samples, input and state projection `agentcharts paths agent-status` uses,
@@ -6,7 +8,8 @@ import { generateTransitionTests } from '../src/testing/generate.ts';
 // alters them fails the pinned-counts test: review the change, then update them.
 const chart = await resolveChart('agent-status');
 
-generateTransitionTests(chart.machine, {
+// The catalog chart brings its properties (one test each) and its children's charts.
+generateTransitionTests(catalog['agent-status'] as ChartDefinition, {
   events: chart.eventSamples,
   input: chart.input,
   ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),

@@ -9,6 +9,7 @@ import {
   type AgentLifecycleInput,
   type AgentState,
 } from './agent-lifecycle.types.ts';
+import { properties } from './agent-lifecycle.properties.ts';
 
 export { machine } from './agent-lifecycle.machine.ts';
 export {
@@ -168,5 +169,6 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
   serializeState,
 });

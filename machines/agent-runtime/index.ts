@@ -5,6 +5,7 @@ import { stateLabel } from '../../src/core/state.ts';
 import type { EventCatalog } from '../../src/core/chart.ts';
 import { machine } from './agent-runtime.machine.ts';
 import { events, type AgentRuntimeEvent } from './agent-runtime.types.ts';
+import { properties } from './agent-runtime.properties.ts';
 
 export { machine, DEFAULT_MAX_INTERRUPTIONS } from './agent-runtime.machine.ts';
 export { events, inputSchema, toolCallSchema, toolResultSchema } from './agent-runtime.types.ts';
@@ -101,5 +102,6 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
   serializeState,
 });

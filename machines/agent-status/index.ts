@@ -5,6 +5,7 @@ import { stateLabel } from '../../src/core/state.ts';
 import type { EventCatalog } from '../../src/core/chart.ts';
 import { machine } from './agent-status.machine.ts';
 import { events, type AgentStatusEvent } from './agent-status.types.ts';
+import { properties } from './agent-status.properties.ts';
 
 export { machine, VALID_TRANSITIONS, toIsoTimestamp } from './agent-status.machine.ts';
 export {
@@ -137,5 +138,6 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
   serializeState,
 });

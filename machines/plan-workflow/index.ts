@@ -3,6 +3,7 @@ import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { globalEventSamples, machine, serializedWorkspace } from './plan-workflow.machine.ts';
 import { events } from './plan-workflow.types.ts';
+import { properties } from './plan-workflow.properties.ts';
 
 export {
   globalEventMeta,
@@ -107,5 +108,6 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
   serializeState,
 });

@@ -1,6 +1,7 @@
 import { defineChart } from '../../src/core/chart.ts';
 import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { machine } from './task-lifecycle.machine.ts';
+import { properties } from './task-lifecycle.properties.ts';
 import { events, type TaskLifecycleContext } from './task-lifecycle.types.ts';
 
 export {
@@ -133,4 +134,5 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
 });

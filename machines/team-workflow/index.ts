@@ -4,7 +4,10 @@ import type { RecoveryPolicy } from '../../src/core/recovery.ts';
 import { globalEventSamples, serializedWorkspace } from '../plan-workflow/plan-workflow.machine.ts';
 import { machine } from './team-workflow.machine.ts';
 import { events, type TeamWorkflowInput } from './team-workflow.types.ts';
+import { properties } from './team-workflow.properties.ts';
+import { taskChart } from './team-task.chart.ts';
 
+export { taskChart } from './team-task.chart.ts';
 export {
   approvalReachesThreshold,
   machine,
@@ -249,5 +252,7 @@ export const chart = defineChart({
   recovery,
   version: 1,
   migrations: {},
+  properties,
+  children: [taskChart],
   serializeState,
 });

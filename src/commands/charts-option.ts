@@ -8,9 +8,11 @@
  */
 import type { Command } from 'commander';
 import { charts as builtIn } from '../../machines/index.ts';
-import { defineChart, type ChartDefinition } from '../core/chart.ts';
+import type { ChartDefinition } from '../core/chart.ts';
+import { chartList } from './chart-list.ts';
 import { loadConfig } from './config-file.ts';
-import { NoMachineError, importModule, isChartLike, isStateMachine } from './resolve-chart.ts';
+import { importModule } from './load-module.ts';
+import { NoMachineError } from './resolve-chart.ts';
 
 export interface ChartsOption {
   charts?: string[];
@@ -71,21 +73,7 @@ export async function chartsFor(
 export async function moduleCharts(spec: string, cwd: string): Promise<ChartDefinition[]> {
   const mod = await importModule(spec, cwd);
   const values = Object.values(mod).flatMap((v) => (Array.isArray(v) ? v : [v]));
-  const charts: ChartDefinition[] = [];
-  const wrapped = new Set<unknown>();
-  for (const value of values) {
-    if (isChartLike(value) && !isStateMachine(value)) {
-      const chart = value as ChartDefinition;
-      charts.push(chart);
-      wrapped.add(chart.machine.id);
-    }
-  }
-  for (const value of values) {
-    if (isStateMachine(value) && !wrapped.has(value.id)) {
-      wrapped.add(value.id);
-      charts.push(defineChart(value));
-    }
-  }
+  const charts = chartList(spec, values);
   if (charts.length === 0) throw new NoMachineError(spec, 'exports no chart and no machine');
   return charts;
 }

@@ -5,10 +5,12 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { defineChart, type ChartDefinition } from '../core/chart.ts';
+import type { ChartDefinition } from '../core/chart.ts';
+import { chartList } from './chart-list.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import { parseStoreUrl } from '../store/open.ts';
-import { importModule, isChartLike, isStateMachine } from './resolve-chart.ts';
+import { importModule } from './load-module.ts';
+import { isChartLike, isStateMachine } from './resolve-chart.ts';
 
 /** The file names looked for, in this order. */
 export const CONFIG_FILES = [
@@ -76,10 +78,14 @@ function readConfig(file: string, mod: Record<string, unknown>): LoadedConfig {
       'charts must be an array of charts (defineChart results) or machines',
     );
   }
-  const list = ((charts ?? []) as unknown[]).map((chart, index) => {
-    if (isStateMachine(chart)) return defineChart(chart);
-    if (isChartLike(chart)) return chart as ChartDefinition;
-    throw new ConfigError(file, `charts[${index}] is neither a chart (defineChart) nor a machine`);
+  const list = (charts ?? []) as unknown[];
+  list.forEach((chart, index) => {
+    if (!isStateMachine(chart) && !isChartLike(chart)) {
+      throw new ConfigError(
+        file,
+        `charts[${index}] is neither a chart (defineChart) nor a machine`,
+      );
+    }
   });
-  return { file, charts: list, store };
+  return { file, charts: chartList(file, list), store };
 }

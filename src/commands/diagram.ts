@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
 import { mermaidFence, toMermaid, type MermaidOptions } from '../inspect/mermaid.ts';
 import { CliOptionError } from './paths.ts';
+import { highlightPath, readPathEvents, replayPathEvents } from './counterexample-path.ts';
 import { loadConfig } from './config-file.ts';
 import { resolveChart } from './resolve-chart.ts';
 
@@ -30,6 +31,10 @@ export function registerDiagram(program: Command): void {
       '--svg',
       'draw the diagram to SVG, laid out by ELK (needs playwright-core, mermaid, @mermaid-js/layout-elk and Chromium)',
     )
+    .option(
+      '--path <file>',
+      'highlight a path: a counterexample of agentcharts check --json (or a JSON array of events)',
+    )
     .option('--out <file>', 'with --svg: write the SVG to this file instead of stdout')
     .option(
       '--browser <path>',
@@ -44,6 +49,7 @@ export function registerDiagram(program: Command): void {
           markdown?: boolean;
           timerEvents?: boolean;
           svg?: boolean;
+          path?: string;
           out?: string;
           browser?: string;
         },
@@ -67,7 +73,12 @@ export function registerDiagram(program: Command): void {
           exportName: opts.export,
           configured: (await loadConfig())?.charts,
         });
-        const diagram = toMermaid(chart.machine, options);
+        let diagram = toMermaid(chart.machine, options);
+        if (opts.path !== undefined) {
+          const events = readPathEvents(opts.path, chart.machine.id);
+          const path = replayPathEvents(chart.machine, chart.input, events);
+          diagram = highlightPath(chart.machine, diagram, path);
+        }
         if (opts.svg === true) {
           const { renderMermaidSvg } = await import('../inspect/render-svg.ts');
           const svg = await renderMermaidSvg(diagram, { browser: opts.browser });

@@ -11,6 +11,7 @@ const seeing: CommandModule[] = [
   ['serve', async () => (await import('./serve.ts')).registerServe],
   ['diagram', async () => (await import('./diagram.ts')).registerDiagram],
   ['paths', async () => (await import('./paths.ts')).registerPaths],
+  ['check', async () => (await import('./check.ts')).registerCheck],
 ];
 
 /** Commands that keep the durable log sound: after a crash, before a deploy, after a repair. */

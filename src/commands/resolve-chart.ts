@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
 import { getEventSchemas, getMachineEventTypes } from '../strict/events.ts';
+import { importModule } from './load-module.ts';
 import type { EventCatalog } from '../testing/explore.ts';
 
 /** A machine named on the command line, with what the CLI needs to explore it. */
@@ -31,16 +29,6 @@ export class ChartNotFoundError extends AgentchartsError {
     );
     this.chart = chart;
     this.known = known;
-  }
-}
-
-/** The module could not be found or failed while loading. */
-export class ModuleLoadError extends AgentchartsError {
-  override name = 'ModuleLoadError';
-  readonly file: string;
-  constructor(file: string, detail: string, options?: { cause?: unknown }) {
-    super('MODULE_LOAD', `Cannot load module "${file}": ${detail}`, options);
-    this.file = file;
   }
 }
 
@@ -160,49 +148,6 @@ async function resolveCatalogChart(
   // A chart's namespace (`agentLifecycle`) may export the projection that keeps its traversal finite.
   const namespace = machines[camelCase(name)] as Record<string, unknown> | undefined;
   return resolvedChart(name, 'catalog', chart, namespace?.serializeState);
-}
-
-/** Imports a user's module named on the command line; a typed error when it cannot. */
-export async function importModule(spec: string, cwd: string): Promise<Record<string, unknown>> {
-  const file = resolve(cwd, spec);
-  if (!existsSync(file)) throw new ModuleLoadError(spec, 'no such file');
-  const url = pathToFileURL(file).href;
-  try {
-    return (await import(url)) as Record<string, unknown>;
-  } catch (error) {
-    if (
-      (error as { code?: unknown }).code === 'ERR_UNKNOWN_FILE_EXTENSION' &&
-      /\.[cm]?tsx?$/.test(file)
-    ) {
-      return importTypeScript(spec, url);
-    }
-    const detail =
-      error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
-    throw new ModuleLoadError(spec, detail, { cause: error });
-  }
-}
-
-/**
- * A TypeScript module where Node cannot strip types itself (before 22.18): through
- * tsx, an optional peer dependency, when it is installed.
- */
-async function importTypeScript(spec: string, url: string): Promise<Record<string, unknown>> {
-  let tsImport: (specifier: string, parent: string) => Promise<unknown>;
-  try {
-    ({ tsImport } = await import('tsx/esm/api'));
-  } catch {
-    throw new ModuleLoadError(
-      spec,
-      'a TypeScript module needs Node ≥ 22.18 or the tsx package (npm install -D tsx); or give a .js/.mjs module',
-    );
-  }
-  try {
-    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
-  } catch (error) {
-    const detail =
-      error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
-    throw new ModuleLoadError(spec, detail, { cause: error });
-  }
 }
 
 async function resolveModuleChart(

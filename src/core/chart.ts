@@ -1,6 +1,7 @@
 import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
 import { chartMeta } from './meta.ts';
+import { checkChartProperties, type PropertyOf } from './properties.ts';
 import { resumeAll, type RecoveryPolicy } from './recovery.ts';
 import { isMachine, requireArg, requireOptions } from './options.ts';
 
@@ -21,9 +22,32 @@ export interface ChartSchemas<T extends EventSchemas = EventSchemas> {
   input?: z.ZodType;
 }
 
-/** Sample events per event type; several samples per type are allowed. */
+/** A sample of an invoked actor finishing: the output its `onDone` reads. */
+export interface InvokeDoneSample {
+  type: `xstate.done.actor.${string}`;
+  output?: unknown;
+}
+
+/** A sample of an invoked actor failing: the error its `onError` reads. */
+export interface InvokeErrorSample {
+  type: `xstate.error.actor.${string}`;
+  error?: unknown;
+}
+
+/**
+ * Sample events per event type; several samples per type are allowed. Besides the
+ * events a caller sends, it may give the outcomes of invoked actors, which
+ * exploration delivers when the invoking state is active:
+ * `'xstate.done.actor.<id>': [{ type, output }]`, `'xstate.error.actor.<id>': [{ type, error }]`.
+ */
 export type EventCatalog<TEvent extends EventObject = EventObject> = {
   readonly [K in TEvent['type']]?: readonly Extract<TEvent, { type: K }>[];
+} & {
+  // EventObject too: a catalog built as a Record<string, EventObject[]> stays one.
+  readonly [K: `xstate.done.actor.${string}`]:
+    readonly (InvokeDoneSample | EventObject)[] | undefined;
+  readonly [K: `xstate.error.actor.${string}`]:
+    readonly (InvokeErrorSample | EventObject)[] | undefined;
 };
 
 /** A persisted snapshot as stored (JSON-compatible). */
@@ -57,6 +81,17 @@ export interface ChartDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    * value + context.
    */
   serializeState?: (snapshot: SnapshotFrom<TLogic>) => string;
+  /**
+   * What the chart promises (src/core/properties.ts: `reachable`, `only`, `before`,
+   * `bounded`, …), proven for every path by `agentcharts check` and by the generated
+   * tests. The names are checked against the machine, here and where it is defined.
+   */
+  properties?: readonly PropertyOf<TLogic>[];
+  /**
+   * The charts of the child machines this chart invokes or spawns (their samples,
+   * input and properties), checked with it.
+   */
+  children?: readonly ChartDefinition[];
 }
 
 /** What {@link defineChart} needs besides the machine; every field has a default. */
@@ -112,5 +147,6 @@ export function defineChart<TLogic extends AnyStateMachine>(
           ...options,
         };
   chartMeta(chart.machine);
+  checkChartProperties(chart.machine, chart.properties);
   return chart;
 }

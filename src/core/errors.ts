@@ -32,7 +32,7 @@ function detailOf(f: { detail?: string | undefined }): string {
  * takes the fields, keeps them on the error and builds the message from them
  * alone, so each error class states its fields once.
  */
-function errorClass<F extends object>(
+export function errorClass<F extends object>(
   code: string,
   message: (fields: F) => string,
 ): new (fields: F, options?: ErrorOptions) => AgentchartsError & Readonly<F> {
@@ -291,4 +291,25 @@ export class UnpersistableValueError extends errorClass<UnpersistableValueFields
     `Machine "${f.machineId}"${forActor(f)} in state "${f.state}" on "${f.eventType}" would store ${f.where}${f.path ? `.${f.path}` : ''}, which JSON cannot carry unchanged: ${f.detail}`,
 ) {
   override name = 'UnpersistableValueError';
+}
+
+/** The fields of an {@link InvalidOutputError}. */
+export interface InvalidOutputFields {
+  /** Dotted path of the offending field of the output, when there is one. */
+  field?: string | undefined;
+  /** What is wrong with it (the schema's issue code; never the value). */
+  detail?: string | undefined;
+}
+
+/**
+ * An invoked promise resolved with an output that does not match the schema it
+ * declared (`durablePromise(fn, { output })`); the invoking state hears it as
+ * `xstate.error.actor.<id>`.
+ */
+export class InvalidOutputError extends errorClass<InvalidOutputFields>(
+  'INVALID_OUTPUT',
+  (f) =>
+    `The invoked promise's output does not match its declared output schema${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+) {
+  override name = 'InvalidOutputError';
 }

@@ -8,13 +8,7 @@
  * recorded on the step, never delivered. After a crash, `recover()` settles the
  * invoke like any step.
  */
-import {
-  fromPromise,
-  type AnyActorLogic,
-  type AnyActorRef,
-  type EventObject,
-  type PromiseActorLogic,
-} from 'xstate';
+import type { AnyActorLogic, AnyActorRef, EventObject } from 'xstate';
 import { chartMeta } from '../core/meta.ts';
 import type { StepRow } from '../store/types.ts';
 import type { InvokeStart } from './effects.ts';
@@ -23,35 +17,13 @@ import { actorKind } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
 
-/** What a durable promise receives: XState's arguments plus the step's idempotency key. */
-export interface DurablePromiseArgs<TInput> {
-  input: TInput;
-  /** Aborted when the invoking state is left before the promise settles. */
-  signal: AbortSignal;
-  /** `<actorId>:invoke:<invokeId>:<entry>`: pass it to the API you call to make it idempotent. */
-  key: string;
-}
-
-/**
- * `fromPromise` whose function also receives the idempotency key of its run; in a
- * plain XState actor the key is the actor's session id and invoke id.
- *
- * @example
- * const llm = durablePromise(async ({ input, signal, key }: DurablePromiseArgs<{ prompt: string }>) =>
- *   client.complete({ prompt: input.prompt, idempotencyKey: key }, { signal }));
- */
-export function durablePromise<TOutput, TInput = undefined>(
-  fn: (args: DurablePromiseArgs<TInput>) => Promise<TOutput>,
-): PromiseActorLogic<TOutput, TInput> {
-  return fromPromise<TOutput, TInput>((args) => {
-    const key = (args as { key?: unknown }).key;
-    return fn({
-      input: args.input,
-      signal: args.signal,
-      key: typeof key === 'string' ? key : `${args.self.sessionId}:${args.self.id}`,
-    });
-  });
-}
+export {
+  durablePromise,
+  type DurablePromiseArgs,
+  type DurablePromiseLogic,
+  type DurablePromiseOptions,
+} from '../core/durable-promise.ts';
+import type { DurablePromiseArgs } from '../core/durable-promise.ts';
 
 /** The invoke id and entry version of an invoke step key of `actorId`, if it is one. */
 export function parseInvokeKey(

@@ -36,6 +36,7 @@ import { attachInspectionSocket } from './inspection-socket.ts';
 import type { InspectionHub, InspectionSocketSlot } from './inspection.ts';
 import { registerMcpRoute } from './routes/mcp.ts';
 import { registerOpsRoutes } from './routes/ops.ts';
+import { registerPropertyRoutes } from './routes/properties.ts';
 import { registerStreamRoute } from './routes/stream.ts';
 import type { SseHub } from './sse.ts';
 import { requireArg, requireOptions } from '../core/options.ts';
@@ -134,6 +135,7 @@ export function createServer(options: ServerOptions): AgentchartsServer {
   app.notFound((c) => fail(c, 404, { error: 'not_found' }));
 
   registerOpsRoutes(app, kit);
+  registerPropertyRoutes(app, kit);
   registerActorRoutes(app, kit);
   registerStreamRoute(app, kit);
   registerEventRoutes(app, kit);

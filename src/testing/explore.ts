@@ -10,6 +10,7 @@ import {
 import { getAdjacencyMap } from 'xstate/graph';
 import { stateLabel } from '../core/state.ts';
 import { AgentchartsError } from '../core/errors.ts';
+import { invokeOutcomeOf, outcomeEvents } from './invoke-samples.ts';
 
 export type { EventCatalog } from '../core/chart.ts';
 import type { EventCatalog } from '../core/chart.ts';
@@ -64,21 +65,57 @@ export class TraversalLimitError extends AgentchartsError {
   }
 }
 
-/** `xstate.after.*` events enabled in this snapshot (delayed transitions). */
-export function delayedEvents(snapshot: AnyMachineSnapshot): EventObject[] {
+/** A transition threw while the chart was explored (an action or guard of the chart). */
+export class ExplorationError extends AgentchartsError {
+  override name = 'ExplorationError';
+  readonly machineId: string;
+  /** Label of the state the event was sent in (`(initial)` when the initial state threw). */
+  readonly state: string;
+  readonly eventType: string;
+  /** The events, as path labels, that lead from the initial state to {@link state}. */
+  readonly path: readonly string[];
+  constructor(
+    fields: { machineId: string; state: string; eventType: string; path: readonly string[] },
+    cause: unknown,
+  ) {
+    // XState's guard errors put the guard's own message on a second line.
+    const detail = (cause instanceof Error ? cause.message : String(cause)).replace(
+      /\s*\n\s*/g,
+      ' ',
+    );
+    const outcome = invokeOutcomeOf(fields.eventType);
+    const hint = outcome
+      ? `; give samples of "${fields.eventType}" with ${outcome.done ? 'the output' : 'the error'} its transition reads in the chart's eventSamples${outcome.done ? ', or declare the output with durablePromise(fn, { output: schema })' : ''}`
+      : '';
+    super(
+      'EXPLORATION',
+      `Exploring machine "${fields.machineId}": event "${fields.eventType}" in state "${fields.state}" (reached by ${fields.path.length === 0 ? '(initial)' : fields.path.join(' → ')}) threw: ${detail}${hint}`,
+      { cause },
+    );
+    this.machineId = fields.machineId;
+    this.state = fields.state;
+    this.eventType = fields.eventType;
+    this.path = fields.path;
+  }
+}
+
+/**
+ * The events the runtime delivers that are enabled in this snapshot: delayed
+ * (`after`) transitions as `xstate.after.*` events, and invoked actors settling as
+ * `xstate.done.actor.<id>` / `xstate.error.actor.<id>` (the samples given for
+ * them, else a default: see {@link outcomeEvents}).
+ */
+export function delayedEvents(
+  snapshot: AnyMachineSnapshot,
+  outcomes: ReadonlyMap<string, readonly EventObject[]> = new Map(),
+): EventObject[] {
   const seen = new Set<string>();
   const out: EventObject[] = [];
   for (const t of getNextTransitions(snapshot)) {
     if (seen.has(t.eventType)) continue;
     seen.add(t.eventType);
     if (t.eventType.startsWith('xstate.after.')) out.push({ type: t.eventType });
-    // An invoked actor settling: its done event (no output) and its error event.
-    else if (t.eventType.startsWith('xstate.done.actor.')) {
-      out.push({ type: t.eventType, output: undefined } as EventObject);
-    } else if (t.eventType.startsWith('xstate.error.actor.')) {
-      const error = { name: 'Error', message: 'sample failure' };
-      out.push({ type: t.eventType, error } as EventObject);
-    }
+    else out.push(...outcomeEvents(snapshot, t.eventType, outcomes.get(t.eventType)));
   }
   return out;
 }
@@ -123,30 +160,43 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
   options: ExploreOptions<TLogic>,
 ): ExploredGraph<TLogic> {
   checkTraversalArgs('exploreMachine', machine, options);
-  const samples = Object.values(options.events).flatMap(
-    (list) => (list ?? []) as readonly EventObject[],
-  );
-  const serialize =
-    (options.serializeState as ((s: AnyMachineSnapshot) => string) | undefined) ??
-    serializeSnapshotIdentity;
+  // Events a caller sends are tried in every state; invoke outcomes only where enabled.
+  const samples: EventObject[] = [];
+  const outcomes = new Map<string, readonly EventObject[]>();
+  for (const [type, list] of Object.entries(options.events)) {
+    const given = (list ?? []) as readonly EventObject[];
+    if (type.startsWith('xstate.')) outcomes.set(type, given);
+    else samples.push(...given);
+  }
   const includeDelayed = options.includeDelayed ?? true;
   const limit = options.limit ?? 50_000;
+  const trail = new Trail(
+    machine.id,
+    (options.serializeState as ((s: AnyMachineSnapshot) => string) | undefined) ??
+      serializeSnapshotIdentity,
+  );
   const rejected: ExploredGraph<TLogic>['rejected'] = [];
-  const eventsFor = (snapshot: AnyMachineSnapshot): EventObject[] =>
-    includeDelayed ? [...samples, ...delayedEvents(snapshot)] : samples;
+  const eventsFor = (snapshot: AnyMachineSnapshot): EventObject[] => {
+    trail.trying(snapshot, undefined);
+    return includeDelayed ? [...samples, ...delayedEvents(snapshot, outcomes)] : samples;
+  };
 
   let adjacency;
   try {
     adjacency = getAdjacencyMap(machine, {
       ...(options.input !== undefined ? { input: options.input } : {}),
-      serializeState: (s) => serialize(s as AnyMachineSnapshot),
+      serializeState: (s, event, previous) =>
+        trail.reached(s as AnyMachineSnapshot, event, previous),
       events: (s) => eventsFor(s as AnyMachineSnapshot) as EventFromLogic<TLogic>[],
       filterEvents: (s, e) => {
         const snap = s as AnyMachineSnapshot;
+        // Until the next call, a throw is this event's (its guards here, its actions next).
+        trail.trying(snap, e);
         if (snap.status === 'active' && snap.can(e)) return true;
+        trail.trying(snap, undefined);
         // Timers and invoked actors' outcomes are delivered by the runtime, never sent.
         if (!e.type.startsWith('xstate.')) {
-          rejected.push({ from: serialize(snap), fromLabel: stateLabel(snap.value), event: e });
+          rejected.push({ from: trail.keyOf(snap), fromLabel: stateLabel(snap.value), event: e });
         }
         return false;
       },
@@ -156,7 +206,7 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
     if (error instanceof Error && error.message === 'Traversal limit exceeded') {
       throw new TraversalLimitError(machine.id, limit);
     }
-    throw error;
+    throw trail.blame(error);
   }
 
   const states = new Map<string, SnapshotFrom<TLogic>>();
@@ -172,7 +222,7 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
       edges.push({
         from: key,
         event: t.event,
-        to: serialize(to),
+        to: trail.keyOf(to),
         fromLabel: stateLabel(from.value),
         toLabel: stateLabel(to.value),
       });
@@ -181,6 +231,106 @@ export function exploreMachine<TLogic extends AnyStateMachine>(
   // Rejections are recorded during traversal; a state is visited once, so each pair appears once.
   const initial = states.keys().next().value ?? '';
   return { states, edges, rejected, initial };
+}
+
+/**
+ * What the traversal did so far, to say where it failed: each state's identity
+ * (serialised once), the event and state it was first reached from (the
+ * traversal is breadth-first, so that is a shortest path), and the (state, event)
+ * pair being tried.
+ */
+class Trail {
+  private readonly keys = new WeakMap<AnyMachineSnapshot, string>();
+  private readonly parents = new Map<string, { from: string; event: EventObject } | null>();
+  private current: { state: AnyMachineSnapshot; event: EventObject | undefined } | undefined;
+  private started = false;
+
+  constructor(
+    private readonly machineId: string,
+    private readonly serialize: (snapshot: AnyMachineSnapshot) => string,
+  ) {}
+
+  keyOf(snapshot: AnyMachineSnapshot): string {
+    let key = this.keys.get(snapshot);
+    if (key === undefined) {
+      key = this.serialize(snapshot);
+      this.keys.set(snapshot, key);
+    }
+    return key;
+  }
+
+  /** A state taken off the traversal's queue, reached from `previous` by `event`. */
+  reached(
+    snapshot: AnyMachineSnapshot,
+    event: EventObject | undefined,
+    previous: AnyMachineSnapshot | undefined,
+  ): string {
+    this.started = true;
+    this.current = undefined;
+    let key: string;
+    try {
+      key = this.keyOf(snapshot);
+    } catch (error) {
+      const from = previous && event ? this.keyOf(previous) : undefined;
+      throw new ExplorationError(
+        {
+          machineId: this.machineId,
+          state: stateLabel(snapshot.value),
+          eventType: 'serializeState',
+          path: [
+            ...(from !== undefined ? this.pathTo(from) : []),
+            ...(event ? [eventLabel(event.type)] : []),
+          ],
+        },
+        error,
+      );
+    }
+    if (!this.parents.has(key)) {
+      this.parents.set(key, previous && event ? { from: this.keyOf(previous), event } : null);
+    }
+    return key;
+  }
+
+  trying(state: AnyMachineSnapshot, event: EventObject | undefined): void {
+    this.current = { state, event };
+  }
+
+  /** The event labels of the shortest path found to `key`. */
+  pathTo(key: string): string[] {
+    const path: string[] = [];
+    const seen = new Set<string>();
+    for (
+      let step = this.parents.get(key);
+      step && !seen.has(step.from);
+      step = this.parents.get(step.from)
+    ) {
+      seen.add(step.from);
+      path.unshift(eventLabel(step.event.type));
+    }
+    return path;
+  }
+
+  /** What the traversal threw, as an {@link ExplorationError} naming state, event and path. */
+  blame(error: unknown): unknown {
+    if (error instanceof ExplorationError) return error;
+    if (!this.started) {
+      return new ExplorationError(
+        { machineId: this.machineId, state: '(initial)', eventType: 'xstate.init', path: [] },
+        error,
+      );
+    }
+    const current = this.current;
+    if (!current?.event) return error;
+    return new ExplorationError(
+      {
+        machineId: this.machineId,
+        state: stateLabel(current.state.value),
+        eventType: current.event.type,
+        path: this.pathTo(this.keyOf(current.state)),
+      },
+      error,
+    );
+  }
 }
 
 /**

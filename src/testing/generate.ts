@@ -25,7 +25,11 @@ import {
 } from './plan.ts';
 import { applyStep, replayPath } from './replay.ts';
 import { checkMigrationCase, planMigrationCases } from './migrations.ts';
-import type { ChartDefinition } from '../core/chart.ts';
+import { defineChart, type ChartDefinition } from '../core/chart.ts';
+import type { ChartProperty } from '../core/properties.ts';
+import { assertProven } from '../check/assert.ts';
+import { checkChart } from '../check/check-chart.ts';
+import { allChecks } from '../check/format.ts';
 import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
 
 /** Coverage counts a test pins, so that a chart change that alters them is seen. */
@@ -47,6 +51,11 @@ export interface GenerateOptions<TLogic extends AnyStateMachine> extends PlanOpt
    * must migrate to a snapshot this version restores and continues from.
    */
   versions?: { chart: ChartDefinition; previous: readonly ChartDefinition[] } | undefined;
+  /**
+   * Properties to prove, one test each (default: the chart's own `properties`,
+   * and its children's); see `checkChart`.
+   */
+  properties?: readonly ChartProperty[] | undefined;
 }
 
 /**
@@ -67,6 +76,41 @@ function testEach<T>(
       body(item);
     });
   }
+}
+
+/**
+ * One test per property of the chart (and of its children's charts), passing
+ * when `checkChart` proves it; a refuted one fails with its counterexample.
+ */
+function provePropertiesOf<TLogic extends AnyStateMachine>(
+  chart: ChartDefinition<TLogic> | undefined,
+  machine: TLogic,
+  options: GenerateOptions<TLogic>,
+): void {
+  const own = options.properties ?? chart?.properties;
+  if (!own?.length && !chart?.children?.length) return;
+  // The chart as the options explore it: their samples, input and projection win.
+  const checked = defineChart({
+    ...(chart ?? defineChart(machine)),
+    eventSamples: options.events,
+    defaultInput: options.input,
+    ...(options.serializeState ? { serializeState: options.serializeState } : {}),
+    properties: own ?? [],
+  } as unknown as ChartDefinition);
+  const limit = options.limit === undefined ? {} : { limit: options.limit };
+  const checks = allChecks([checkChart(checked, limit)]);
+  describe('proves every property of the chart', () => {
+    for (const check of checks) {
+      const prefix = check === checks[0] ? '' : `${check.chart}: `;
+      testEach(
+        check.properties,
+        (p) => `${prefix}${p.title}`,
+        (p) => {
+          assertProven(check, p);
+        },
+      );
+    }
+  });
 }
 
 /** Runs `check` on a started actor, then stops the actor whatever happened. */
@@ -182,6 +226,8 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
         expect({ states, legal, illegal, paths }).toEqual(pinned);
       });
     }
+
+    provePropertiesOf(chart, machine, options);
 
     if (options.versions) {
       const { chart, previous } = options.versions;

@@ -17,6 +17,7 @@ import {
   type ExploreOptions,
 } from './explore.ts';
 import { EXPECTED, requireArg } from '../core/options.ts';
+import { invokeOutcomeOf, outcomeSampleProblem, unsampledOutcomes } from './invoke-samples.ts';
 
 /**
  * Options of {@link planTransitionTests}: the exploration options plus the
@@ -171,6 +172,18 @@ function isIntentionalDeadEnd(
   return Object.values(meta).some((m) => m?.deadEnd === true);
 }
 
+/** Why a sample is not a valid event of the machine, or undefined. */
+function sampleProblem(machine: AnyStateMachine, sample: EventObject): string | undefined {
+  if (invokeOutcomeOf(sample.type)) return outcomeSampleProblem(machine, sample);
+  try {
+    validateEvent(machine, sample);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof InvalidEventError)) throw error;
+    return error.message;
+  }
+}
+
 /**
  * Plans exhaustive transition tests for a machine without running any: explores
  * it with the sample events (built on `xstate/graph`), then lists a shortest path
@@ -191,6 +204,8 @@ export function planTransitionTests<TLogic extends AnyStateMachine>(
   // Samples and event types. Invalid samples are reported and left out of the traversal.
   const problems: PlanProblem[] = [];
   const samplesByType = new Map<string, EventObject[]>();
+  // Invoke outcomes (`xstate.done.actor.<id>`…) are delivered where enabled, never sent.
+  const outcomes = new Map<string, EventObject[]>();
   for (const [key, list] of Object.entries(options.events)) {
     const samples = (list ?? []) as readonly EventObject[];
     for (const [i, sample] of samples.entries()) {
@@ -203,21 +218,25 @@ export function planTransitionTests<TLogic extends AnyStateMachine>(
         });
         continue;
       }
-      try {
-        validateEvent(machine, sample);
-      } catch (error) {
-        if (!(error instanceof InvalidEventError)) throw error;
+      const invalid = sampleProblem(machine, sample);
+      if (invalid !== undefined) {
         problems.push({
           kind: 'invalid-sample',
           subject: key,
-          message: `sample #${i + 1} of "${key}" is not a valid event: ${error.message}`,
+          message: `sample #${i + 1} of "${key}" is not a valid event: ${invalid}`,
         });
         continue;
       }
-      const list = samplesByType.get(key) ?? [];
-      list.push(sample);
-      samplesByType.set(key, list);
+      const byType = invokeOutcomeOf(key) ? outcomes : samplesByType;
+      byType.set(key, [...(byType.get(key) ?? []), sample]);
     }
+  }
+  for (const type of unsampledOutcomes(machine, new Set(outcomes.keys()))) {
+    problems.push({
+      kind: 'missing-sample',
+      subject: type,
+      message: `the declared output schema of "${type}" gives no sample (a pattern or refinement); give one in the event catalog`,
+    });
   }
   const declaredTypes = new Set([
     ...getMachineEventTypes(machine).filter((t) => !t.includes('*')),
@@ -234,7 +253,10 @@ export function planTransitionTests<TLogic extends AnyStateMachine>(
   }
   const graph = exploreMachine(machine, {
     ...options,
-    events: Object.fromEntries(samplesByType) as unknown as PlanOptions<TLogic>['events'],
+    events: Object.fromEntries([
+      ...samplesByType,
+      ...outcomes,
+    ]) as unknown as PlanOptions<TLogic>['events'],
     serializeState: options.serializeState ?? serializeWithHistory,
     includeDelayed: true,
   });

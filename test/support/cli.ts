@@ -16,12 +16,12 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real CLI as a user would (`node --import tsx src/cli.ts …`) in `cwd`. */
+/** Runs the real CLI as bin/agentcharts.js runs it in a checkout (`node --conditions=agentcharts-source --import tsx src/cli.ts …`) in `cwd`. */
 export async function runCli(args: readonly string[], cwd: string = root): Promise<CliResult> {
   try {
     const { stdout, stderr } = await run(
       process.execPath,
-      ['--import', tsx, join(root, 'src', 'cli.ts'), ...args],
+      ['--conditions=agentcharts-source', '--import', tsx, join(root, 'src', 'cli.ts'), ...args],
       { cwd, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } },
     );
     return { code: 0, stdout, stderr };

@@ -803,6 +803,70 @@ function childrenCard(children) {
   );
 }
 
+// ---- the chart's properties (agentcharts check), proven or refuted --------------------------
+
+/** Machine id → the promise of its check, fetched once per page load. */
+const propertyChecks = new Map();
+
+const PROPERTY_STATUS = {
+  proven: ['ok', 'proven'],
+  refuted: ['bad', 'refuted'],
+  unproven: ['warn', 'unproven'],
+};
+
+function propertyItem(p) {
+  const [cls, word] = PROPERTY_STATUS[p.status] ?? ['warn', p.status];
+  const path = p.counterexample
+    ? el(
+        'p',
+        { class: 'muted', 'data-testid': 'counterexample' },
+        `Counterexample: ${p.counterexample.labels.join(' → ') || '(initial)'}`,
+      )
+    : null;
+  return el(
+    'li',
+    { 'data-testid': 'property', 'data-status': p.status },
+    el('span', { class: `property-status ${cls}` }, word),
+    ' ',
+    el('code', {}, p.title),
+    p.description ? el('p', { class: 'muted' }, p.description) : null,
+    p.status === 'proven' ? null : el('p', {}, p.detail),
+    path,
+  );
+}
+
+/** Fills `card` with the check of `machineId`: every property with its status. */
+function fillPropertiesCard(card, check) {
+  const all = [check, ...check.children];
+  const items = all.flatMap((c) =>
+    c.properties.map((p) =>
+      propertyItem(c === check ? p : { ...p, title: `${c.chart}: ${p.title}` }),
+    ),
+  );
+  const space = `${check.states} states${check.complete ? '' : ' (stopped at the bound)'}`;
+  card.replaceChildren(
+    el('h3', {}, `Properties (${items.length})`),
+    items.length === 0
+      ? el('p', { class: 'muted' }, 'This chart declares no properties.')
+      : el('p', { class: 'muted' }, `Checked over every path: ${space}.`),
+    el('ul', { class: 'properties' }, ...items),
+  );
+}
+
+/** A card listing the chart's properties; filled when the server's check answers. */
+function propertiesCard(machineId) {
+  const card = el('section', { class: 'card', 'data-testid': 'properties' });
+  if (!propertyChecks.has(machineId)) {
+    propertyChecks.set(machineId, api(`/api/machines/${encodeURIComponent(machineId)}/properties`));
+  }
+  card.append(el('p', { class: 'muted' }, 'Checking the chart’s properties…'));
+  propertyChecks.get(machineId).then((result) => {
+    if (result.ok) fillPropertiesCard(card, result.body);
+    else card.replaceChildren(el('p', { class: 'muted' }, 'No properties for this machine.'));
+  });
+  return card;
+}
+
 async function renderActor(id) {
   if (actorPage.id !== id) {
     actorPage.id = id;
@@ -871,6 +935,7 @@ async function renderActor(id) {
     childrenCard(data.children ?? []) ?? '',
     step ? timeTravelCard(step) : '',
     card({}, el('h3', {}, step ? `Chart at step ${step.seq}` : 'Chart'), diagramBox),
+    propertiesCard(a.machineId),
     el(
       'div',
       { class: 'grid' },
