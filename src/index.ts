@@ -46,12 +46,16 @@ export { MissingDependencyError } from './core/optional.ts';
 // Charts
 export {
   defineChart,
+  definedChart,
+  isChartDefinition,
   type ChartDefinition,
   type ChartOptions,
   type ChartSchemas,
   type EventCatalog,
   type EventFromSchemas,
   type EventSchemas,
+  type InvokeDoneSample,
+  type InvokeErrorSample,
   type PersistedSnapshot,
   type SnapshotMigration,
 } from './core/chart.ts';
@@ -64,8 +68,12 @@ export {
   type ChartMeta,
   type EventInfo,
   type EventKind,
+  type EventMeta,
+  type RootMeta,
   type StateClass,
   type StateInfo,
+  type StateMeta,
+  type TransitionMeta,
 } from './core/meta.ts';
 export { classifyState, labelsFor, stateColor, stateName } from './core/meanings.ts';
 export { leafPaths, stateLabel } from './core/state.ts';
@@ -100,7 +108,13 @@ export {
 
 // Durable actors
 export { DurableActor } from './durable/actor.ts';
-export { createDurableActor, getRuntime, openDurableActor } from './durable/open.ts';
+export {
+  createDurableActor,
+  getRuntime,
+  openDurableActor,
+  type OpenDurableActorOptions,
+} from './durable/open.ts';
+export { NoEventSchemasWarning } from './durable/no-schemas.ts';
 export type { DurableActorOptions } from './durable/options.ts';
 export { DurableRuntime, type ActorLoader, type RuntimeOptions } from './durable/runtime.ts';
 export type {
