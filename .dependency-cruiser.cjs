@@ -45,7 +45,16 @@ module.exports = {
       from: { path: '^src/chart\\.ts$' },
       to: {
         path: [
-          layer(['store', 'durable', 'observe', 'inspect', 'testing', 'agents', 'server', 'commands']),
+          layer([
+            'store',
+            'durable',
+            'observe',
+            'inspect',
+            'testing',
+            'agents',
+            'server',
+            'commands',
+          ]),
           '^node:',
           '^(fs|path|os|crypto|module|child_process|url|util|events|stream|zlib|worker_threads|net|http)$',
           '^node_modules/(better-sqlite3|pino|commander)/',
