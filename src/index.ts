@@ -24,6 +24,7 @@ export {
   StoreError,
   UncertainStepError,
   UnsupportedActorError,
+  UnpersistableValueError,
   type ChartMetadataFields,
   type ConcurrencyFields,
   type InvalidEventFields,
@@ -38,6 +39,7 @@ export {
   type StoreOperation,
   type UncertainStepFields,
   type UnsupportedActorFields,
+  type UnpersistableValueFields,
 } from './core/errors.ts';
 export { InvalidOptionsError } from './core/options.ts';
 export { defineConfig, type AgentchartsConfig } from './core/config.ts';

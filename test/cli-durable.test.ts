@@ -104,6 +104,7 @@ describe('agentcharts verify', () => {
         { actorId: 'task-b', kind: 'chain', seq: 3, detail: 'row content does not match its hash' },
       ],
       checkpoints: [],
+      notVerifiable: [],
     });
   });
 

@@ -305,3 +305,35 @@ export class InvalidOutputError
 {
   override name = 'InvalidOutputError';
 }
+
+export interface UnpersistableValueFields {
+  machineId: string;
+  actorId?: string | undefined;
+  /** The state the transition came from. */
+  state: string;
+  /** The event whose transition produced the value. */
+  eventType: string;
+  /** What holds it: the actor's `context` or its `output`. */
+  where: 'context' | 'output';
+  /** Dotted path of the value inside it (empty for the whole). */
+  path: string;
+  /** What the value is and what JSON would make of it. */
+  detail: string;
+}
+
+/**
+ * A transition would store a value JSON cannot carry unchanged (a Date, a Map, a
+ * Set, a BigInt, NaN, a class instance, a function, a cycle): after a restart the
+ * actor would read something else. The send is refused and nothing is written; a
+ * timer, message or invoke result that produces one fails the actor instead, as a
+ * transition that throws does.
+ */
+export class UnpersistableValueError
+  extends /* @__PURE__ */ errorClass<UnpersistableValueFields>(
+    'UNPERSISTABLE_VALUE',
+    (f) =>
+      `Machine "${f.machineId}"${forActor(f)} in state "${f.state}" on "${f.eventType}" would store ${f.where}${f.path ? `.${f.path}` : ''}, which JSON cannot carry unchanged: ${f.detail}`,
+  )
+{
+  override name = 'UnpersistableValueError';
+}

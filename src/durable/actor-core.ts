@@ -3,6 +3,7 @@ import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import type { EventSchemas } from '../core/chart.ts';
 import type { ActorRow } from '../store/types.ts';
 import type { ChartVersioning } from './codec.ts';
+import type { Ledger } from './ledger.ts';
 import type { TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
 
@@ -14,9 +15,10 @@ export interface ActorCore {
   readonly versioning: ChartVersioning;
   readonly schemas: EventSchemas | undefined;
   readonly maxEventBytes: number | undefined;
-  /** The committed actor row and its live snapshot. */
+  /** The committed actor row, its live snapshot and what it has pending. */
   row: ActorRow;
   snapshot: AnyMachineSnapshot;
+  ledger: Ledger;
   /** A lost race: reload before deciding anything. */
   stale: boolean;
   /** The actor that spawned this one (messages to `#_parent` and its completion go there). */
@@ -24,18 +26,20 @@ export interface ActorCore {
   // Made on first use: most actors have no listener and no invoke (heap per idle actor).
   listeners: Set<(notice: TransitionNotice) => void> | undefined;
   emittedListeners: Map<string, Set<(event: EventObject) => void>> | undefined;
-  /** Invoked promises running in this process, by invoke id. */
-  invokes: Map<string, { key: string; controller: AbortController }> | undefined;
+  /** Invoked promises running in this process, by step key. */
+  invokes: Map<string, AbortController> | undefined;
   /** The actor's handle: delivers an invoke's outcome through its mailbox and send path. */
   handle: { deliverOutcome(event: EventObject, key: string): Promise<void> } | undefined;
 }
 
 export interface SendOptions {
-  /** The timer this event fires: its row is consumed in the same commit. */
-  consumeTimer?: string | undefined;
+  /** The timer (its key in the ledger) this event fires: consumed in the same commit. */
+  timer?: string | undefined;
+  /** The invoke (its step key) whose outcome this event is: taken off the ledger in the same commit. */
+  invoke?: string | undefined;
   /** The message this event delivers: its row is consumed in the same commit. */
   consumeMessage?: number | undefined;
-  /** Built by the runtime (timers): not validated as a caller's event. */
+  /** Built by the runtime: not validated as a caller's event. */
   internal?: boolean | undefined;
   /** An owner duty (timer, recovery): fenced by the lease when leases are on. */
   fenced?: boolean | undefined;
@@ -53,6 +57,7 @@ export function newCore(
   versioning: ChartVersioning,
   row: ActorRow,
   snapshot: AnyMachineSnapshot,
+  ledger: Ledger,
   options: ActorOptions,
   parentId?: string,
 ): ActorCore {
@@ -65,6 +70,7 @@ export function newCore(
     maxEventBytes: options.maxEventBytes,
     row,
     snapshot,
+    ledger,
     stale: false,
     parentId,
     listeners: undefined,

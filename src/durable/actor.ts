@@ -18,7 +18,8 @@ import type { MessageRow, TransitionRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
 import type { LiveActor, TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { reload } from './reload.ts';
+import { pendingTimer } from './ledger.ts';
+import { movedElsewhere, reload } from './reload.ts';
 import { processEvent } from './send.ts';
 import { resumeInvokes, type InvokeRecovery } from './invoke.ts';
 import {
@@ -31,6 +32,9 @@ import {
 
 /** The options of a plain send (no metadata): one object for every such send. */
 const NO_OPTIONS = Object.freeze({});
+
+/** Attempts of a timer or invoke delivery that keeps losing compare-and-set races. */
+const CONFLICT_ATTEMPTS = 8;
 
 export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   readonly id: string;
@@ -126,58 +130,69 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   }
 
   /**
-   * @internal Fires one of this actor's durable timers, consuming its row in the
-   * same commit. Returns false when the timer is gone (fired or cancelled elsewhere)
-   * or not due yet (it is re-armed for its stored due time).
+   * @internal Fires one of this actor's durable timers, consuming it in the same
+   * commit whatever the state does with its event. Returns false when the timer is
+   * no longer pending (fired or cancelled) or not due yet (it is re-armed for its
+   * due time).
    */
   deliverTimer(timerId: string): Promise<boolean> {
-    return this.enqueue(async () => {
-      for (let attempt = 0; attempt < 3; attempt++) {
-        if (this.core.stale) await reload(this.core);
-        const timer = (await this.runtime.store.timers(this.id)).find((t) => t.timerId === timerId);
-        if (!timer) return false;
-        if (timer.dueAt > this.runtime.clock.now()) {
-          // Node timers may wake a millisecond early, and another process may have
-          // re-armed this timer id for later. Wait for the stored due time.
-          this.runtime.schedule(timer);
+    return this.enqueue(() =>
+      this.retryingConflicts(async () => {
+        const core = this.core;
+        let timer = pendingTimer(core.ledger, timerId);
+        // Another process may have set it since this one last read the actor.
+        if (!timer && (await movedElsewhere(core))) timer = pendingTimer(core.ledger, timerId);
+        if (!timer) {
+          // Not pending: a row left behind (an actor that finished keeps none).
+          await this.runtime.store.dropTimer(this.id, timerId);
+          this.runtime.unschedule(this.id, timerId);
           return false;
         }
-        try {
-          await processEvent(this.core, JSON.parse(timer.event) as EventObject, 'timer', {
-            consumeTimer: timerId,
-            internal: true,
-            fenced: true,
-          });
-          return true;
-        } catch (error) {
-          if (error instanceof ConcurrencyError) continue; // reload and look again
-          throw error;
+        if (timer.due > this.runtime.clock.now()) {
+          // Node timers may wake a millisecond early.
+          this.runtime.schedule({ actorId: this.id, timerId, dueAt: timer.due });
+          return false;
         }
-      }
-      return false;
-    });
+        const done = await processEvent(core, timer.event, 'timer', {
+          timer: timerId,
+          fenced: true,
+        });
+        return done !== undefined;
+      }, false),
+    );
   }
 
-  /** @internal Delivers an invoked promise's outcome through the mailbox and send path. */
+  /**
+   * @internal Delivers an invoked promise's outcome through the mailbox and send
+   * path, while the actor awaits it (a lost race reloads and looks again).
+   */
   deliverOutcome(event: EventObject, key: string): Promise<void> {
-    return this.enqueue(async () => {
-      await processEvent(this.core, event, 'invoke', { internal: true, metadata: { invoke: key } });
-    });
+    return this.enqueue(() =>
+      this.retryingConflicts(async () => {
+        await processEvent(this.core, event, 'invoke', { invoke: key });
+      }, undefined),
+    );
   }
 
   /**
    * @internal Delivers a message from another actor (an event, or a stop from its
-   * parent), consuming the message row in the same commit.
+   * parent), consuming the message row in the same commit; a message to an actor
+   * that has finished is consumed without effect, as XState ignores it.
    */
   deliverMessage(message: MessageRow): Promise<void> {
     return this.enqueue(async () => {
       for (let attempt = 0; ; attempt++) {
         try {
-          await processEvent(this.core, JSON.parse(message.body) as EventObject, 'message', {
-            internal: true,
-            consumeMessage: message.id,
-            metadata: { from: message.from, fromSeq: message.fromSeq, idx: message.idx },
-          });
+          const done = await processEvent(
+            this.core,
+            JSON.parse(message.body) as EventObject,
+            'message',
+            {
+              consumeMessage: message.id,
+              metadata: { from: message.from, fromSeq: message.fromSeq, idx: message.idx },
+            },
+          );
+          if (done === undefined) await this.runtime.store.dropMessage(message.id);
           return;
         } catch (error) {
           // A lost race reloads; the message itself may have been delivered meanwhile.
@@ -189,16 +204,33 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
 
   /**
    * @internal Starts a finished child over when its parent spawns it again: a fresh
-   * initial snapshot from the new input, consuming the spawn message.
+   * initial snapshot from the new input, consuming the spawn message. False when the
+   * child is still running (the spawn is refused).
    */
-  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<void> {
+  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<boolean> {
     return this.enqueue(async () => {
-      await processEvent(this.core, { type: 'xstate.init', input }, 'spawn', {
-        internal: true,
+      const done = await processEvent(this.core, { type: 'xstate.init', input }, 'spawn', {
         consumeMessage: message.id,
         metadata: { parent: message.from, fromSeq: message.fromSeq, idx: message.idx, childId },
       });
+      return done !== undefined;
     });
+  }
+
+  /**
+   * Runs `work` again after a lost compare-and-set race (the actor reloads first),
+   * a few times; then gives up with `fallback` (the timer poller or `recover()`
+   * delivers it later).
+   */
+  private async retryingConflicts<T>(work: () => Promise<T>, fallback: T): Promise<T> {
+    for (let attempt = 0; attempt < CONFLICT_ATTEMPTS; attempt++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+      }
+    }
+    return fallback;
   }
 
   /**

@@ -3,54 +3,32 @@
  * aborted, its messages posted, its effects run and its listeners told — none of
  * which can undo the commit. Also what a failed commit leaves behind.
  */
-import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import { stateLabel } from '../core/state.ts';
 import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
-import { actorKind, checkActor } from './actor-kinds.ts';
-import { invokeKey, invokeStepName, runInvoke, stopInvoke, trackRun } from './invoke.ts';
+import { invokeStepName, type Effects } from './effects.ts';
+import { runInvoke, stopInvoke, trackRun } from './invoke.ts';
 import type { TransitionNotice } from './notices.ts';
-import type { Plan } from './plan.ts';
 import type { DurableRuntime } from './runtime.ts';
-
-/** Child actors must be kinds the runtime persists (spawns inside `assign` are seen only here). */
-export function checkSpawns(machine: AnyStateMachine, plan: Plan, next: AnyMachineSnapshot): void {
-  for (const spawn of plan.spawned)
-    checkActor(machine, stateLabel(next.value), spawn.id, spawn.logic);
-}
 
 /** The steps a transition begins: one per invoked promise it entered. */
 export function stepsBegun(
   actorId: string,
-  plan: Plan,
-  version: number,
+  effects: Effects,
   now: number,
 ): ActorWrite['stepsBegin'] {
-  const promises = plan.spawned.filter((spawn) => actorKind(spawn.logic) === 'promise');
-  if (promises.length === 0) return undefined;
-  return promises.map((spawn) => ({
-    key: invokeKey(actorId, spawn.id, version),
-    name: invokeStepName(spawn.id),
+  if (effects.invokesStart.length === 0) return undefined;
+  return effects.invokesStart.map((invoke) => ({
+    key: invoke.key,
+    name: invokeStepName(invoke.id),
     startedAt: now,
   }));
 }
 
 /** After the commit: invokes whose state was left are aborted, new ones start. */
-export function startInvokes(core: ActorCore, plan: Plan, version: number): void {
-  for (const id of plan.stopped) stopInvoke(core, id);
-  for (const spawn of plan.spawned) {
-    if (actorKind(spawn.logic) !== 'promise') continue; // a child machine is a message
-    trackRun(
-      core,
-      runInvoke(core, {
-        id: spawn.id,
-        key: invokeKey(core.id, spawn.id, version),
-        logic: spawn.logic,
-        input: spawn.input,
-      }),
-    );
-  }
+export function startInvokes(core: ActorCore, effects: Effects): void {
+  for (const key of effects.invokesStop) stopInvoke(core, key);
+  for (const invoke of effects.invokesStart) trackRun(core, runInvoke(core, invoke));
 }
 
 /** After the commit: the receivers of the transition's messages get them delivered. */
@@ -95,7 +73,11 @@ export function commitFailed(
  * Runs effects and tells listeners and observers; nothing here can undo the
  * committed transition. The notice is built only when someone listens.
  */
-export function afterCommit(core: ActorCore, plan: Plan, notice: () => TransitionNotice): void {
+export function afterCommit(
+  core: ActorCore,
+  plan: Pick<Effects, 'effects' | 'emitted'>,
+  notice: () => TransitionNotice,
+): void {
   const runtime = core.runtime;
   for (const effect of plan.effects) {
     try {

@@ -3,6 +3,7 @@ import type { PersistedSnapshot, SnapshotMigration } from '../core/chart.ts';
 import { SnapshotVersionError, StoreError } from '../core/errors.ts';
 import type { ActorRow } from '../store/types.ts';
 import { pureRestore } from './pure.ts';
+import { ledgerJson, ledgerOf, LEDGER_KEY, type Ledger } from './ledger.ts';
 
 /** How a machine's persisted snapshots are versioned. */
 export interface ChartVersioning {
@@ -23,13 +24,23 @@ interface SnapshotFields {
 
 /**
  * The persisted (JSON) form of a live snapshot, as `machine.getPersistedSnapshot`
- * gives it. A snapshot without child actors is written directly: XState's version
- * copies the snapshot with a rest spread and walks the context for actor refs,
- * which only child actors can put there (a third of the send path's CPU).
+ * gives it, with the actor's ledger (what it has pending) under `agentcharts`. A snapshot without child actors is written directly: XState's
+ * version copies the snapshot with a rest spread and walks the context for actor
+ * refs, which only child actors can put there (a third of the send path's CPU).
  */
-export function encodeSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+export function encodeSnapshot(
+  machine: AnyStateMachine,
+  snapshot: AnyMachineSnapshot,
+  ledger?: Ledger,
+): string {
   const s = snapshot as unknown as SnapshotFields;
-  if (!isEmpty(s.children)) return JSON.stringify(machine.getPersistedSnapshot(snapshot));
+  const pending = ledger === undefined ? undefined : ledgerJson(ledger);
+  if (!isEmpty(s.children)) {
+    const persisted = machine.getPersistedSnapshot(snapshot) as Record<string, unknown>;
+    return JSON.stringify(
+      pending === undefined ? persisted : { ...persisted, [LEDGER_KEY]: pending },
+    );
+  }
   let history: Record<string, Array<{ id: string }>> | undefined;
   for (const key in s.historyValue) {
     history ??= {};
@@ -43,6 +54,7 @@ export function encodeSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSna
     historyValue: history ?? {},
     context: s.context,
     children: {},
+    [LEDGER_KEY]: pending,
   });
 }
 
@@ -64,6 +76,15 @@ export function decodeActorRow(
   versioning: ChartVersioning,
   row: ActorRow,
 ): AnyMachineSnapshot {
+  return decodeActor(machine, versioning, row).snapshot;
+}
+
+/** {@link decodeActorRow} with the actor's ledger (what it has pending). */
+export function decodeActor(
+  machine: AnyStateMachine,
+  versioning: ChartVersioning,
+  row: ActorRow,
+): { snapshot: AnyMachineSnapshot; ledger: Ledger | undefined } {
   const fail = (detail: string) =>
     new SnapshotVersionError({
       actorId: row.id,
@@ -88,6 +109,14 @@ export function decodeActorRow(
       { cause },
     );
   }
+  // Migrations see XState's part only; what the actor has pending stays as it is.
+  const ledger = ledgerOf(persisted);
+  if (LEDGER_KEY in persisted) {
+    const { [LEDGER_KEY]: _pending, ...rest } = persisted as PersistedSnapshot & {
+      [LEDGER_KEY]?: unknown;
+    };
+    persisted = rest;
+  }
   for (let v = row.chartVersion; v < versioning.version; v++) {
     const migrate = versioning.migrations[v];
     if (!migrate) throw fail(`no migration from version ${v} to ${v + 1}`);
@@ -103,7 +132,7 @@ export function decodeActorRow(
   }
   if (!stateValueExists(machine, persisted.value)) throw fail('state does not exist in this chart');
   try {
-    return restoreSnapshot(machine, persisted);
+    return { snapshot: restoreSnapshot(machine, persisted), ledger };
   } catch (cause) {
     throw Object.assign(fail('snapshot cannot be restored'), { cause });
   }
@@ -111,6 +140,10 @@ export function decodeActorRow(
 
 /** Whether every path of a (persisted) state value names state nodes of the chart. */
 export function stateValueExists(machine: AnyStateMachine, value: unknown): boolean {
+  // A machine without child states has the empty value.
+  if (Object.keys(machine.root.states).length === 0) {
+    return typeof value === 'object' && value !== null && Object.keys(value).length === 0;
+  }
   const walk = (node: AnyStateMachine['root'], v: unknown): boolean => {
     if (typeof v === 'string') return Object.hasOwn(node.states, v);
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;

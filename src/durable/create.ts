@@ -7,22 +7,15 @@ import { ConcurrencyError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import { validateInput } from '../strict/events.ts';
 import type { ActorRow, ActorWrite } from '../store/types.ts';
-import { planMessages } from './messages.ts';
 import { DurableActor } from './actor.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
+import { advance } from './advance.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
+import { EMPTY_LEDGER } from './ledger.ts';
 import type { DurableActorOptions } from './options.ts';
-import { planActions, planChildren } from './plan.ts';
-import { pureInitial } from './pure.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
-import {
-  afterCommit,
-  checkSpawns,
-  postMessages,
-  startInvokes,
-  stepsBegun,
-} from './after-commit.ts';
+import { afterCommit, postMessages, startInvokes, stepsBegun } from './after-commit.ts';
 
 /** Commits a new actor: its initial snapshot, its creation row and its first timers. */
 export async function createActor<TLogic extends AnyStateMachine>(
@@ -36,24 +29,25 @@ export async function createActor<TLogic extends AnyStateMachine>(
 ): Promise<DurableActor<TLogic>> {
   validateInput(machine, options.input, options.id);
   const now = runtime.clock.now();
-  const [initial, actions] = pureInitial(machine, options.input);
-  const plan = planActions(options.id, now, actions);
-  planChildren(plan, undefined, initial);
-  checkSpawns(machine, plan, initial);
-  const messages = planMessages({
-    actorId: options.id,
-    parentId: spawned?.parentId,
-    machineId: machine.id,
-    previous: undefined,
-    next: initial,
-    actions,
-  });
-  const state = stateLabel(initial.value);
   const initEvent: EventObject =
     options.input === undefined
       ? { type: 'xstate.init' }
       : ({ type: 'xstate.init', input: options.input } as EventObject);
-  const snapshot = encodeSnapshot(machine, initial);
+  const step = advance({
+    machine,
+    actorId: options.id,
+    parentId: spawned?.parentId,
+    seq: 1,
+    now,
+    snapshot: undefined,
+    ledger: EMPTY_LEDGER,
+    event: initEvent,
+    delivery: { source: 'create' },
+  });
+  if (step.kind !== 'commit') throw new Error('creation always commits');
+  const { next: initial, effects } = step;
+  const state = stateLabel(initial.value);
+  const snapshot = encodeSnapshot(machine, initial, effects.ledger);
   const transition = buildTransitionRow({
     actorId: options.id,
     seq: 1,
@@ -84,11 +78,11 @@ export async function createActor<TLogic extends AnyStateMachine>(
     expectedVersion: 0,
     actor: row,
     transition,
-    timersSet: plan.timersSet,
+    timersSet: effects.timersSet,
     timersCancel: [],
-    stepsBegin: stepsBegun(options.id, plan, 1, now),
+    stepsBegin: stepsBegun(options.id, effects, now),
     userId: options.userId,
-    ...(messages.length > 0 ? { messagesOut: messages } : {}),
+    ...(effects.messages.length > 0 ? { messagesOut: effects.messages } : {}),
     ...(spawned ?? {}),
   };
   try {
@@ -103,14 +97,23 @@ export async function createActor<TLogic extends AnyStateMachine>(
     runtime.notify('onWriteError', { actorId: options.id, error: err, at: now });
     throw error;
   }
-  const core = newCore(runtime, machine, versioning, row, initial, actorOptions, spawned?.parentId);
+  const core = newCore(
+    runtime,
+    machine,
+    versioning,
+    row,
+    initial,
+    effects.ledger,
+    actorOptions,
+    spawned?.parentId,
+  );
   const actor = new DurableActor<TLogic>(core);
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
-  for (const t of plan.timersSet) runtime.schedule(t);
-  startInvokes(core, plan, 1);
+  for (const t of effects.timersSet) runtime.schedule(t);
+  startInvokes(core, effects);
   postMessages(runtime, write);
-  afterCommit(core, { ...plan, emitted: [] }, () => ({
+  afterCommit(core, { ...effects, emitted: [] }, () => ({
     actorId: options.id,
     machineId: machine.id,
     version: 1,

@@ -2,14 +2,12 @@
  * Delivers pending messages to the actors this runtime owns, in message order per
  * receiver: a spawn creates the child actor, an event or a stop goes through the
  * receiver's send path. Each delivery consumes its message row in the receiver's
- * commit (exactly once across processes); a message its receiver refuses (the
- * event is not accepted in its state, the actor is finished) is dropped and
- * recorded as a rejection, as XState ignores an unhandled event; a child's
- * completion its parent does not handle is consumed without a record.
+ * commit (exactly once across processes), whatever the receiver does with it: a
+ * message its state does not take is consumed and logged as dropped, as XState
+ * drops it; one to an actor that has finished is consumed without a row.
  */
-import { isCompletion } from './messages.ts';
 import type { Logger } from 'pino';
-import { ConcurrencyError, InvalidTransitionError, LeaseLostError } from '../core/errors.ts';
+import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { MessageRow, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
 
@@ -101,17 +99,7 @@ export class Courier {
     } catch (error) {
       if (error instanceof LeaseLostError) return false;
       if (error instanceof ConcurrencyError) return true; // delivered elsewhere; look again
-      if (!(error instanceof InvalidTransitionError)) throw error;
-      await this.hooks.store.dropMessage(message.id);
-      // A child's completion its parent has no transition for is ignored, as in XState.
-      const completion = isCompletion(error.eventType);
-      this.hooks.logger[completion ? 'debug' : 'warn'](
-        { actorId: message.to, from: message.from, eventType: error.eventType },
-        completion
-          ? "a child's completion its parent does not handle; consumed"
-          : 'message refused by its receiver; dropped',
-      );
-      return true;
+      throw error;
     }
   }
 }

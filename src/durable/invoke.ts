@@ -11,6 +11,7 @@
 import type { AnyActorLogic, AnyActorRef, EventObject } from 'xstate';
 import { chartMeta } from '../core/meta.ts';
 import type { StepRow } from '../store/types.ts';
+import type { InvokeStart } from './effects.ts';
 import type { ActorCore } from './actor-core.ts';
 import { actorKind } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
@@ -23,16 +24,6 @@ export {
   type DurablePromiseOptions,
 } from '../core/durable-promise.ts';
 import type { DurablePromiseArgs } from '../core/durable-promise.ts';
-
-/** The step key of invoke `id` entered at actor version `version`. */
-export function invokeKey(actorId: string, id: string, version: number): string {
-  return `${actorId}:invoke:${id}:${version}`;
-}
-
-/** The step name of invoke `id` (its rows are found by actor and this name). */
-export function invokeStepName(id: string): string {
-  return `invoke:${id}`;
-}
 
 /** The invoke id and entry version of an invoke step key of `actorId`, if it is one. */
 export function parseInvokeKey(
@@ -94,23 +85,26 @@ async function settle(logic: AnyActorLogic, args: DurablePromiseArgs<unknown>): 
 /**
  * Runs an invoke whose step a commit began: claims its first run (exactly one
  * caller wins), runs it with an AbortSignal the state's exit fires, records the
- * outcome on the step, and delivers it if the invoke is still the current one.
- * `claimed` skips the claim (a reconcile said run it again).
+ * outcome on the step, and delivers it while the actor still awaits it (the
+ * send path checks the ledger: a result of an earlier entry of the state is never
+ * delivered to a later one). `claimed` skips the claim (a reconcile said run it
+ * again).
  */
 export async function runInvoke(
   core: ActorCore,
-  invoke: { id: string; key: string; logic: AnyActorLogic; input: unknown },
+  invoke: InvokeStart,
   claimed = false,
 ): Promise<void> {
   const { store, clock, logger } = core.runtime;
   if (!claimed && !(await store.startStep(invoke.key, clock.now()))) return;
   const controller = new AbortController();
-  (core.invokes ??= new Map()).set(invoke.id, { key: invoke.key, controller });
+  (core.invokes ??= new Map()).set(invoke.key, controller);
   const outcome = await settle(invoke.logic, {
     input: invoke.input,
     signal: controller.signal,
     key: invoke.key,
   });
+  core.invokes.delete(invoke.key);
   try {
     await store.finishStep(
       invoke.key,
@@ -123,8 +117,7 @@ export async function runInvoke(
     logger.error({ actorId: core.id, key: invoke.key, err: error }, 'invoke outcome not recorded');
     return;
   }
-  if (core.invokes?.get(invoke.id)?.key !== invoke.key) return; // its state was left
-  core.invokes.delete(invoke.id);
+  if (controller.signal.aborted) return; // its state was left: recorded, never delivered
   await deliverOutcome(core, invoke.id, invoke.key, outcome);
 }
 
@@ -141,17 +134,17 @@ export async function deliverOutcome(
   } catch (error) {
     core.runtime.logger.warn(
       { actorId: core.id, key, eventType: event.type, err: error },
-      'invoke outcome not delivered',
+      'invoke outcome not delivered; recover() delivers it',
     );
   }
 }
 
 /** Aborts a running invoke whose state was left: its late outcome is recorded, never delivered. */
-export function stopInvoke(core: ActorCore, id: string): void {
-  const running = core.invokes?.get(id);
+export function stopInvoke(core: ActorCore, key: string): void {
+  const running = core.invokes?.get(key);
   if (!running) return;
-  core.invokes?.delete(id);
-  running.controller.abort();
+  core.invokes?.delete(key);
+  running.abort();
 }
 
 /** The recorded outcome of a settled invoke step, from its row's result. */
@@ -170,52 +163,41 @@ export interface InvokeRecovery {
 }
 
 /**
- * After a restart: every invoked promise of the actor's current state is settled.
- * A recorded outcome is delivered; a step that never started runs now; one that
- * was running when the process died is uncertain — the reconcile hook decides
- * (done → delivered; not done → run again only when the chart marks the invoke
- * safe to re-run), never blindly re-run.
+ * After a restart: every invoked promise the actor awaits (its ledger) is settled.
+ * A recorded outcome is delivered (once: delivering it takes it off the ledger); a
+ * step that never started runs now; one that was running when the process died is
+ * uncertain — the reconcile hook decides (done → delivered; not done → run again
+ * only when the chart marks the invoke safe to re-run), never blindly re-run.
  */
 export async function resumeInvokes(
   core: ActorCore,
   reconcile: ReconcileHook | undefined,
 ): Promise<InvokeRecovery[]> {
-  const children = core.snapshot.children as Record<string, AnyActorRef | undefined>;
-  const ids = Object.keys(children).filter((id) => !core.invokes?.has(id));
-  if (ids.length === 0) return [];
+  const awaited = core.ledger.invokes.filter((i) => !core.invokes?.has(i.key));
+  if (awaited.length === 0) return [];
   const { store, clock } = core.runtime;
-  const steps = await store.listSteps({ actorId: core.id });
+  const children = core.snapshot.children as Record<string, AnyActorRef | undefined>;
   const report: InvokeRecovery[] = [];
-  for (const id of ids) {
-    const child = children[id] as AnyActorRef & { logic: AnyActorLogic };
-    if (actorKind(child.logic) !== 'promise') continue;
-    const row = latestStep(core.id, id, steps);
-    if (!row) continue;
+  for (const { id, key } of awaited) {
+    const child = children[id] as (AnyActorRef & { logic: AnyActorLogic }) | undefined;
+    const row = await store.getStep(key);
+    if (!row || !child || actorKind(child.logic) !== 'promise') {
+      report.push({ key, outcome: 'failed', detail: 'no step or invoke of that key' });
+      continue;
+    }
     const input = (child.getSnapshot() as { input?: unknown }).input;
-    const invoke = { id, key: row.key, logic: child.logic, input };
+    const invoke = { id, key, logic: child.logic, input };
     if (row.status !== 'executing') {
-      await deliverOutcome(core, id, row.key, outcomeOf(row.status, row.result));
-      report.push({ key: row.key, outcome: 'delivered', detail: `recorded ${row.status}` });
+      await deliverOutcome(core, id, key, outcomeOf(row.status, row.result));
+      report.push({ key, outcome: 'delivered', detail: `recorded ${row.status}` });
     } else if (row.attempts === 0) {
       trackRun(core, runInvoke(core, invoke));
-      report.push({ key: row.key, outcome: 'started', detail: 'never started before the stop' });
+      report.push({ key, outcome: 'started', detail: 'never started before the stop' });
     } else {
       report.push(await settleUncertain(core, invoke, row, reconcile, clock.now()));
     }
   }
   return report;
-}
-
-/** The step of invoke `id` entered last (the highest entry version). */
-function latestStep(actorId: string, id: string, steps: readonly StepRow[]): StepRow | undefined {
-  let latest: { row: StepRow; version: number } | undefined;
-  for (const row of steps) {
-    const parsed = parseInvokeKey(actorId, row.key);
-    if (parsed?.id === id && (!latest || parsed.version > latest.version)) {
-      latest = { row, version: parsed.version };
-    }
-  }
-  return latest?.row;
 }
 
 async function settleUncertain(

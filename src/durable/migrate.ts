@@ -12,7 +12,9 @@ import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import type { ActorHead, ActorRow } from '../store/types.ts';
-import { decodeActorRow, encodeSnapshot, type ChartVersioning } from './codec.ts';
+import { decodeActor, encodeSnapshot, type ChartVersioning } from './codec.ts';
+import { legacyLedger } from './legacy.ts';
+import type { Ledger } from './ledger.ts';
 import { buildTransitionRow, checkHead } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
 
@@ -41,18 +43,24 @@ export async function loadMigrated(
   machine: AnyStateMachine,
   versioning: ChartVersioning,
   found: ActorHead,
-): Promise<{ found: ActorHead; snapshot: AnyMachineSnapshot }> {
+): Promise<{ found: ActorHead; snapshot: AnyMachineSnapshot; ledger: Ledger }> {
   let current = found;
   for (let attempt = 1; ; attempt++) {
     // Decoded first: a state the chart no longer has is a version problem
     // (SnapshotVersionError) before it is a chain problem.
-    const snapshot = decodeActorRow(machine, versioning, current.actor);
+    const decoded = decodeActor(machine, versioning, current.actor);
+    const snapshot = decoded.snapshot;
     checkHead(current.actor, current.head);
-    if (current.actor.chartVersion === versioning.version) return { found: current, snapshot };
+    const ledger =
+      decoded.ledger ?? (await legacyLedger(runtime.store, current.actor.id, snapshot));
+    if (current.actor.chartVersion === versioning.version) {
+      return { found: current, snapshot, ledger };
+    }
     try {
       return {
-        found: await commitMigration(runtime, machine, versioning, current, snapshot),
+        found: await commitMigration(runtime, machine, versioning, current, snapshot, ledger),
         snapshot,
+        ledger,
       };
     } catch (error) {
       if (!(error instanceof ConcurrencyError) || attempt === ATTEMPTS) throw error;
@@ -71,10 +79,11 @@ async function commitMigration(
   versioning: ChartVersioning,
   found: ActorHead,
   snapshot: AnyMachineSnapshot,
+  ledger: Ledger,
 ): Promise<ActorHead> {
   const row = found.actor;
   const now = runtime.clock.now();
-  const encoded = encodeSnapshot(machine, snapshot);
+  const encoded = encodeSnapshot(machine, snapshot, ledger);
   const state = stateLabel(snapshot.value);
   const event: MigrationEvent = {
     type: MIGRATION_EVENT,

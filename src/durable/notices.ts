@@ -86,7 +86,8 @@ export interface LiveActor {
   /** Delivers a message from another actor, consuming it in the same commit. */
   deliverMessage(message: MessageRow): Promise<void>;
   /** Starts a finished child over when its parent spawns it again. */
-  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<void>;
+  /** False when the child is still running (the spawn is refused). */
+  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<boolean>;
   /** Forgets the in-memory actor (its durable state lives on). */
   detach(): void;
   /** Nothing of it is in flight here: no queued send, running invoke or step, no listener. */

@@ -23,7 +23,7 @@ import { getEventSchemas } from '../strict/events.ts';
 import { warnNoEventSchemas } from './no-schemas.ts';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
 import { chartMeta } from '../core/meta.ts';
-import type { ActorHead, ActorRow, Store, TimerRow } from '../store/types.ts';
+import type { ActorHead, ActorRow, Store } from '../store/types.ts';
 import { DurableActor } from './actor.ts';
 import type { ChartVersioning } from './codec.ts';
 import { loadMigrated } from './migrate.ts';
@@ -79,18 +79,28 @@ async function loadInto<TLogic extends AnyStateMachine>(
   versioning: ChartVersioning,
   stored: ActorHead,
   options: ActorOptions,
-  timers?: readonly TimerRow[],
 ): Promise<DurableActor<TLogic>> {
   // Stored at an older chart version: migrated once, on the record.
   const loaded = await loadMigrated(runtime, machine, versioning, stored);
   const found = loaded.found;
   const actor = new DurableActor<TLogic>(
-    newCore(runtime, machine, versioning, found.actor, loaded.snapshot, options, found.parentId),
+    newCore(
+      runtime,
+      machine,
+      versioning,
+      found.actor,
+      loaded.snapshot,
+      loaded.ledger,
+      options,
+      found.parentId,
+    ),
   );
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([found.actor.id]);
-  // Re-arm timers this process does not know about yet (e.g. after a restart).
-  for (const t of timers ?? (await runtime.store.timers(found.actor.id))) runtime.schedule(t);
+  // Arm the wake-ups of its pending timers in this process (e.g. after a restart).
+  for (const t of loaded.ledger.timers) {
+    runtime.schedule({ actorId: found.actor.id, timerId: t.key, dueAt: t.due });
+  }
   return actor;
 }
 
@@ -178,7 +188,7 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
   const exists = (version: number) =>
     new ConcurrencyError({ actorId: options.id, expectedVersion: 0, actualVersion: version });
 
-  const live = runtime.liveActor(options.id) as DurableActor<TLogic> | undefined;
+  const live = runtime.heldActor(options.id) as DurableActor<TLogic> | undefined;
   if (live) {
     if (live.machine !== machine && live.machine.id !== machine.id) {
       throw new StoreError({
@@ -275,7 +285,7 @@ async function loadActorById(
   runtime: DurableRuntime,
   actorId: string,
 ): Promise<DurableActor<AnyStateMachine>> {
-  const live = runtime.liveActor(actorId) as DurableActor<AnyStateMachine> | undefined;
+  const live = runtime.heldActor(actorId) as DurableActor<AnyStateMachine> | undefined;
   if (live) return live;
   const found = await runtime.store.loadActorHead(actorId);
   if (!found) {
@@ -289,29 +299,24 @@ async function loadActorById(
   return adoptLoaded(runtime, found);
 }
 
-/**
- * @internal The live actor of a stored actor row (recovery pages through rows and
- * has each actor's timers at hand: they are not read again).
- */
+/** @internal The live actor of a stored actor row (recovery pages through rows). */
 export async function adoptActorRow(
   runtime: DurableRuntime,
   row: ActorRow,
-  timers?: readonly TimerRow[],
 ): Promise<DurableActor<AnyStateMachine>> {
-  const live = runtime.liveActor(row.id) as DurableActor<AnyStateMachine> | undefined;
+  const live = runtime.heldActor(row.id) as DurableActor<AnyStateMachine> | undefined;
   if (live) return live;
   // The head is read with the row, so both come from one moment.
   const found = await runtime.store.loadActorHead(row.id);
   if (!found) {
     throw new StoreError({ operation: 'load', kind: 'not_found', actorId: row.id });
   }
-  return adoptLoaded(runtime, found, timers);
+  return adoptLoaded(runtime, found);
 }
 
 function adoptLoaded(
   runtime: DurableRuntime,
   found: ActorHead,
-  timers?: readonly TimerRow[],
 ): Promise<DurableActor<AnyStateMachine>> {
   const chart = runtime.requireChart(found.actor.machineId, found.actor.id);
   checkDurableActors(chart.machine);
@@ -321,6 +326,5 @@ function adoptLoaded(
     { version: chart.version, migrations: chart.migrations },
     found,
     { schemas: chart.events },
-    timers,
   );
 }

@@ -2,14 +2,17 @@
  * XState's pure functions (`transition`, `initialTransition`, snapshot restore)
  * over one inert actor scope per machine. XState builds a scope per call with
  * `createActor(machine)`, which eagerly computes an initial snapshot — running the
- * chart's context factory and its input validation, which throws (with a stack
- * trace) for want of input — on every event. The durable runtime and `verify` call
- * these for every event, so the scope is built once per machine. Actions are
- * collected, never run.
+ * chart's context factory, its input validation and its initial entry actions
+ * (a `spawnChild` with a `systemId` there takes that id in the scope's system) —
+ * on every event. The durable runtime and `verify` call these for every event, so
+ * the scope is built once per machine, around an actor of an empty machine that
+ * has no entry of its own. Actions are collected, never run.
  */
 import {
   createActor,
+  createMachine,
   type ActorScope,
+  type AnyActorRef,
   type AnyMachineSnapshot,
   type AnyStateMachine,
   type EventObject,
@@ -17,7 +20,26 @@ import {
 
 type Scope = ActorScope<AnyMachineSnapshot, EventObject>;
 
-const scopes = new WeakMap<AnyStateMachine, Scope>();
+/** The parts of XState's actor system a pure call touches (internal, but stable across v5). */
+interface SystemInternals {
+  _set(systemId: string, ref: AnyActorRef): void;
+  _unregister(ref: AnyActorRef): void;
+  get(systemId: string): AnyActorRef | undefined;
+}
+
+type SystemRef = AnyActorRef & { systemId?: string };
+
+interface PureScope {
+  scope: Scope;
+  /** Child refs given a system id during the current call (taken out again after it). */
+  keyed: AnyActorRef[];
+  /** The children of the snapshot the current call starts from. */
+  before: Record<string, SystemRef | undefined> | undefined;
+}
+
+const scopes = new WeakMap<AnyStateMachine, PureScope>();
+/** The `self` of every pure scope (a `sendTo` to it is a send to the actor itself). */
+const selves = new WeakSet<object>();
 const ignore = (): void => {};
 
 /**
@@ -26,15 +48,46 @@ const ignore = (): void => {};
  */
 export const PARENT_REF = Object.freeze({ id: '#_parent', sessionId: '#_parent' });
 
-function scopeOf(machine: AnyStateMachine): Scope {
-  let scope = scopes.get(machine);
-  if (!scope) {
-    const self = createActor(machine);
+/** Whether `ref` is the `self` of a pure transition (`sendTo(self)`, `sendTo('#_internal')`). */
+export function isPureSelf(ref: unknown): boolean {
+  return typeof ref === 'object' && ref !== null && selves.has(ref);
+}
+
+/** An empty machine: its actor is the scope's `self` without running the chart's initial state. */
+const INERT = createMachine({ id: 'agentcharts.pure' });
+
+function scopeOf(machine: AnyStateMachine): PureScope {
+  let pure = scopes.get(machine);
+  if (!pure) {
+    const self = createActor(INERT, { id: machine.id });
+    selves.add(self);
     (self as unknown as { _parent: unknown })._parent = PARENT_REF;
-    scope = {
+    const keyed: AnyActorRef[] = [];
+    // Every system id taken during a call is recorded, so the system holds none
+    // across calls and a system id is never taken twice.
+    const system = self.system as unknown as SystemInternals;
+    const set = system._set.bind(system);
+    system._set = (systemId, ref) => {
+      keyed.push(ref);
+      set(systemId, ref);
+    };
+    // `system.get(id)` finds the children the snapshot had too, as in a live actor
+    // (they are not registered: a child stopped and spawned again with its system id
+    // in one transition must not collide with itself).
+    const get = system.get.bind(system);
+    system.get = (systemId) => {
+      const found = get(systemId);
+      if (found !== undefined) return found;
+      const children = pure?.before;
+      for (const id in children) {
+        if (children[id]?.systemId === systemId) return children[id];
+      }
+      return undefined;
+    };
+    const scope: Scope = {
       self,
       defer: ignore,
-      id: '',
+      id: machine.id,
       logger: ignore,
       sessionId: '',
       stopChild: ignore,
@@ -42,40 +95,43 @@ function scopeOf(machine: AnyStateMachine): Scope {
       emit: ignore,
       actionExecutor: ignore,
     };
-    scopes.set(machine, scope);
+    pure = { scope, keyed, before: undefined };
+    scopes.set(machine, pure);
   }
-  return scope;
+  return pure;
 }
 
-/** Runs `step` with the scope's action executor collecting into a fresh list. */
-function collecting<T>(machine: AnyStateMachine, step: (scope: Scope) => T): [T, unknown[]] {
-  const scope = scopeOf(machine);
+/**
+ * Runs `step` with the scope's action executor collecting into a fresh list, the
+ * children of `before` visible to `system.get`; every system id taken is released
+ * after it.
+ */
+function collecting<T>(
+  machine: AnyStateMachine,
+  before: AnyMachineSnapshot | undefined,
+  step: (scope: Scope) => T,
+): [T, unknown[]] {
+  const pure = scopeOf(machine);
+  const { scope, keyed } = pure;
   const actions: unknown[] = [];
   scope.actionExecutor = (action) => {
     actions.push(action);
   };
+  const system = scope.system as unknown as SystemInternals;
+  pure.before = before?.children as PureScope['before'];
   try {
-    const result = step(scope);
-    forget(scope, result);
-    return [result, actions];
+    return [step(scope), actions];
   } finally {
     scope.actionExecutor = ignore;
+    pure.before = undefined;
+    if (keyed.length > 0) {
+      for (const ref of keyed) system._unregister(ref);
+      keyed.length = 0;
+    }
   }
 }
 
-/**
- * Child actor refs a pure call created register in the shared scope's system (by
- * session id, and by system id when they have one); they are taken out again so
- * the system holds nothing across calls and a system id is never taken twice.
- */
-function forget(scope: Scope, snapshot: unknown): void {
-  const children = (snapshot as { children?: Record<string, unknown> }).children;
-  for (const id in children) {
-    (scope.system as unknown as { _unregister(ref: unknown): void })._unregister(children[id]);
-  }
-}
-
-/** `transition(machine, snapshot, event)`: the next snapshot and the actions to run. */
+/** `transition(machine, snapshot, event)`: the next snapshot and the actions XState executed. */
 export function pureTransition(
   machine: AnyStateMachine,
   snapshot: AnyMachineSnapshot,
@@ -83,6 +139,7 @@ export function pureTransition(
 ): [AnyMachineSnapshot, unknown[]] {
   return collecting(
     machine,
+    snapshot,
     (scope) => machine.transition(snapshot, event, scope) as AnyMachineSnapshot,
   );
 }
@@ -94,16 +151,18 @@ export function pureInitial(
 ): [AnyMachineSnapshot, unknown[]] {
   return collecting(
     machine,
+    undefined,
     (scope) => machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot,
   );
 }
 
 /** A live snapshot from its persisted (JSON) form, without starting anything. */
 export function pureRestore(machine: AnyStateMachine, persisted: unknown): AnyMachineSnapshot {
-  const scope = scopeOf(machine);
-  const snapshot = machine.restoreSnapshot(persisted as never, scope) as AnyMachineSnapshot;
-  forget(scope, snapshot);
-  return snapshot;
+  return collecting(
+    machine,
+    undefined,
+    (scope) => machine.restoreSnapshot(persisted as never, scope) as AnyMachineSnapshot,
+  )[0];
 }
 
 /** A JSON-safe form of what was thrown (or a promise rejected with). */
@@ -114,28 +173,5 @@ export function errorValue(error: unknown): unknown {
     return text === undefined ? String(error) : (JSON.parse(text) as unknown);
   } catch {
     return String(error);
-  }
-}
-
-/**
- * Runs a pure transition. When it throws, a send with a caller rethrows (it is
- * refused, nothing written); a message or a timer has no caller, so the actor
- * fails as XState's does: the same state, status `error`, the error as JSON.
- * The send path commits that snapshot and `verify` replays it the same way.
- * `sourceOf` is asked only when the transition threw.
- */
-export function transitionOrFail(
-  previous: AnyMachineSnapshot,
-  sourceOf: () => unknown,
-  step: () => [AnyMachineSnapshot, unknown[]],
-): { next: AnyMachineSnapshot; actions: unknown[]; failed: boolean } {
-  try {
-    const [next, actions] = step();
-    return { next, actions, failed: false };
-  } catch (error) {
-    const source = sourceOf();
-    if (source !== 'message' && source !== 'timer') throw error;
-    const next = { ...previous, status: 'error', error: errorValue(error) } as AnyMachineSnapshot;
-    return { next, actions: [], failed: true };
   }
 }

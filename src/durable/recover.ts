@@ -7,7 +7,7 @@ import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
 import type { InvokeRecovery } from './invoke.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
-import { isCurrentInvoke, parseStored, storedSnapshot } from './stored.ts';
+import { hasPendingWork, isAwaitedInvoke, parseStored, storedSnapshot } from './stored.ts';
 
 export type { RecoverOptions, RecoveryEntry, RecoveryReport } from './recover-report.ts';
 import type { RecoverOptions, RecoveryEntry, RecoveryReport } from './recover-report.ts';
@@ -143,7 +143,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       continue; // settled meanwhile by the run recovery started
     }
     const current = await store.loadActor(step.actorId);
-    if (current?.status === 'active' && isCurrentInvoke(current.snapshot, step)) continue;
+    if (current?.status === 'active' && isAwaitedInvoke(current.snapshot, step)) continue;
     await store.finishStep(
       step.key,
       'failed',
@@ -191,8 +191,8 @@ async function recoverOne(
   let snapshot: RecoverySnapshot;
   let invokes: InvokeRecovery[] = [];
   const stored = parseStored(row);
-  if (overdue.length > 0 || Object.keys(stored.children ?? {}).length > 0) {
-    const actor = await adoptActorRow(runtime, row, timers);
+  if (overdue.length > 0 || hasPendingWork(stored)) {
+    const actor = await adoptActorRow(runtime, row);
     let moved = false;
     for (const timer of overdue) {
       const before = actor.state;
@@ -224,7 +224,7 @@ async function recoverOne(
     : { action: 'resume', reason: 'no recovery policy declared' };
   entry.reason = decision.reason;
   if (decision.action === 'send') {
-    const actor = await adoptActorRow(runtime, row, timers);
+    const actor = await adoptActorRow(runtime, row);
     await actor.sendFromRecovery(decision.event, decision.reason, options.startedAt);
     entry.action = 'sent';
     entry.event = decision.event;

@@ -1,5 +1,6 @@
 /** The charts a runtime can load actors of, by machine id. */
-import type { ChartDefinition } from '../core/chart.ts';
+import type { AnyStateMachine } from 'xstate';
+import type { ChartDefinition, PersistedSnapshot, SnapshotMigration } from '../core/chart.ts';
 
 /** What the runtime needs of a chart: its machine and versioning, the rest when known. */
 export type ChartRegistration = Pick<ChartDefinition, 'machine' | 'version' | 'migrations'> &
@@ -31,4 +32,19 @@ function isPartOf(chart: ChartRegistration, existing: ChartRegistration): boolea
     if (chart[key] !== existing[key]) return false;
   }
   return true;
+}
+
+const same: SnapshotMigration = (snapshot: PersistedSnapshot) => snapshot;
+
+/**
+ * A child machine a chart invokes or spawns, registered at its parent's chart
+ * version: children are created at that version, so `verify` and loading tell a
+ * child of version 2 from one its version-1 parent made. Children stored at an
+ * earlier version load unchanged (a chart that changes a child machine's states
+ * declares its migrations by making the child a chart of its own).
+ */
+export function childRegistration(machine: AnyStateMachine, version: number): ChartRegistration {
+  const migrations: Record<number, SnapshotMigration> = {};
+  for (let v = 1; v < version; v++) migrations[v] = same;
+  return { machine, version, migrations };
 }

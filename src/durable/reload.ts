@@ -12,6 +12,7 @@ export async function reload(core: ActorCore): Promise<void> {
   if (!found) throw new StoreError({ operation: 'load', kind: 'not_found', actorId: core.id });
   const loaded = await loadMigrated(core.runtime, core.machine, core.versioning, found);
   core.snapshot = loaded.snapshot;
+  core.ledger = loaded.ledger;
   core.row = loaded.found.actor;
   core.stale = false;
 }

@@ -14,7 +14,7 @@ import { Committer } from './commit.ts';
 import { Courier } from './deliver.ts';
 import { Leases } from './leases.ts';
 import type { LiveActor, RuntimeObserver } from './notices.ts';
-import { ChartRegistry, type ChartRegistration } from './registry.ts';
+import { ChartRegistry, childRegistration, type ChartRegistration } from './registry.ts';
 import { TimerScheduler } from './timers.ts';
 
 export type { RuntimeObserver } from './notices.ts';
@@ -127,10 +127,14 @@ export class DurableRuntime {
 
   registerChart(chart: ChartRegistration): void {
     if (!this.charts.register(chart)) return;
-    // Child machines are loaded by id too (timers, recovery, messages).
+    // Child machines are loaded by id too (timers, recovery, messages), at their
+    // parent's version: a child machine that changed with its parent's chart is
+    // told apart from the one before (see childRegistration).
     for (const child of childMachines(chart.machine)) {
-      if (!this.charts.get(child.id))
-        this.charts.register({ machine: child, version: 1, migrations: {} });
+      const known = this.charts.get(child.id);
+      if (!known || known.version < chart.version) {
+        this.charts.register(childRegistration(child, chart.version));
+      }
     }
   }
 
@@ -253,15 +257,27 @@ export class DurableRuntime {
     }
   }
 
-  /** The live actor of this process with that id, if any. */
+  /** The live actor of this process with that id, if any (in the cache). */
   liveActor(actorId: string): LiveActor | undefined {
     return this.live.get(actorId);
   }
 
-  /** Returns the live actor or loads it from the store through its registered chart. */
+  /**
+   * The handle of this process for that actor, if any: in the cache, or dropped from
+   * it while someone still holds it (that same handle comes back, back in the
+   * cache, so one process never has two handles, two mailboxes, for one actor).
+   */
+  heldActor(actorId: string): LiveActor | undefined {
+    const cached = this.live.get(actorId);
+    if (cached) return cached;
+    const held = this.evicted.get(actorId)?.deref();
+    if (held) this.touch(held);
+    return held;
+  }
+
+  /** Returns the held actor or loads it from the store through its registered chart. */
   actor(actorId: string): Promise<LiveActor> {
-    // In memory, or dropped from the cache while someone still holds it.
-    const cached = this.live.get(actorId) ?? this.evicted.get(actorId)?.deref();
+    const cached = this.heldActor(actorId);
     if (!cached) return this.loader(this, actorId);
     this.touch(cached);
     return Promise.resolve(cached);
@@ -278,15 +294,17 @@ export class DurableRuntime {
   readonly invokesRunning = new Set<Promise<void>>();
 
   /**
-   * Waits for queued commits, the message deliveries they started and the invoked
-   * promises running here (and what their outcomes commit) to finish.
+   * Waits for timer firings under way, queued commits, the message deliveries they
+   * started and the invoked promises running here (and what their outcomes commit)
+   * to finish.
    */
   async drain(): Promise<void> {
     do {
+      await this.timers.idle();
       await this.committer.drain();
       await this.courier.idle();
       await Promise.all([...this.invokesRunning]);
-    } while (this.invokesRunning.size > 0);
+    } while (this.invokesRunning.size > 0 || this.timers.busy);
     await this.committer.drain();
   }
 

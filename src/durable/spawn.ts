@@ -8,7 +8,8 @@ import { ConcurrencyError } from '../core/errors.ts';
 import type { MessageRow } from '../store/types.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { createActor } from './create.ts';
-import type { SpawnBody } from './messages.ts';
+import type { SpawnBody } from './effects.ts';
+import { childRegistration } from './registry.ts';
 import type { DurableRuntime } from './runtime.ts';
 
 export async function spawnChild(runtime: DurableRuntime, message: MessageRow): Promise<void> {
@@ -24,13 +25,20 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
     return;
   }
   const machine = logic as AnyStateMachine;
-  if (!runtime.chartFor(machine.id)) runtime.registerChart({ machine, version: 1, migrations: {} });
+  if (!runtime.chartFor(machine.id)) {
+    runtime.registerChart(childRegistration(machine, parent.version));
+  }
   const existing = await runtime.store.loadActor(message.to);
   if (existing) {
     if (existing.status !== 'active') {
       // The parent spawned this child id again after it finished: it starts over.
       const child = await runtime.actor(message.to);
-      await child.restartFromSpawn(message, body.input, body.childId);
+      if (await child.restartFromSpawn(message, body.input, body.childId)) return;
+      await runtime.store.dropMessage(message.id);
+      runtime.logger.error(
+        { actorId: message.to, parent: message.from },
+        'spawn refused: the child is still running',
+      );
       return;
     }
     await runtime.store.dropMessage(message.id);

@@ -3,6 +3,7 @@ import { StoreError } from '../core/errors.ts';
 import type { RecoverySnapshot } from '../core/recovery.ts';
 import type { ActorRow, StepRow } from '../store/types.ts';
 import { decodeActorRow } from './codec.ts';
+import { ledgerOf } from './ledger.ts';
 import type { DurableRuntime } from './runtime.ts';
 
 export type Stored = Partial<RecoverySnapshot> & { children?: Record<string, unknown> };
@@ -21,15 +22,26 @@ export function parseStored(row: ActorRow): Stored {
   return parsed !== null && typeof parsed === 'object' ? parsed : {};
 }
 
-/** Whether an invoke step belongs to a child still running in the stored snapshot. */
-export function isCurrentInvoke(snapshot: string, step: StepRow): boolean {
-  const id = step.name.slice('invoke:'.length);
+/** Whether the stored actor still awaits an invoke step's outcome (its ledger lists it). */
+export function isAwaitedInvoke(snapshot: string, step: StepRow): boolean {
+  let parsed: Stored;
   try {
-    const children = (JSON.parse(snapshot) as { children?: Record<string, unknown> }).children;
-    return children !== undefined && Object.hasOwn(children, id);
+    parsed = JSON.parse(snapshot) as Stored;
   } catch {
     return false;
   }
+  const ledger = ledgerOf(parsed);
+  if (ledger) return ledger.invokes.some((invoke) => invoke.key === step.key);
+  // Written before ledgers: a child still running in the snapshot.
+  const id = step.name.slice('invoke:'.length);
+  return parsed.children !== undefined && Object.hasOwn(parsed.children, id);
+}
+
+/** Whether a stored actor has anything an adopted live actor must settle (invokes, children). */
+export function hasPendingWork(stored: Stored): boolean {
+  const ledger = ledgerOf(stored);
+  if (ledger) return ledger.invokes.length > 0;
+  return Object.keys(stored.children ?? {}).length > 0;
 }
 
 /**

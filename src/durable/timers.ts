@@ -16,6 +16,8 @@ export type FireTimer = (actorId: string, timerId: string) => Promise<boolean>;
 export class TimerScheduler {
   /** In-process wake-ups by actor, then timer id. */
   private readonly handles = new Map<string, Map<string, unknown>>();
+  /** Firings under way (a wake-up ran; its commit has not settled yet). */
+  private readonly firing = new Set<Promise<boolean>>();
   private pollHandle: unknown;
   private pollMs = 0;
   private closed = false;
@@ -39,7 +41,9 @@ export class TimerScheduler {
     if (previous !== undefined) this.clock.clearTimeout(previous);
     const handle = this.clock.setTimeout(() => {
       this.forget(timer.actorId, timer.timerId);
-      void this.fire(timer.actorId, timer.timerId);
+      const run = this.fire(timer.actorId, timer.timerId);
+      this.firing.add(run);
+      void run.finally(() => this.firing.delete(run));
     }, timer.dueAt - this.clock.now());
     byTimer.set(timer.timerId, handle);
   }
@@ -49,6 +53,16 @@ export class TimerScheduler {
     const handle = this.handles.get(actorId)?.get(timerId);
     if (handle !== undefined) this.clock.clearTimeout(handle);
     this.forget(actorId, timerId);
+  }
+
+  /** Whether a firing is under way. */
+  get busy(): boolean {
+    return this.firing.size > 0;
+  }
+
+  /** Waits until the firings under way have settled. */
+  async idle(): Promise<void> {
+    while (this.firing.size > 0) await Promise.all([...this.firing]);
   }
 
   /** Whether this process has a wake-up armed for one of the actor's timers. */

@@ -5,9 +5,7 @@
  * and position it names. A forged, altered or misdirected delivery is a problem.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { AnyMachineSnapshot } from 'xstate';
 import type { OutgoingMessage, TransitionRow } from '../store/types.ts';
-import { planMessages } from './messages.ts';
 import type { VerifyProblem } from './verify-report.ts';
 
 interface Claim {
@@ -29,7 +27,7 @@ function parse(text: string): unknown {
 }
 
 export class MessageLedger {
-  private readonly sent = new Map<string, OutgoingMessage>();
+  private readonly outbox = new Map<string, OutgoingMessage>();
   private readonly claims: Claim[] = [];
   private readonly notReplayed = new Set<string>();
 
@@ -38,26 +36,9 @@ export class MessageLedger {
     this.notReplayed.add(`${actorId}:${seq}`);
   }
 
-  /** The parent an actor's creation row names (a spawned child), if any. */
-  static parentOf(rows: readonly TransitionRow[]): string | undefined {
-    const meta = parse(rows[0]?.metadata ?? '') as
-      { source?: unknown; parent?: unknown } | undefined;
-    return meta?.source === 'spawn' && typeof meta.parent === 'string' ? meta.parent : undefined;
-  }
-
-  /** Records what one replayed transition sends. */
-  replayed(
-    actorId: string,
-    parentId: string | undefined,
-    machineId: string,
-    row: TransitionRow,
-    previous: AnyMachineSnapshot | undefined,
-    next: AnyMachineSnapshot,
-    actions: readonly unknown[],
-  ): void {
-    for (const m of planMessages({ actorId, parentId, machineId, previous, next, actions })) {
-      this.sent.set(`${actorId}:${row.seq}:${m.idx}`, m);
-    }
+  /** Records what one replayed row sends. */
+  sent(actorId: string, seq: number, messages: readonly OutgoingMessage[]): void {
+    for (const m of messages) this.outbox.set(`${actorId}:${seq}:${m.idx}`, m);
   }
 
   /** Records what one row says it received. */
@@ -93,7 +74,7 @@ export class MessageLedger {
     for (const c of this.claims) {
       const key = `${c.from}:${c.fromSeq}:${c.idx}`;
       if (this.notReplayed.has(`${c.from}:${c.fromSeq}`)) continue;
-      const sent = this.sent.get(key);
+      const sent = this.outbox.get(key);
       const where = `message ${c.idx} of ${c.from} seq ${c.fromSeq}`;
       if (delivered.has(key)) {
         problems.push({

@@ -11,7 +11,14 @@ export interface VerifyProblem {
     | 'unknown_machine'
     | 'missing_actor'
     | 'version'
-    | 'message';
+    | 'message'
+    /** The actor row's state or status differs from its log. */
+    | 'state'
+    | 'status'
+    /** The actor row's parent differs from the one its creation row names. */
+    | 'parent'
+    /** The timer rows differ from what the actor has pending. */
+    | 'timers';
   /** The first bad row, when the problem is in a row. */
   seq?: number;
   detail: string;
@@ -31,6 +38,14 @@ export interface VerifyCheckpoint {
   reason: string;
 }
 
+/** An actor stored at a chart version `verify` was not given: its rows were not replayed. */
+export interface VerifyUnverifiable {
+  actorId: string;
+  machineId: string;
+  chartVersion: number;
+  reason: string;
+}
+
 export interface VerifyReport {
   ok: boolean;
   actorsChecked: number;
@@ -38,4 +53,6 @@ export interface VerifyReport {
   problems: VerifyProblem[];
   /** Replay checkpoints at migrations (not problems). */
   checkpoints: VerifyCheckpoint[];
+  /** Actors at a chart version not registered: not verifiable here (not problems). */
+  notVerifiable: VerifyUnverifiable[];
 }

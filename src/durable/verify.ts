@@ -2,29 +2,36 @@ import * as z from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { childMachines } from './actor-kinds.ts';
-import { pureInitial, pureRestore, pureTransition, transitionOrFail } from './pure.ts';
+import { pureRestore } from './pure.ts';
 import { MIGRATION_EVENT, type MigrationEvent } from './migrate.ts';
 import { MessageLedger } from './verify-messages.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChartDefinition, PersistedSnapshot } from '../core/chart.ts';
 import { stateLabel } from '../core/state.ts';
-import type { Store, TransitionRow } from '../store/types.ts';
+import type { ActorLog, Store, TransitionRow } from '../store/types.ts';
+import { encodeSnapshot } from './codec.ts';
+import { EMPTY_LEDGER, LEDGER_KEY, ledgerJson, ledgerOf, type Ledger } from './ledger.ts';
+import { parentOfLog, parseJson, replayRow, START, type Replayed } from './replay.ts';
 import { GENESIS_HASH, hashTransition, sha256 } from './row.ts';
 
-export type { VerifyCheckpoint, VerifyProblem, VerifyReport } from './verify-report.ts';
-import type { VerifyCheckpoint, VerifyProblem, VerifyReport } from './verify-report.ts';
+export type {
+  VerifyCheckpoint,
+  VerifyProblem,
+  VerifyReport,
+  VerifyUnverifiable,
+} from './verify-report.ts';
+import type {
+  VerifyCheckpoint,
+  VerifyProblem,
+  VerifyReport,
+  VerifyUnverifiable,
+} from './verify-report.ts';
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
+type Versions = Map<string, Map<number, ChartDefinition>>;
 
-/** The persisted form of a snapshot, normalised through JSON. */
-function persisted(chart: ChartDefinition, snapshot: AnyMachineSnapshot): unknown {
-  return JSON.parse(JSON.stringify(chart.machine.getPersistedSnapshot(snapshot))) as unknown;
+/** The persisted form of a snapshot with its ledger, normalised through JSON. */
+function persisted(chart: ChartDefinition, snapshot: AnyMachineSnapshot, ledger: Ledger): unknown {
+  return JSON.parse(encodeSnapshot(chart.machine, snapshot, ledger)) as unknown;
 }
 
 /** A problem of `actorId`, at row `seq` when it is in a row. */
@@ -40,8 +47,13 @@ function problem(
 /**
  * Checks every actor's audit trail: the hash chain (an edited, inserted or
  * deleted row breaks it), gapless sequence and from/to continuity, and a replay
- * of the logged events through the chart's pure `transition()` that must land on
- * the stored snapshot. Names every actor that differs and its first bad row.
+ * of the logged events — with the send path's own step function, timers, invoke
+ * results and messages included — that must land on the stored row: its
+ * snapshot, what it has pending, its state, status, version, chart version and
+ * parent, and its timer rows. Each actor is read in one consistent snapshot of
+ * the store, so a live store gives no false problem. An actor stored at a chart
+ * version not registered here is reported as not verifiable, not as a problem.
+ * Names every actor that differs and its first bad row.
  *
  * @example
  * const report = await verify(store, { charts: Object.values(catalog) });
@@ -56,7 +68,7 @@ export async function verify(
     { store, options },
     z.object({ store: storeOption, options: z.object({ charts: chartsOption }) }),
   );
-  const charts = new Map<string, Map<number, ChartDefinition>>();
+  const charts: Versions = new Map();
   const register = (chart: ChartDefinition) => {
     const versions = charts.get(chart.machine.id) ?? new Map<number, ChartDefinition>();
     charts.set(chart.machine.id, versions);
@@ -64,9 +76,10 @@ export async function verify(
   };
   for (const c of options.charts) {
     register(c);
-    // Child machines a chart spawns are verified with it.
+    // Child machines a chart spawns are verified with it, at its version (the
+    // version the runtime creates them at).
     for (const child of childMachines(c.machine)) {
-      register({ ...c, machine: child, version: 1, migrations: {} });
+      register({ ...c, machine: child, migrations: {} });
     }
   }
   const report: VerifyReport = {
@@ -75,30 +88,25 @@ export async function verify(
     rowsChecked: 0,
     problems: [],
     checkpoints: [],
+    notVerifiable: [],
   };
   const ledger = new MessageLedger();
   const ids = await store.actorIdsWithHistory();
   for (const actorId of ids) {
     report.actorsChecked++;
-    const rows = await store.history(actorId);
+    const log = await store.readActorLog(actorId);
+    const rows = log?.rows ?? (await store.history(actorId));
     report.rowsChecked += rows.length;
-    const problem = await verifyActor(store, charts, actorId, rows, ledger, report.checkpoints);
-    if (problem) report.problems.push(problem);
+    const found = verifyActor(charts, actorId, log, rows, ledger, report);
+    if (found) report.problems.push(found);
   }
   report.problems.push(...ledger.problems());
   report.ok = report.problems.length === 0;
   return report;
 }
 
-async function verifyActor(
-  store: Store,
-  charts: Map<string, Map<number, ChartDefinition>>,
-  actorId: string,
-  rows: TransitionRow[],
-  ledger: MessageLedger,
-  checkpoints: VerifyCheckpoint[],
-): Promise<VerifyProblem | undefined> {
-  // Chain and sequence first: they do not need the chart.
+/** The chain and sequence of an actor's rows: they need no chart. */
+function checkChain(actorId: string, rows: readonly TransitionRow[]): VerifyProblem | string {
   let prevHash = GENESIS_HASH;
   let prevTo: string | null = null;
   for (const [i, row] of rows.entries()) {
@@ -113,10 +121,22 @@ async function verifyActor(
     prevHash = hash;
     prevTo = row.toState;
   }
+  return prevHash;
+}
 
-  const actor = await store.loadActor(actorId);
-  if (!actor)
+function verifyActor(
+  charts: Versions,
+  actorId: string,
+  log: ActorLog | undefined,
+  rows: TransitionRow[],
+  messages: MessageLedger,
+  report: Pick<VerifyReport, 'checkpoints' | 'notVerifiable'>,
+): VerifyProblem | undefined {
+  const chain = checkChain(actorId, rows);
+  if (typeof chain !== 'string') return chain;
+  if (!log)
     return problem(actorId, 'missing_actor', undefined, 'transition rows without an actor row');
+  const actor = log.actor;
   if (actor.version !== rows.length) {
     return problem(
       actorId,
@@ -125,7 +145,7 @@ async function verifyActor(
       `actor version ${actor.version} but ${rows.length} rows`,
     );
   }
-  if (actor.headHash !== prevHash)
+  if (actor.headHash !== chain)
     return problem(actorId, 'chain', rows.length, 'actor head hash differs from the last row');
   const head = rows.at(-1);
   if (head?.snapshotHash != null && sha256(actor.snapshot) !== head.snapshotHash) {
@@ -134,6 +154,23 @@ async function verifyActor(
       'snapshot',
       rows.length,
       'stored snapshot differs from the one the last row recorded',
+    );
+  }
+  if (head && head.toState !== actor.state) {
+    return problem(
+      actorId,
+      'state',
+      rows.length,
+      `the actor row says state "${actor.state}", its last row "${head.toState}"`,
+    );
+  }
+  const parentId = parentOfLog(rows);
+  if (parentId !== log.parentId) {
+    return problem(
+      actorId,
+      'parent',
+      undefined,
+      `the actor row names parent ${log.parentId ?? 'none'}, its creation row ${parentId ?? 'none'}`,
     );
   }
   const versions = charts.get(actor.machineId);
@@ -146,12 +183,15 @@ async function verifyActor(
     );
   const last = versions.get(actor.chartVersion);
   if (!last) {
-    return problem(
+    const unverifiable: VerifyUnverifiable = {
       actorId,
-      'version',
-      undefined,
-      `stored at chart version ${actor.chartVersion}; registered: ${[...versions.keys()].join(', ')}`,
-    );
+      machineId: actor.machineId,
+      chartVersion: actor.chartVersion,
+      reason: `chart version ${actor.chartVersion} not registered (registered: ${[...versions.keys()].join(', ')})`,
+    };
+    report.notVerifiable.push(unverifiable);
+    for (const row of rows) messages.unreplayed(actorId, row.seq);
+    return undefined;
   }
 
   // Segments: the rows between migrations, each replayed with the chart version
@@ -164,21 +204,19 @@ async function verifyActor(
     actor.chartVersion;
   let segment = firstVersion;
   let chart = versions.get(segment);
-  let snapshot: AnyMachineSnapshot | undefined;
-  const parentId = MessageLedger.parentOf(rows);
+  let state: Replayed = START;
   for (const row of rows) {
-    ledger.row(actorId, row);
-    const previous = snapshot;
+    messages.row(actorId, row);
     const event = parseJson(row.event) as (EventObject & { input?: unknown }) | undefined;
     if (!event || typeof event.type !== 'string')
       return problem(actorId, 'replay', row.seq, 'event is not valid JSON');
     if (event.type === MIGRATION_EVENT) {
-      const migrated = checkMigration(actorId, row, event, segment, versions, chart, snapshot);
+      const migrated = checkMigration(actorId, row, event, segment, versions, chart, state);
       if ('problem' in migrated) return migrated.problem;
-      if (migrated.checkpoint) checkpoints.push(migrated.checkpoint);
+      if (migrated.checkpoint) report.checkpoints.push(migrated.checkpoint);
       segment = migrated.to;
       chart = migrated.chart;
-      snapshot = migrated.snapshot;
+      state = migrated.state;
     } else if (row.chartVersion !== null && row.chartVersion !== segment) {
       return problem(
         actorId,
@@ -189,39 +227,19 @@ async function verifyActor(
     } else if (!chart) {
       // A version not registered here: only its chain was checked, and what it sent
       // cannot be replayed.
-      ledger.unreplayed(actorId, row.seq);
+      messages.unreplayed(actorId, row.seq);
       continue;
     } else {
-      const machine = chart.machine;
-      try {
-        if (!snapshot || (event.type === 'xstate.init' && snapshot.status !== 'active')) {
-          if (event.type !== 'xstate.init')
-            return problem(actorId, 'replay', row.seq, 'first row is not the creation');
-          const [initial, actions] = pureInitial(machine, event.input);
-          snapshot = initial;
-          ledger.replayed(actorId, parentId, machine.id, row, undefined, initial, actions);
-        } else {
-          // A message or timer whose transition threw failed the actor when it ran.
-          const current = snapshot;
-          const { next, actions } = transitionOrFail(
-            current,
-            () => (parseJson(row.metadata ?? '{}') as { source?: unknown } | undefined)?.source,
-            () => pureTransition(machine, current, event),
-          );
-          snapshot = next;
-          ledger.replayed(actorId, parentId, machine.id, row, previous, next, actions);
-        }
-      } catch (error) {
-        return problem(
-          actorId,
-          'replay',
-          row.seq,
-          `replay threw: ${error instanceof Error ? error.name : 'error'}`,
-        );
+      if (state.snapshot === undefined && event.type !== 'xstate.init') {
+        return problem(actorId, 'replay', row.seq, 'first row is not the creation');
       }
+      const step = replayRow(chart.machine, actorId, parentId, state, row, event);
+      if (!step.ok) return problem(actorId, 'replay', row.seq, step.detail);
+      state = { snapshot: step.snapshot, ledger: step.ledger };
+      messages.sent(actorId, row.seq, step.messages);
     }
-    if (!snapshot) continue;
-    const label = stateLabel(snapshot.value);
+    if (!state.snapshot) continue;
+    const label = stateLabel(state.snapshot.value);
     if (label !== row.toState) {
       return problem(
         actorId,
@@ -239,16 +257,62 @@ async function verifyActor(
       `the log ends at chart version ${segment}, the actor row says ${actor.chartVersion}`,
     );
   }
-  const stored = parseJson(actor.snapshot);
+  return checkStored(actorId, log, last, state, rows.length);
+}
+
+/** The stored row against the replay: snapshot, ledger, state, status and timer rows. */
+function checkStored(
+  actorId: string,
+  log: ActorLog,
+  chart: ChartDefinition,
+  state: Replayed,
+  seq: number,
+): VerifyProblem | undefined {
+  const { actor } = log;
+  const stored = parseJson(actor.snapshot) as Record<string, unknown> | undefined;
   if (stored === undefined)
     return problem(actorId, 'snapshot', undefined, 'stored snapshot is not valid JSON');
-  if (!snapshot || !isDeepStrictEqual(persisted(last, snapshot), stored)) {
+  const snapshot = state.snapshot;
+  if (!snapshot) return problem(actorId, 'snapshot', seq, 'nothing to compare the snapshot with');
+  if (actor.state !== stateLabel(snapshot.value)) {
+    return problem(
+      actorId,
+      'state',
+      undefined,
+      `the actor row says state "${actor.state}", the replay "${stateLabel(snapshot.value)}"`,
+    );
+  }
+  if (actor.status !== snapshot.status) {
+    return problem(
+      actorId,
+      'status',
+      undefined,
+      `the actor row says status "${actor.status}", the replay "${snapshot.status}"`,
+    );
+  }
+  // Written before ledgers: only XState's part can be compared.
+  const legacy = ledgerOf(stored) === undefined;
+  const expected = persisted(chart, snapshot, state.ledger) as Record<string, unknown>;
+  if (legacy) delete expected[LEDGER_KEY];
+  if (!isDeepStrictEqual(expected, stored)) {
+    const pending = !isDeepStrictEqual(expected[LEDGER_KEY], stored[LEDGER_KEY]);
     return problem(
       actorId,
       'snapshot',
-      rows.length,
-      'replayed snapshot differs from the stored snapshot',
+      seq,
+      pending
+        ? 'what the actor has pending (timers, invokes) differs from the replay'
+        : 'replayed snapshot differs from the stored snapshot',
     );
+  }
+  if (!legacy) {
+    const rows = new Map(log.timers.map((t) => [t.timerId, t.dueAt]));
+    const same =
+      rows.size === state.ledger.timers.length &&
+      state.ledger.timers.every((t) => rows.get(t.key) === t.due);
+    if (!same) {
+      return problem(actorId, 'timers', undefined, 'the timer rows differ from the pending timers');
+    }
   }
   return undefined;
 }
@@ -266,13 +330,13 @@ function checkMigration(
   segment: number,
   versions: Map<number, ChartDefinition>,
   chart: ChartDefinition | undefined,
-  replayed: AnyMachineSnapshot | undefined,
+  replayed: Replayed,
 ):
   | { problem: VerifyProblem }
   | {
       to: number;
       chart: ChartDefinition | undefined;
-      snapshot: AnyMachineSnapshot | undefined;
+      state: Replayed;
       checkpoint: VerifyCheckpoint | undefined;
     } {
   const fail = (kind: VerifyProblem['kind'], detail: string) => ({
@@ -294,24 +358,32 @@ function checkMigration(
   if (sha256(JSON.stringify(m.snapshot)) !== row.snapshotHash) {
     return fail('snapshot', 'the migrated snapshot differs from the hash its row recorded');
   }
+  const recorded = (m.snapshot ?? {}) as Record<string, unknown>;
+  const { [LEDGER_KEY]: _pending, ...xstatePart } = recorded;
+  const ledger = ledgerOf(recorded) ?? EMPTY_LEDGER;
   const target = versions.get(m.to);
   let checkpoint: VerifyCheckpoint | undefined;
-  if (target && chart && replayed) {
-    let state: unknown = persisted(chart, replayed);
+  if (target && chart && replayed.snapshot) {
+    let migrated: unknown = JSON.parse(
+      JSON.stringify(chart.machine.getPersistedSnapshot(replayed.snapshot)),
+    );
     try {
       for (let v = m.from; v < m.to; v++) {
         const migrate = target.migrations[v];
         if (!migrate) return fail('version', `chart version ${m.to} has no migration from ${v}`);
-        state = JSON.parse(JSON.stringify(migrate(state as PersistedSnapshot))) as unknown;
+        migrated = JSON.parse(JSON.stringify(migrate(migrated as PersistedSnapshot))) as unknown;
       }
     } catch (error) {
       return fail('replay', `migration threw: ${error instanceof Error ? error.name : 'error'}`);
     }
-    if (!isDeepStrictEqual(state, m.snapshot)) {
+    if (!isDeepStrictEqual(migrated, xstatePart)) {
       return fail(
         'replay',
         `migrating the replayed snapshot from ${m.from} to ${m.to} does not give the recorded one`,
       );
+    }
+    if (_pending !== undefined && !isDeepStrictEqual(ledgerJson(replayed.ledger), _pending)) {
+      return fail('replay', 'the migration row changed what the actor has pending');
     }
   } else {
     checkpoint = {
@@ -324,10 +396,11 @@ function checkMigration(
         : `chart version ${m.from} is not registered: replay restarts from the migrated snapshot`,
     };
   }
-  if (!target) return { to: m.to, chart: undefined, snapshot: undefined, checkpoint };
+  if (!target)
+    return { to: m.to, chart: undefined, state: { snapshot: undefined, ledger }, checkpoint };
   try {
-    const snapshot = pureRestore(target.machine, m.snapshot);
-    return { to: m.to, chart: target, snapshot, checkpoint };
+    const snapshot = pureRestore(target.machine, xstatePart);
+    return { to: m.to, chart: target, state: { snapshot, ledger }, checkpoint };
   } catch (error) {
     return fail(
       'replay',

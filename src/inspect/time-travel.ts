@@ -9,7 +9,8 @@ import type { ChartDefinition } from '../core/chart.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import { encodeSnapshot, restoreSnapshot } from '../durable/codec.ts';
 import { MIGRATION_EVENT } from '../durable/migrate.ts';
-import { pureInitial, pureTransition, transitionOrFail } from '../durable/pure.ts';
+import { EMPTY_LEDGER, ledgerOf } from '../durable/ledger.ts';
+import { parentOfLog, replayRow, START, type Replayed } from '../durable/replay.ts';
 import { GENESIS_HASH, hashTransition, sha256 } from '../durable/row.ts';
 import type { PersistedSnapshot } from '../core/chart.ts';
 import type { ActorRow, Store, TransitionRow } from '../store/types.ts';
@@ -119,6 +120,8 @@ export async function trailStep(
   if (row?.seq !== seq) throw new TrailStepError(actor.id, seq, 'not_in_trail');
 
   const machine = chart.machine;
+  const parentId = parentOfLog(rows);
+  let state: Replayed = START;
   let snapshot: AnyMachineSnapshot | undefined;
   let previous: AnyMachineSnapshot | undefined;
   let replayable = true;
@@ -141,15 +144,12 @@ export async function trailStep(
             throw new Error('a migration to another chart version');
           }
           snapshot = restoreSnapshot(machine, migrated);
-        } else if (!snapshot) {
-          snapshot = pureInitial(machine, event.input)[0];
+          state = { snapshot, ledger: ledgerOf(migrated) ?? EMPTY_LEDGER };
         } else {
-          const current = snapshot;
-          snapshot = transitionOrFail(
-            current,
-            () => (parse(r.metadata) as { source?: unknown } | undefined)?.source,
-            () => pureTransition(machine, current, event),
-          ).next;
+          const step = replayRow(machine, actor.id, parentId, state, r, event);
+          if (!step.ok) throw new Error(step.detail);
+          state = { snapshot: step.snapshot, ledger: step.ledger };
+          snapshot = step.snapshot;
         }
       } catch {
         replayable = false;
@@ -165,10 +165,12 @@ export async function trailStep(
 
   let snapshotCheck: SnapshotCheck = 'not_replayed';
   if (snapshot) {
+    // A row written before ledgers hashed the snapshot without one.
     snapshotCheck =
       row.snapshotHash === null
         ? 'unrecorded'
-        : sha256(encodeSnapshot(machine, snapshot)) === row.snapshotHash
+        : sha256(encodeSnapshot(machine, snapshot, state.ledger)) === row.snapshotHash ||
+            sha256(encodeSnapshot(machine, snapshot)) === row.snapshotHash
           ? 'match'
           : 'mismatch';
   }

@@ -195,6 +195,21 @@ export class MemoryStore implements S.Store {
     });
   }
 
+  readActorLog(actorId: string): Promise<S.ActorLog | undefined> {
+    return this.run('query', actorId, () => {
+      const actor = this.t.actors.get(actorId);
+      if (actor === undefined) return undefined;
+      return {
+        actor: { ...actor },
+        parentId: this.t.parents.get(actorId),
+        rows: (this.t.transitions.get(actorId) ?? []).map((t) => ({ ...t })),
+        timers: [...(this.t.timers.get(actorId)?.values() ?? [])]
+          .map((t) => ({ ...t }))
+          .sort(rules.byTimer),
+      };
+    });
+  }
+
   actorIdsWithHistory(): Promise<string[]> {
     return this.run('query', undefined, () =>
       [...this.t.transitions.keys()].sort(rules.compareText),
@@ -283,6 +298,13 @@ export class MemoryStore implements S.Store {
         rows.push({ ...m });
       }
       return rows;
+    });
+  }
+
+  dropTimer(actorId: string, timerId: string): Promise<boolean> {
+    return this.run('timer', actorId, () => {
+      this.t.claims.delete(timerKey(actorId, timerId));
+      return this.t.timers.get(actorId)?.delete(timerId) === true;
     });
   }
 

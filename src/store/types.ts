@@ -301,12 +301,23 @@ export interface Store {
   history(actorId: string, page?: HistoryPage): Promise<TransitionRow[]>;
   /** Every actor id that has transition rows (for verify), in order. */
   actorIdsWithHistory(): Promise<string[]>;
+  /**
+   * An actor row, its parent, its whole log and its timer rows, read in one
+   * consistent snapshot of the store (a writer committing meanwhile is seen
+   * entirely or not at all): what `verify` checks against each other.
+   */
+  readActorLog(actorId: string): Promise<ActorLog | undefined>;
 
   timers(actorId: string): Promise<TimerRow[]>;
   /** Timers due at or before `now`, earliest first. */
   dueTimers(now: number, limit: number): Promise<TimerRow[]>;
   /** The earliest pending due time, if any. */
   nextTimerDue(): Promise<number | undefined>;
+  /**
+   * Deletes a timer row its actor no longer has pending (the actor's ledger is the
+   * truth; a row it lacks would otherwise be polled forever). True when one went.
+   */
+  dropTimer(actorId: string, timerId: string): Promise<boolean>;
 
   getStep(key: string): Promise<StepRow | undefined>;
   /**
@@ -415,6 +426,14 @@ export interface RememberedRequest {
   nonce: string;
   expiresAt: number;
   now: number;
+}
+
+/** Everything stored about one actor, read at one moment ({@link Store.readActorLog}). */
+export interface ActorLog {
+  actor: ActorRow;
+  parentId: string | undefined;
+  rows: TransitionRow[];
+  timers: TimerRow[];
 }
 
 /** An actor row, the head of its chain, and the actor that spawned it (if any). */

@@ -5,6 +5,7 @@ import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '.
 export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
 import { chartEvents, definedChart, type ChartSchemas, type EventSchemas } from '../core/chart.ts';
 import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
+import { walkJson } from '../core/json.ts';
 
 /** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
 export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {
@@ -64,8 +65,6 @@ export function eventSchema(type: string, shape?: z.ZodRawShape): z.ZodObject {
 /** Default largest accepted event, as JSON bytes. */
 export const DEFAULT_MAX_EVENT_BYTES = 64 * 1024;
 
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
 /**
  * The event schemas of a machine: those declared through `setup({ schemas: { events } })`,
  * else those of the chart it was defined with (`defineChart(machine, { events })`).
@@ -93,91 +92,6 @@ export interface ValidateEventOptions {
   schemas?: EventSchemas | undefined;
   actorId?: string | undefined;
   maxBytes?: number | undefined;
-}
-
-/** Why {@link inspectJson} refused a value, and where. */
-interface JsonProblem {
-  reason: 'forbidden_key' | 'invalid_field' | 'oversize';
-  path: string[];
-  detail?: string;
-}
-
-/** Characters a JSON string holds as themselves, one byte each: printable ASCII but `"` and `\\`. */
-const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
-/** TextEncoder rather than Buffer: validation runs in browsers too (`agentcharts/chart`). */
-const utf8 = /* @__PURE__ */ new TextEncoder();
-
-/** Exact UTF-8 length of `text` written as a JSON string, quotes included. */
-function jsonStringBytes(text: string): number {
-  if (PLAIN_ASCII.test(text)) return text.length + 2;
-  return utf8.encode(JSON.stringify(text)).byteLength;
-}
-
-/**
- * One walk over an event: refuses forbidden keys (`__proto__`, `constructor`,
- * `prototype`), anything that is not plain JSON data (functions, symbols,
- * `undefined` in arrays, non-finite numbers, class instances, cycles, nesting over
- * 64), and counts the exact UTF-8 size of its JSON text (what `JSON.stringify`
- * writes, escapes included), stopping past `budget`.
- * Replaces a `JSON.stringify` for the size plus a separate key walk, and lets
- * payload schemas accept JSON values without re-walking them (see {@link jsonValue}).
- */
-function inspectJson(value: unknown, budget: number): JsonProblem | undefined {
-  let size = 0;
-  const walk = (v: unknown, depth: number): JsonProblem | undefined => {
-    if (size > budget) return { reason: 'oversize', path: [] };
-    switch (typeof v) {
-      case 'string':
-        size += jsonStringBytes(v);
-        return undefined;
-      case 'number':
-        if (!Number.isFinite(v))
-          return { reason: 'invalid_field', path: [], detail: 'not a finite number' };
-        size += String(v).length;
-        return undefined;
-      case 'boolean':
-        size += v ? 4 : 5;
-        return undefined;
-      case 'object': {
-        if (v === null) {
-          size += 4;
-          return undefined;
-        }
-        if (depth > 64) return { reason: 'invalid_field', path: [], detail: 'nested too deeply' };
-        if (Array.isArray(v)) {
-          size += v.length > 0 ? 1 + v.length : 2; // brackets and the commas between
-          for (let i = 0; i < v.length; i++) {
-            if (v[i] === undefined)
-              return { reason: 'invalid_field', path: [String(i)], detail: 'undefined' };
-            const problem = walk(v[i], depth + 1);
-            if (problem) return { ...problem, path: [String(i), ...problem.path] };
-          }
-          return undefined;
-        }
-        const proto = Object.getPrototypeOf(v) as unknown;
-        if (proto !== Object.prototype && proto !== null) {
-          return { reason: 'invalid_field', path: [], detail: 'not plain JSON data' };
-        }
-        let members = 0;
-        for (const key of Object.keys(v)) {
-          if (FORBIDDEN_KEYS.has(key)) return { reason: 'forbidden_key', path: [key] };
-          const child = (v as Record<string, unknown>)[key];
-          if (child === undefined) continue; // dropped by JSON, as optional fields are
-          members++;
-          size += jsonStringBytes(key) + 1; // "key":
-          const problem = walk(child, depth + 1);
-          if (problem) return { ...problem, path: [key, ...problem.path] };
-        }
-        size += members > 0 ? 1 + members : 2; // braces and the commas between
-        return undefined;
-      }
-      default:
-        return { reason: 'invalid_field', path: [], detail: 'not JSON data' };
-    }
-  };
-  const problem = walk(value, 0);
-  return problem ?? (size > budget ? { reason: 'oversize', path: [] } : undefined);
 }
 
 /** A JSON value as carried by events. */
@@ -234,7 +148,13 @@ export function eventIn(
   if (event === null || typeof event !== 'object' || Array.isArray(event)) {
     throw fail('not_an_object');
   }
-  const type = (event as { type?: unknown }).type;
+  // One walk reads every property once and makes the copy that is validated,
+  // transitioned and stored: a getter cannot show validation one value and the log
+  // another. It also refuses what JSON would change and measures the size.
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  const walked = walkJson(event, { budget: maxBytes, refuseForbiddenKeys: true, copy: true });
+  const copy = (walked.ok ? walked.value : undefined) as Record<string, unknown> | undefined;
+  const type = walked.ok ? copy?.['type'] : (event as { type?: unknown }).type;
   if (typeof type !== 'string' || type.length === 0) {
     throw fail('invalid_field', undefined, 'type', 'expected a non-empty string');
   }
@@ -242,14 +162,14 @@ export function eventIn(
     // XState's internal events (delayed `after` events, init) only come from the runtime.
     throw fail('unknown_type', type, 'type', 'reserved for internal events');
   }
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_EVENT_BYTES;
-  const problem = inspectJson(event, maxBytes);
-  if (problem) {
+  if (!walked.ok) {
+    const problem = walked.problem;
     const field = problem.path.length > 0 ? problem.path.join('.') : undefined;
     if (problem.reason === 'oversize')
       throw fail('oversize', type, undefined, `over ${maxBytes} bytes`);
     throw fail(problem.reason, type, field, problem.detail);
   }
+  event = copy;
 
   const declared = options.schemas ?? schemasOf(machine);
   // An empty set of schemas is no schemas (a chart defined from a bare machine).

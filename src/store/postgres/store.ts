@@ -782,6 +782,32 @@ export class PostgresStore implements S.Store {
     });
   }
 
+  readActorLog(actorId: string): Promise<S.ActorLog | undefined> {
+    // REPEATABLE READ: every statement sees the snapshot the first one took, so a
+    // commit in between is seen entirely or not at all.
+    return this.run('query', actorId, () =>
+      this.inTransaction(async (query) => {
+        await query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+        const found = await query<S.ActorRow & { parentId: string | null }>(
+          `SELECT ${ACTOR_COLUMNS}, parent_id AS "parentId" FROM actors WHERE id = $1`,
+          [actorId],
+        );
+        const row = found[0];
+        if (row === undefined) return undefined;
+        const { parentId, ...actor } = row;
+        const rows = await query<S.TransitionRow>(
+          `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = $1 ORDER BY seq`,
+          [actorId],
+        );
+        const timers = await query<S.TimerRow>(
+          `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = $1 ORDER BY due_at, timer_id`,
+          [actorId],
+        );
+        return { actor, parentId: parentId ?? undefined, rows, timers };
+      }),
+    );
+  }
+
   loadActorHead(actorId: string): Promise<S.ActorHead | undefined> {
     return this.run('load', actorId, async () => {
       const rows = await this.query<{
@@ -920,6 +946,16 @@ export class PostgresStore implements S.Store {
         [query.afterId ?? 0, query.to ?? null, rules.checkLimit(query.limit, 'query')],
       );
       return rows;
+    });
+  }
+
+  dropTimer(actorId: string, timerId: string): Promise<boolean> {
+    return this.run('timer', actorId, async () => {
+      const deleted = await this.pool.query(
+        'DELETE FROM timers WHERE actor_id = $1 AND timer_id = $2',
+        [actorId, timerId],
+      );
+      return deleted.rowCount === 1;
     });
   }
 

@@ -202,6 +202,26 @@ export class SqliteStore implements S.Store {
     });
   }
 
+  readActorLog(actorId: string): Promise<S.ActorLog | undefined> {
+    // One read transaction: another process committing between the statements is
+    // seen by all of them or none (WAL readers keep their snapshot).
+    const read = this.db.transaction(() => {
+      const found = this.sql(
+        `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId FROM actors WHERE id = ?`,
+      ).get(actorId) as (S.ActorRow & { parentId: string | null }) | undefined;
+      if (found === undefined) return undefined;
+      const { parentId, ...actor } = found;
+      const rows = this.sql(
+        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? ORDER BY seq`,
+      ).all(actorId) as S.TransitionRow[];
+      const timers = this.sql(
+        `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = ? ORDER BY due_at, timer_id`,
+      ).all(actorId) as S.TimerRow[];
+      return { actor, parentId: parentId ?? undefined, rows, timers };
+    });
+    return this.run('query', actorId, () => read());
+  }
+
   actorIdsWithHistory(): Promise<string[]> {
     return this.query(() =>
       this.sql('SELECT DISTINCT actor_id FROM transitions ORDER BY actor_id')
@@ -260,6 +280,16 @@ export class SqliteStore implements S.Store {
         limit: checkLimit(query.limit, 'query'),
       }) as S.MessageRow[];
     });
+  }
+
+  dropTimer(actorId: string, timerId: string): Promise<boolean> {
+    return this.run(
+      'timer',
+      actorId,
+      () =>
+        this.sql('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?').run(actorId, timerId)
+          .changes === 1,
+    );
   }
 
   dropMessage(id: number): Promise<boolean> {

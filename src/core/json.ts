@@ -1,0 +1,172 @@
+/**
+ * Values JSON carries unchanged. A durable actor's context, output and events are
+ * stored as JSON and read back after a restart; anything JSON would change on
+ * the way (a Date becomes a string, a Map `{}`, NaN `null`, a BigInt or a cycle
+ * throws) is refused where it enters, naming the path, instead of being changed
+ * silently. One walk also measures the exact UTF-8 size of the JSON text and, for
+ * events, makes the one copy the runtime validates and stores (every property read
+ * once: a getter cannot show one value to validation and another to the log).
+ *
+ * Written by hand: JSON.stringify with a replacer cannot name the path of a
+ * problem, misses Dates (their `toJSON` runs first) and still reads getters twice
+ * when validation reads the object too.
+ */
+
+/** Why a value is not plain JSON data, and where. */
+export interface JsonProblem {
+  reason: 'forbidden_key' | 'invalid_field' | 'oversize';
+  /** Keys from the root to the offending value. */
+  path: string[];
+  detail?: string | undefined;
+}
+
+export interface JsonWalkOptions {
+  /** Stop past this many bytes of JSON text (default: no limit). */
+  budget?: number | undefined;
+  /** Refuse `__proto__`, `constructor` and `prototype` keys (caller-supplied events). */
+  refuseForbiddenKeys?: boolean | undefined;
+  /** Return a fresh copy of the value (each property read once). */
+  copy?: boolean | undefined;
+  /**
+   * Accept XState actor refs (a machine's context may hold its children: XState
+   * persists them as references and restores them).
+   */
+  actorRefs?: boolean | undefined;
+}
+
+export type JsonWalk =
+  { ok: true; value: unknown; bytes: number } | { ok: false; problem: JsonProblem };
+
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Deepest nesting accepted. */
+const MAX_DEPTH = 64;
+
+/** Characters a JSON string holds as themselves, one byte each: printable ASCII but `"` and `\\`. */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** TextEncoder rather than Buffer: events are validated in browsers too (`agentcharts/chart`). */
+const utf8 = /* @__PURE__ */ new TextEncoder();
+
+/** Exact UTF-8 length of `text` written as a JSON string, quotes included. */
+function jsonStringBytes(text: string): number {
+  if (PLAIN_ASCII.test(text)) return text.length + 2;
+  return utf8.encode(JSON.stringify(text)).byteLength;
+}
+
+/** What a value that JSON cannot carry unchanged is, in words. */
+function describe(value: unknown): string {
+  switch (typeof value) {
+    case 'bigint':
+      return 'a BigInt (JSON has no BigInt: store it as a string)';
+    case 'function':
+      return 'a function';
+    case 'symbol':
+      return 'a symbol';
+    case 'number':
+      return `${String(value)} (not a finite number: JSON writes null)`;
+    default:
+      break;
+  }
+  if (value instanceof Date)
+    return 'a Date (JSON writes a string: store an ISO string or epoch ms)';
+  if (value instanceof Map) return 'a Map (JSON writes {}: store an object or an array of pairs)';
+  if (value instanceof Set) return 'a Set (JSON writes {}: store an array)';
+  const ctor = (value as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+  return typeof ctor === 'string' && ctor !== ''
+    ? `an instance of ${ctor} (not plain JSON data)`
+    : 'not plain JSON data';
+}
+
+/**
+ * Walks `value` once: plain objects (prototype Object or null), arrays without
+ * holes or `undefined`, strings, finite numbers, booleans and null. `undefined`
+ * object properties are dropped, as JSON drops them (an absent optional field).
+ */
+export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWalk {
+  const budget = options.budget ?? Number.POSITIVE_INFINITY;
+  const forbid = options.refuseForbiddenKeys === true;
+  const copy = options.copy === true;
+  const actorRefs = options.actorRefs === true;
+  const open = new Set<object>();
+  let bytes = 0;
+  let problem: JsonProblem | undefined;
+  const fail = (reason: JsonProblem['reason'], path: string[], detail?: string): undefined => {
+    problem = { reason, path, detail };
+    return undefined;
+  };
+
+  // The keys from the root to the value being walked (one array, pushed and popped).
+  const path: string[] = [];
+  const at = (key?: string): string[] => (key === undefined ? [...path] : [...path, key]);
+
+  // Returns the (copied) value, or undefined after setting `problem`.
+  const walk = (v: unknown): unknown => {
+    if (bytes > budget) return fail('oversize', []);
+    switch (typeof v) {
+      case 'string':
+        bytes += jsonStringBytes(v);
+        return v;
+      case 'number':
+        if (!Number.isFinite(v)) return fail('invalid_field', at(), describe(v));
+        bytes += String(v).length;
+        return v;
+      case 'boolean':
+        bytes += v ? 4 : 5;
+        return v;
+      case 'object': {
+        if (v === null) {
+          bytes += 4;
+          return v;
+        }
+        if (path.length > MAX_DEPTH) return fail('invalid_field', at(), 'nested too deeply');
+        if (open.has(v)) return fail('invalid_field', at(), 'a cycle (JSON cannot hold one)');
+        if (Array.isArray(v)) {
+          open.add(v);
+          const out: unknown[] | undefined = copy ? new Array<unknown>(v.length) : undefined;
+          bytes += v.length > 0 ? 1 + v.length : 2; // brackets and the commas between
+          for (let i = 0; i < v.length; i++) {
+            const item: unknown = v[i];
+            if (item === undefined) return fail('invalid_field', at(String(i)), 'undefined');
+            path.push(String(i));
+            const done = walk(item);
+            path.pop();
+            if (problem) return undefined;
+            if (out) out[i] = done;
+          }
+          open.delete(v);
+          return out ?? v;
+        }
+        if (actorRefs && 'sessionId' in v && 'send' in v && 'ref' in v) return v;
+        const proto = Object.getPrototypeOf(v) as unknown;
+        if (proto !== Object.prototype && proto !== null) {
+          return fail('invalid_field', at(), describe(v));
+        }
+        open.add(v);
+        const out: Record<string, unknown> | undefined = copy ? {} : undefined;
+        let members = 0;
+        for (const key of Object.keys(v)) {
+          if (forbid && FORBIDDEN_KEYS.has(key)) return fail('forbidden_key', at(key));
+          const child = (v as Record<string, unknown>)[key];
+          if (child === undefined) continue; // dropped by JSON, as optional fields are
+          members++;
+          bytes += jsonStringBytes(key) + 1; // "key":
+          path.push(key);
+          const done = walk(child);
+          path.pop();
+          if (problem) return undefined;
+          if (out) out[key] = done;
+        }
+        bytes += members > 0 ? 1 + members : 2; // braces and the commas between
+        open.delete(v);
+        return out ?? v;
+      }
+      default:
+        return fail('invalid_field', at(), describe(v));
+    }
+  };
+  const result = walk(value);
+  if (problem) return { ok: false, problem };
+  if (bytes > budget) return { ok: false, problem: { reason: 'oversize', path: [] } };
+  return { ok: true, value: result, bytes };
+}

@@ -1,0 +1,210 @@
+/**
+ * One step of a durable actor, decided the same way live and in replay: the send
+ * path commits what this returns, and `verify` and time travel rebuild the log
+ * with it. Given the snapshot, the ledger and an event with its source:
+ *
+ * - a caller's event (`send`, `recover`) the state does not take is refused, and a
+ *   transition that throws on one is rethrown: the caller hears of it, nothing is
+ *   written;
+ * - an effect (a timer, a message, an invoke's result) is consumed exactly once
+ *   whatever the receiver does with it: taken (a transition), not taken (dropped,
+ *   as XState drops it, and recorded as such), or failing the actor when its
+ *   transition throws (status `error`, as in XState); a timer or invoke result no
+ *   longer pending (cancelled, or of an earlier entry of the state) is `gone`;
+ * - a delayed `sendTo` that falls due is relayed: a message to its receiver, the
+ *   sender's state unchanged.
+ */
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import { UnpersistableValueError } from '../core/errors.ts';
+import { walkJson } from '../core/json.ts';
+import { stateLabel } from '../core/state.ts';
+import { childActorId, planEffects, type Effects } from './effects.ts';
+import { EMPTY_LEDGER, pendingInvoke, pendingTimer, TO_PARENT, type Ledger } from './ledger.ts';
+import type { EventSource } from './notices.ts';
+import { errorValue, pureInitial, pureTransition } from './pure.ts';
+
+/** Where the event comes from, and what pending effect it consumes. */
+export type Delivery =
+  | { source: 'send' | 'recover' }
+  | { source: 'timer'; key: string }
+  | { source: 'invoke'; key: string }
+  | { source: 'message' }
+  /** Creation, or a finished child spawned again (`xstate.init` with its input). */
+  | { source: 'create' | 'spawn' };
+
+export interface StepFacts {
+  machine: AnyStateMachine;
+  actorId: string;
+  parentId: string | undefined;
+  /** The version this step would commit. */
+  seq: number;
+  now: number;
+  /** Undefined on creation. */
+  snapshot: AnyMachineSnapshot | undefined;
+  ledger: Ledger;
+  event: EventObject;
+  delivery: Delivery;
+}
+
+/** How a committed step came about. */
+export type StepOutcome = 'transition' | 'dropped' | 'failed' | 'relayed';
+
+export type Step =
+  | { kind: 'gone'; reason: string }
+  | { kind: 'refused' }
+  | {
+      kind: 'commit';
+      outcome: StepOutcome;
+      /** The event as the log records it (a timer's event comes from the ledger). */
+      event: EventObject;
+      next: AnyMachineSnapshot;
+      effects: Effects;
+      /** A relayed delayed send: its receiver. */
+      relayedTo?: string | undefined;
+    };
+
+/** Whether an event comes from a caller (refused when not taken) rather than an effect. */
+export function fromCaller(source: EventSource | 'create'): boolean {
+  return source === 'send' || source === 'recover';
+}
+
+/** Decides one step (see the module comment). */
+export function advance(f: StepFacts): Step {
+  const { delivery } = f;
+  if (delivery.source === 'spawn' && isActive(f.snapshot)) {
+    return { kind: 'gone', reason: 'the child is still running' };
+  }
+  if (delivery.source === 'create' || delivery.source === 'spawn') {
+    const [next, actions] = pureInitial(f.machine, (f.event as { input?: unknown }).input);
+    checkValues(f, next, undefined, true);
+    return commit(f, 'transition', f.event, next, actions, EMPTY_LEDGER);
+  }
+  const caller = fromCaller(delivery.source);
+  const snapshot = f.snapshot;
+  if (!snapshot || snapshot.status !== 'active') {
+    return caller ? { kind: 'refused' } : { kind: 'gone', reason: 'the actor has finished' };
+  }
+  let ledger = f.ledger;
+  let event = f.event;
+  if (delivery.source === 'timer') {
+    const timer = pendingTimer(ledger, delivery.key);
+    if (!timer) return { kind: 'gone', reason: 'the timer is not pending' };
+    ledger = { ...ledger, timers: ledger.timers.filter((t) => t !== timer) };
+    event = timer.event;
+    if (timer.to !== undefined) return relay(f, snapshot, ledger, event, timer.to);
+  } else if (delivery.source === 'invoke') {
+    const invoke = pendingInvoke(ledger, delivery.key);
+    if (!invoke) return { kind: 'gone', reason: 'the invoke is not awaited in this entry' };
+    ledger = { ...ledger, invokes: ledger.invokes.filter((i) => i !== invoke) };
+  }
+
+  let next: AnyMachineSnapshot;
+  let actions: unknown[];
+  try {
+    [next, actions] = pureTransition(f.machine, snapshot, event);
+    checkValues(f, next, snapshot, caller);
+  } catch (error) {
+    if (caller) throw error;
+    return fail(f, snapshot, ledger, event, error);
+  }
+  if (next === snapshot && actions.length === 0 && !snapshot.can(event)) {
+    if (caller) return { kind: 'refused' };
+    return commit(f, 'dropped', event, snapshot, [], ledger);
+  }
+  try {
+    return commit(f, 'transition', event, next, actions, ledger);
+  } catch (error) {
+    // A spawn the runtime cannot persist, seen only now (inside `assign`).
+    if (caller) throw error;
+    return fail(f, snapshot, ledger, event, error);
+  }
+}
+
+function isActive(snapshot: AnyMachineSnapshot | undefined): boolean {
+  return snapshot !== undefined && snapshot.status === 'active';
+}
+
+function commit(
+  f: StepFacts,
+  outcome: StepOutcome,
+  event: EventObject,
+  next: AnyMachineSnapshot,
+  actions: readonly unknown[],
+  ledger: Ledger,
+): Step {
+  const effects = planEffects({
+    machine: f.machine,
+    actorId: f.actorId,
+    parentId: f.parentId,
+    seq: f.seq,
+    now: f.now,
+    previous:
+      f.delivery.source === 'create' || f.delivery.source === 'spawn' ? undefined : f.snapshot,
+    next,
+    actions,
+    ledger,
+  });
+  return { kind: 'commit', outcome, event, next, effects };
+}
+
+/** The actor fails as XState's does: same state, status `error`, the error as JSON. */
+function fail(
+  f: StepFacts,
+  snapshot: AnyMachineSnapshot,
+  ledger: Ledger,
+  event: EventObject,
+  error: unknown,
+): Step {
+  const next = { ...snapshot, status: 'error', error: errorValue(error) } as AnyMachineSnapshot;
+  return commit(f, 'failed', event, next, [], ledger);
+}
+
+/** A delayed `sendTo` falls due: its event goes to the receiver; the sender does not move. */
+function relay(
+  f: StepFacts,
+  snapshot: AnyMachineSnapshot,
+  ledger: Ledger,
+  event: EventObject,
+  to: string,
+): Step {
+  const step = commit(f, 'relayed', event, snapshot, [], ledger);
+  if (step.kind !== 'commit') return step;
+  const receiver = to === TO_PARENT ? f.parentId : childActorId(f.actorId, to);
+  if (receiver !== undefined) {
+    step.effects.messages.push({
+      to: receiver,
+      kind: 'event',
+      body: JSON.stringify(event),
+      idx: 0,
+    });
+  }
+  step.relayedTo = receiver;
+  return step;
+}
+
+/**
+ * The context (when the transition made a new one) and the output must be JSON
+ * that reads back the same. Throws UnpersistableValueError naming the path.
+ */
+function checkValues(
+  f: StepFacts,
+  next: AnyMachineSnapshot,
+  previous: AnyMachineSnapshot | undefined,
+  always: boolean,
+): void {
+  const check = (where: 'context' | 'output', value: unknown): void => {
+    const walked = walkJson(value, { actorRefs: true });
+    if (walked.ok) return;
+    throw new UnpersistableValueError({
+      machineId: f.machine.id,
+      actorId: f.actorId,
+      state: previous ? stateLabel(previous.value) : '(new)',
+      eventType: f.event.type,
+      where,
+      path: walked.problem.path.join('.'),
+      detail: walked.problem.detail ?? 'not plain JSON data',
+    });
+  };
+  if (always || next.context !== previous?.context) check('context', next.context);
+  if (next.output !== undefined && next.output !== previous?.output) check('output', next.output);
+}

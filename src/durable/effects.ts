@@ -1,0 +1,446 @@
+/**
+ * The one mapping from what XState executed to what a durable actor must do:
+ * every action of a transition (spawn, stop, `sendTo`/`sendParent`/`forwardTo`,
+ * `raise` with or without delay, `cancel`, `emit`, the invoke starts and stops of
+ * entering and leaving states, the stops of a macrostep that ends in a final
+ * state) becomes, one to one and in order, a durable effect with XState's id:
+ * a timer in the actor's ledger, a step begun, a message row, an emitted event or
+ * a user action to run after the commit. Nothing is inferred from diffing
+ * snapshots — a finished machine stops updating `snapshot.children`, so the
+ * actions are the only record of what it stopped — except spawns made inside
+ * `assign`, which XState runs without an action and which are read off the
+ * children they add.
+ *
+ * The send path, creation, recovery and `verify` all plan with this module, so a
+ * replay of the log reproduces exactly what the live actor did.
+ */
+import type {
+  AnyActorLogic,
+  AnyActorRef,
+  AnyMachineSnapshot,
+  AnyStateMachine,
+  EventObject,
+} from 'xstate';
+import { UnsupportedActorError } from '../core/errors.ts';
+import { stateLabel } from '../core/state.ts';
+import type { OutgoingMessage, TimerRow } from '../store/types.ts';
+import { actorKind, checkActor } from './actor-kinds.ts';
+import {
+  EMPTY_LEDGER,
+  TO_PARENT,
+  type Ledger,
+  type PendingInvoke,
+  type PendingTimer,
+} from './ledger.ts';
+import { isPureSelf, PARENT_REF } from './pure.ts';
+
+/** A user action, run after its transition committed. */
+export interface Effect {
+  type: string;
+  exec: ((info: unknown, params: unknown) => void) | undefined;
+  info: unknown;
+  params: unknown;
+}
+
+/** An invoked promise a transition starts: its step is begun in the same commit. */
+export interface InvokeStart {
+  id: string;
+  key: string;
+  logic: AnyActorLogic;
+  input: unknown;
+}
+
+/** What a spawn message carries: how the receiver builds the child. */
+export interface SpawnBody {
+  /** The parent's machine id and the child's logic there (an `actors` key or inline invoke). */
+  parentMachine: string;
+  src: string;
+  childId: string;
+  systemId: string | undefined;
+  input: unknown;
+}
+
+/** Everything a committed transition owes besides its snapshot. */
+export interface Effects {
+  /** What is pending after the transition. */
+  ledger: Ledger;
+  /** Timer rows to insert or move (by key) and keys to delete, for the store's due-time index. */
+  timersSet: TimerRow[];
+  timersCancel: string[];
+  /** The actor finished: every timer row goes. */
+  cancelAllTimers: boolean;
+  invokesStart: InvokeStart[];
+  /** Step keys of running invokes whose state was left: aborted, their result never delivered. */
+  invokesStop: string[];
+  /** Messages to other actors (and to itself), in the order XState executed them. */
+  messages: OutgoingMessage[];
+  emitted: EventObject[];
+  effects: Effect[];
+}
+
+/** One transition, as the planner needs it. */
+export interface TransitionFacts {
+  machine: AnyStateMachine;
+  actorId: string;
+  parentId: string | undefined;
+  /** The version this transition commits (its transition row's `seq`). */
+  seq: number;
+  /** When it commits (ms): delays become absolute due times from here. */
+  now: number;
+  /** The snapshot before (undefined when the actor is created or starts over). */
+  previous: AnyMachineSnapshot | undefined;
+  next: AnyMachineSnapshot;
+  /** The actions XState executed, in order. */
+  actions: readonly unknown[];
+  /** What was pending before, less what this transition consumes. */
+  ledger: Ledger;
+}
+
+/** The durable actor id of child `childId` of `parentId`. */
+export function childActorId(parentId: string, childId: string): string {
+  return `${parentId}/${childId}`;
+}
+
+/** The step key of invoke `id` entered at actor version `version`. */
+export function invokeKey(actorId: string, id: string, version: number): string {
+  return `${actorId}:invoke:${id}:${version}`;
+}
+
+/** The step name of invoke `id` (its rows are found by actor and this name). */
+export function invokeStepName(id: string): string {
+  return `invoke:${id}`;
+}
+
+type ChildRef = AnyActorRef & {
+  logic: AnyActorLogic;
+  src: unknown;
+  systemId?: string;
+  options?: { input?: unknown };
+};
+
+interface Action {
+  type?: string;
+  params?: unknown;
+}
+
+interface SendParams {
+  to?: unknown;
+  event?: EventObject;
+  delay?: unknown;
+  id?: string;
+}
+
+/** Plans the effects of one transition (see the module comment). */
+export function planEffects(t: TransitionFacts): Effects {
+  const planner = new Planner(t);
+  return planner.plan();
+}
+
+class Planner {
+  private readonly timers: PendingTimer[];
+  private readonly invokes: PendingInvoke[];
+  private readonly messages: Array<Omit<OutgoingMessage, 'idx'>> = [];
+  private readonly invokesStart: InvokeStart[] = [];
+  private readonly invokesStop: string[] = [];
+  private readonly emitted: EventObject[] = [];
+  private readonly effects: Effect[] = [];
+  /** The children before the transition, by ref. */
+  private readonly before = new Map<ChildRef, string>();
+  /** Refs the transition stopped (a spawn of one of them is no spawn). */
+  private readonly stopped = new Set<ChildRef>();
+  /** Spawns made inside `assign` (no action), placed before the first message to them. */
+  private readonly late = new Map<ChildRef, string>();
+  /** Refs spawned by this transition, by ref. */
+  private readonly spawned = new Map<ChildRef, string>();
+
+  constructor(private readonly t: TransitionFacts) {
+    this.timers = [...t.ledger.timers];
+    this.invokes = [...t.ledger.invokes];
+  }
+
+  plan(): Effects {
+    const { t } = this;
+    const previous = (t.previous?.children ?? {}) as Record<string, ChildRef | undefined>;
+    for (const id in previous) {
+      const ref = previous[id];
+      if (ref) this.before.set(ref, id);
+    }
+    const bySpawnAction = new Set<ChildRef>();
+    for (const raw of t.actions) {
+      const action = raw as Action;
+      if (action.type === 'xstate.stopChild' && action.params) {
+        this.stopped.add(action.params as ChildRef);
+      } else if (action.type === 'xstate.spawnChild') {
+        const ref = (action.params as { actorRef?: ChildRef } | undefined)?.actorRef;
+        if (ref) bySpawnAction.add(ref);
+      }
+    }
+    const next = t.next.children as Record<string, ChildRef | undefined>;
+    for (const id in next) {
+      const ref = next[id];
+      if (ref && !this.before.has(ref) && !bySpawnAction.has(ref) && !this.stopped.has(ref)) {
+        this.late.set(ref, id);
+      }
+    }
+
+    for (const [idx, raw] of t.actions.entries()) this.action(raw as Action, idx);
+    for (const [ref, id] of this.late) this.spawn(ref, id);
+
+    const finished = t.next.status !== 'active';
+    if (finished) {
+      // XState cancels every delayed event of an actor that stops; no result can be
+      // taken any more.
+      this.timers.length = 0;
+      this.invokes.length = 0;
+      this.completion();
+    }
+    const ledger: Ledger =
+      this.timers.length === 0 && this.invokes.length === 0
+        ? EMPTY_LEDGER
+        : { timers: this.timers, invokes: this.invokes };
+    const { timersSet, timersCancel } = finished
+      ? { timersSet: [], timersCancel: [] }
+      : this.timerRows(ledger);
+    return {
+      ledger,
+      timersSet,
+      timersCancel,
+      cancelAllTimers: finished,
+      invokesStart: this.invokesStart,
+      invokesStop: this.invokesStop,
+      messages: this.messages.map((m, idx) => ({ ...m, idx })),
+      emitted: this.emitted,
+      effects: this.effects,
+    };
+  }
+
+  private action(action: Action, idx: number): void {
+    switch (action.type) {
+      case 'xstate.spawnChild': {
+        const ref = (action.params as { actorRef?: ChildRef } | undefined)?.actorRef;
+        // Stopped in the same macrostep (an `always` left the invoking state): XState
+        // never starts it, and neither does the durable runtime.
+        if (ref && !this.stopped.has(ref)) this.spawn(ref, ref.id);
+        return;
+      }
+      case 'xstate.stopChild': {
+        const ref = action.params as ChildRef | undefined;
+        const id = ref === undefined ? undefined : this.before.get(ref);
+        if (ref !== undefined && id !== undefined) this.stop(ref, id);
+        return;
+      }
+      case 'xstate.sendTo':
+        this.send(action.params as SendParams, idx);
+        return;
+      case 'xstate.raise': {
+        const params = action.params as SendParams;
+        if (typeof params.delay === 'number' && params.event) {
+          this.schedule(params.id, params.event, params.delay, undefined, idx);
+        }
+        return;
+      }
+      case 'xstate.cancel': {
+        const sendId = (action.params as { sendId?: unknown }).sendId;
+        const i = this.timers.findIndex((timer) => timer.sendId === sendId);
+        if (i >= 0) this.timers.splice(i, 1);
+        return;
+      }
+      case 'xstate.emit': {
+        const event = (action.params as { event?: EventObject } | undefined)?.event;
+        if (event) this.emitted.push(event);
+        return;
+      }
+      default:
+        // Other built-ins (assign, log) are applied inside the pure transition; user
+        // actions run after the commit.
+        if (typeof action.type === 'string' && !action.type.startsWith('xstate.')) {
+          this.effects.push(action as Effect);
+        }
+    }
+  }
+
+  private spawn(ref: ChildRef, id: string): void {
+    const { t } = this;
+    this.late.delete(ref);
+    this.spawned.set(ref, id);
+    const kind = checkActor(t.machine, stateLabel(t.next.value), id, ref.logic);
+    const input = ref.options?.input;
+    if (kind === 'promise') {
+      const key = invokeKey(t.actorId, id, t.seq);
+      const same = this.invokes.findIndex((i) => i.id === id);
+      if (same >= 0) this.invokes.splice(same, 1);
+      this.invokes.push({ id, key });
+      this.invokesStart.push({ id, key, logic: ref.logic, input });
+      return;
+    }
+    const body: SpawnBody = {
+      parentMachine: t.machine.id,
+      src: typeof ref.src === 'string' ? ref.src : id,
+      childId: id,
+      systemId: ref.systemId,
+      input,
+    };
+    this.messages.push({
+      to: childActorId(t.actorId, id),
+      kind: 'spawn',
+      body: JSON.stringify(body),
+    });
+  }
+
+  private stop(ref: ChildRef, id: string): void {
+    if (actorKind(ref.logic) === 'promise') {
+      const i = this.invokes.findIndex((invoke) => invoke.id === id);
+      if (i >= 0) {
+        this.invokesStop.push((this.invokes[i] as PendingInvoke).key);
+        this.invokes.splice(i, 1);
+      }
+      return;
+    }
+    this.messages.push({
+      to: childActorId(this.t.actorId, id),
+      kind: 'stop',
+      body: '{"type":"xstate.stop"}',
+    });
+  }
+
+  /** `sendTo`/`sendParent`/`forwardTo`: a message now, or a timer when delayed. */
+  private send(params: SendParams, idx: number): void {
+    const event = params.event ?? { type: 'unknown' };
+    const to = this.receiver(params.to);
+    if (to === null) return; // a promise actor: it ignores events, as in XState
+    if (typeof params.delay === 'number') {
+      this.schedule(params.id, event, params.delay, to ?? undefined, idx);
+      return;
+    }
+    this.messages.push({ to: this.actorIdOf(to), kind: 'event', body: JSON.stringify(event) });
+  }
+
+  /**
+   * Who a send goes to: `undefined` for the actor itself, `TO_PARENT`, or a child
+   * id; null when the receiver is a promise actor. Refuses anything else.
+   */
+  private receiver(target: unknown): string | undefined | null {
+    const { t } = this;
+    if (target === PARENT_REF) {
+      if (t.parentId === undefined) {
+        throw this.refuse(
+          '#_parent',
+          'sendParent',
+          'this actor has no parent: it was not spawned by a durable actor',
+        );
+      }
+      return TO_PARENT;
+    }
+    if (isPureSelf(target)) return undefined;
+    const children = t.next.children as Record<string, ChildRef | undefined>;
+    let ref: ChildRef | undefined;
+    let id: string | undefined;
+    if (typeof target === 'string') {
+      // A child spawned in this same step (XState resolves it after the entry actions).
+      id = target;
+      ref = children[target];
+    } else if (target !== null && typeof target === 'object') {
+      ref = target as ChildRef;
+      id = this.spawned.get(ref) ?? this.late.get(ref) ?? this.before.get(ref);
+      if (id === undefined) {
+        for (const key in children) if (children[key] === ref) id = key;
+      }
+    }
+    if (ref === undefined || id === undefined) {
+      const name = (target as { id?: unknown } | undefined)?.id;
+      throw this.refuse(
+        typeof name === 'string' ? name : typeof target === 'string' ? target : 'actor',
+        'sendTo',
+        'a durable actor sends only to itself, its child machines and its parent; other actors get events through the store',
+      );
+    }
+    const kind = actorKind(ref.logic);
+    if (kind === 'promise') return null;
+    if (kind !== 'machine') {
+      throw this.refuse(id, 'sendTo', 'a durable actor sends only to child machines');
+    }
+    // A child spawned inside `assign` in this transition: its spawn goes first.
+    if (this.late.has(ref)) this.spawn(ref, id);
+    return id;
+  }
+
+  private actorIdOf(to: string | undefined): string {
+    const { t } = this;
+    if (to === undefined) return t.actorId;
+    if (to === TO_PARENT) return t.parentId as string;
+    return childActorId(t.actorId, to);
+  }
+
+  /**
+   * A delayed event, as XState's scheduler keeps it: a new one with an id another
+   * pending one holds takes the id over (the earlier one still fires, under a key of
+   * its own, but `cancel` no longer finds it); one without an id is never cancelled.
+   */
+  private schedule(
+    sendId: string | undefined,
+    event: EventObject,
+    delay: number,
+    to: string | undefined,
+    idx: number,
+  ): void {
+    const { seq, now } = this.t;
+    let key = `xstate.delay.${seq}.${idx}`;
+    if (sendId !== undefined) {
+      for (const [i, timer] of this.timers.entries()) {
+        if (timer.sendId === sendId || timer.key === sendId) {
+          const kept: PendingTimer = { ...timer, sendId: undefined };
+          if (timer.key === sendId) kept.key = `${timer.key}@${seq}.${idx}`;
+          this.timers[i] = kept;
+        }
+      }
+      key = sendId;
+    }
+    const timer: PendingTimer = { key, event, due: now + delay };
+    if (sendId !== undefined) timer.sendId = sendId;
+    if (to !== undefined) timer.to = to;
+    this.timers.push(timer);
+  }
+
+  /** A child that finished tells its parent, with its output or its error. */
+  private completion(): void {
+    const { t } = this;
+    if (t.parentId === undefined || t.next.status === 'stopped') return;
+    if (t.previous !== undefined && t.previous.status !== 'active') return;
+    const childId = t.actorId.slice(t.parentId.length + 1);
+    const event =
+      t.next.status === 'done'
+        ? { type: `xstate.done.actor.${childId}`, output: t.next.output, actorId: childId }
+        : { type: `xstate.error.actor.${childId}`, error: t.next.error, actorId: childId };
+    this.messages.push({ to: t.parentId, kind: 'event', body: JSON.stringify(event) });
+  }
+
+  /** The store's timer rows: what the transition armed or moved, and what it removed. */
+  private timerRows(ledger: Ledger): { timersSet: TimerRow[]; timersCancel: string[] } {
+    const { actorId } = this.t;
+    const before = new Map(this.t.ledger.timers.map((timer) => [timer.key, timer]));
+    const timersSet: TimerRow[] = [];
+    for (const timer of ledger.timers) {
+      const was = before.get(timer.key);
+      before.delete(timer.key);
+      if (was && was.due === timer.due && was.event === timer.event) continue;
+      timersSet.push({
+        actorId,
+        timerId: timer.key,
+        event: JSON.stringify(timer.event),
+        dueAt: timer.due,
+      });
+    }
+    return { timersSet, timersCancel: [...before.keys()] };
+  }
+
+  private refuse(target: string, kind: string, hint: string): UnsupportedActorError {
+    const { t } = this;
+    return new UnsupportedActorError({
+      machineId: t.machine.id,
+      state: stateLabel(t.next.value),
+      actorId: target,
+      kind,
+      hint,
+    });
+  }
+}

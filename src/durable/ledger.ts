@@ -1,0 +1,99 @@
+/**
+ * What a durable actor owes besides its XState snapshot: the delayed events it has
+ * scheduled and the invoked promises whose result it awaits. XState keeps both in
+ * memory only (its scheduler and its running child actors); a durable actor keeps
+ * them on its row, inside the persisted snapshot, so that one commit moves state
+ * and obligations together, a reload knows exactly what is pending, and `verify`
+ * replays them from the log like the state itself.
+ *
+ * Stored under the key `agentcharts` of the snapshot JSON (`{}` when nothing is
+ * pending; a snapshot without the key was written before the ledger existed);
+ * XState's `restoreSnapshot` ignores it.
+ */
+import type { EventObject } from 'xstate';
+
+/** A delayed event (`after`, `raise` or `sendTo` with a delay) not yet delivered. */
+export interface PendingTimer {
+  /** Unique among the actor's pending timers: the store's timer id. */
+  key: string;
+  /**
+   * The id `cancel()` finds it by, while it holds it: an explicit `id` (or the
+   * `after` event type). A later delayed send with the same id takes the id over,
+   * as in XState's scheduler; the earlier one still fires but can no longer be
+   * cancelled.
+   */
+  sendId?: string | undefined;
+  event: EventObject;
+  /** Absolute due time, ms since the epoch. */
+  due: number;
+  /** A delayed `sendTo`: the receiver (`'#parent'` or a child id); absent for the actor itself. */
+  to?: string | undefined;
+}
+
+/** An invoked promise whose outcome the actor still awaits. */
+export interface PendingInvoke {
+  /** The invoke (child) id. */
+  id: string;
+  /** Its step key: actor, invoke id and the version that entered the state. */
+  key: string;
+}
+
+export interface Ledger {
+  readonly timers: readonly PendingTimer[];
+  readonly invokes: readonly PendingInvoke[];
+}
+
+/** The receiver of a delayed `sendTo(parent)`. */
+export const TO_PARENT = '#parent';
+
+/** Nothing pending. */
+export const EMPTY_LEDGER: Ledger = Object.freeze({
+  timers: Object.freeze([]),
+  invokes: Object.freeze([]),
+});
+
+/** The snapshot JSON key that holds the ledger. */
+export const LEDGER_KEY = 'agentcharts';
+
+export function isEmptyLedger(ledger: Ledger): boolean {
+  return ledger.timers.length === 0 && ledger.invokes.length === 0;
+}
+
+/** The ledger a persisted snapshot carries; undefined when it has none (written before ledgers). */
+export function ledgerOf(persisted: unknown): Ledger | undefined {
+  const raw = (persisted as Record<string, unknown> | null)?.[LEDGER_KEY] as
+    { timers?: unknown; invokes?: unknown } | undefined;
+  if (raw === undefined) return undefined;
+  if (raw === null || typeof raw !== 'object') return EMPTY_LEDGER;
+  const timers = Array.isArray(raw.timers) ? (raw.timers as PendingTimer[]) : [];
+  const invokes = Array.isArray(raw.invokes) ? (raw.invokes as PendingInvoke[]) : [];
+  return timers.length === 0 && invokes.length === 0 ? EMPTY_LEDGER : { timers, invokes };
+}
+
+/** The JSON value stored for a ledger (`{}` when nothing is pending). */
+export function ledgerJson(ledger: Ledger): unknown {
+  const out: { timers?: unknown; invokes?: unknown } = {};
+  if (ledger.timers.length > 0) {
+    out.timers = ledger.timers.map((t) => {
+      const entry: Record<string, unknown> = { key: t.key };
+      if (t.sendId !== undefined) entry['sendId'] = t.sendId;
+      entry['event'] = t.event;
+      entry['due'] = t.due;
+      if (t.to !== undefined) entry['to'] = t.to;
+      return entry;
+    });
+  }
+  if (ledger.invokes.length > 0)
+    out.invokes = ledger.invokes.map((i) => ({ id: i.id, key: i.key }));
+  return out;
+}
+
+/** The pending timer with store id `key`. */
+export function pendingTimer(ledger: Ledger, key: string): PendingTimer | undefined {
+  return ledger.timers.find((t) => t.key === key);
+}
+
+/** The pending invoke with step key `key`. */
+export function pendingInvoke(ledger: Ledger, key: string): PendingInvoke | undefined {
+  return ledger.invokes.find((i) => i.key === key);
+}

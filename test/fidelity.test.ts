@@ -1,0 +1,700 @@
+/**
+ * A durable actor is the same actor as `createActor(machine)`, only persisted:
+ * one named test per edge of XState's semantics where it once was not (each
+ * fails without its fix). The generated differential test
+ * (test/differential.test.ts) is the general spec; these are its regressions,
+ * written out.
+ */
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  assign,
+  createActor,
+  fromPromise,
+  raise,
+  sendParent,
+  sendTo,
+  setup,
+  spawnChild,
+  type AnyStateMachine,
+} from 'xstate';
+import {
+  ConcurrencyError,
+  createDurableActor,
+  defineChart,
+  getRuntime,
+  InvalidEventError,
+  ManualClock,
+  openDurableActor,
+  openStore,
+  recover,
+  UnpersistableValueError,
+  verify,
+  type Store,
+} from '../src/index.ts';
+import { usePostgres } from './support/postgres.ts';
+import { suiteTempDir } from './support/temp-dir.ts';
+
+const dir = suiteTempDir('agentcharts-fidelity-');
+const opened: Store[] = [];
+
+/** A store the test closes (its runtime first). */
+function track(store: Store): Store {
+  opened.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  for (const store of opened.splice(0)) {
+    await getRuntime(store).close();
+    await store.close();
+  }
+});
+
+/** A memory store whose runtime runs on a manual clock. */
+function clocked(): { store: Store; clock: ManualClock } {
+  const clock = new ManualClock(1_000_000);
+  const store = track(openStore('memory:'));
+  getRuntime(store, { clock });
+  return { store, clock };
+}
+
+/** Moves a manual clock and waits for what it fired to commit. */
+async function advance(store: Store, clock: ManualClock, ms: number): Promise<void> {
+  clock.advance(ms);
+  await getRuntime(store).drain();
+}
+
+/** A plain XState actor on a manual clock. */
+function plain(machine: AnyStateMachine, clock = new ManualClock(1_000_000)) {
+  return { actor: createActor(machine, { clock }).start(), clock };
+}
+
+describe('1. a settled invoke is delivered once', () => {
+  const counting = setup({
+    types: { context: {} as { count: number } },
+    actors: { work: fromPromise(() => Promise.resolve(5)) },
+  }).createMachine({
+    id: 'redeliver',
+    initial: 'working',
+    context: { count: 0 },
+    states: {
+      working: {
+        invoke: {
+          src: 'work',
+          onDone: { actions: assign({ count: ({ context }) => context.count + 1 }) },
+        },
+        on: { FINISH: 'done' },
+      },
+      done: { type: 'final' },
+    },
+  });
+
+  test('recover() after three restarts does not deliver it again when onDone stays in the state', async () => {
+    const url = `sqlite:${join(dir(), 'redeliver.db')}`;
+    const first = openStore(url);
+    const actor = await createDurableActor(counting, { id: 'r1', store: first });
+    await getRuntime(first).drain();
+    expect(actor.getSnapshot().context.count).toBe(1);
+    await getRuntime(first).close();
+    await first.close();
+    for (let restart = 0; restart < 3; restart++) {
+      const store = openStore(url);
+      await recover(store, { charts: [chartOf(counting)] });
+      await getRuntime(store).drain();
+      const again = await openDurableActor(store, 'r1');
+      expect(again.getSnapshot().context).toEqual({ count: 1 });
+      expect((await verify(store, { charts: [chartOf(counting)] })).problems).toEqual([]);
+      await getRuntime(store).close();
+      await store.close();
+    }
+  });
+});
+
+describe('2. an effect the state does not take is dropped once, as XState drops it', () => {
+  const guarded = setup({
+    types: { context: {} as { ready: boolean } },
+    guards: { ready: ({ context }) => context.ready },
+  }).createMachine({
+    id: 'guarded',
+    initial: 'waiting',
+    context: { ready: false },
+    states: {
+      waiting: {
+        after: { 1000: { guard: 'ready', target: 'timedOut' } },
+        entry: raise({ type: 'PING' }, { delay: 500 }),
+        on: { READY: { actions: assign({ ready: true }) } },
+      },
+      timedOut: {},
+    },
+  });
+
+  test('a guarded after-timer whose guard is false is consumed; it never fires later', async () => {
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(guarded, { id: 'g1', store, clock });
+    const oracle = plain(guarded);
+    await advance(store, clock, 1500);
+    oracle.clock.advance(1500);
+    await durable.send({ type: 'READY' });
+    oracle.actor.send({ type: 'READY' });
+    await advance(store, clock, 60_000);
+    oracle.clock.advance(60_000);
+    expect(oracle.actor.getSnapshot().value).toBe('waiting');
+    expect(durable.getSnapshot().value).toBe('waiting');
+    expect(await store.timers('g1')).toEqual([]);
+    // No rejection: the timer and the unhandled PING are dropped and logged as such.
+    expect(await store.listRejections({ actorId: 'g1' })).toEqual([]);
+    const rows = await durable.history();
+    expect(rows.map((r) => [r.eventType, JSON.parse(r.metadata).dropped ?? false])).toEqual([
+      ['xstate.init', false],
+      ['PING', true],
+      ['xstate.after.1000.guarded.waiting', true],
+      ['READY', false],
+    ]);
+    expect((await verify(store, { charts: [chartOf(guarded)] })).problems).toEqual([]);
+  });
+});
+
+describe('3. an invoke result survives another process moving the actor', () => {
+  const gated = (gate: Promise<number>) =>
+    setup({
+      types: { context: {} as { notes: number; result: number } },
+      actors: { call: fromPromise(() => gate) },
+    }).createMachine({
+      id: 'raced',
+      initial: 'calling',
+      context: { notes: 0, result: 0 },
+      states: {
+        calling: {
+          invoke: {
+            src: 'call',
+            onDone: {
+              target: 'done',
+              actions: assign({ result: ({ event }) => event.output }),
+            },
+          },
+          on: { NOTE: { actions: assign({ notes: ({ context }) => context.notes + 1 }) } },
+        },
+        done: { type: 'final' },
+      },
+    });
+
+  async function race(url: string): Promise<void> {
+    let open!: (value: number) => void;
+    const machine = gated(new Promise<number>((resolve) => (open = resolve)));
+    const a = track(openStore(url));
+    const b = track(openStore(url));
+    const mine = await createDurableActor(machine, { id: 'x1', store: a });
+    const theirs = await createDurableActor(machine, { id: 'x1', store: b });
+    await theirs.send({ type: 'NOTE' }); // another process moves the actor
+    open(42);
+    await getRuntime(a).drain();
+    expect(mine.getSnapshot().value).toBe('done');
+    expect(mine.getSnapshot().context).toEqual({ notes: 1, result: 42 });
+    expect((await verify(a, { charts: [chartOf(machine)] })).problems).toEqual([]);
+  }
+
+  test('on SQLite, it reloads and delivers (no recover() needed)', async () => {
+    await race(`sqlite:${join(dir(), 'raced.db')}`);
+  });
+
+  describe('on PostgreSQL', () => {
+    const server = usePostgres();
+    test('it reloads and delivers', async () => {
+      const url = server()?.freshUrl();
+      if (url === undefined) return;
+      await race(url);
+    });
+  });
+});
+
+describe('4. children follow a parent that reaches a final state', () => {
+  let aborted = false;
+  const ticker = setup({ types: { context: {} as { ticks: number } } }).createMachine({
+    id: 'ticker',
+    initial: 'on',
+    context: { ticks: 0 },
+    states: {
+      on: {
+        after: {
+          100: {
+            target: 'on',
+            reenter: true,
+            actions: assign({ ticks: ({ context }) => context.ticks + 1 }),
+          },
+        },
+      },
+    },
+  });
+  const parent = setup({
+    actors: {
+      ticker,
+      slow: fromPromise(
+        ({ signal }) =>
+          new Promise<void>((resolve) => {
+            signal.addEventListener('abort', () => {
+              aborted = true;
+              resolve();
+            });
+          }),
+      ),
+    },
+  }).createMachine({
+    id: 'finisher',
+    invoke: [
+      { id: 'kid', src: 'ticker' },
+      { id: 'call', src: 'slow' },
+    ],
+    initial: 'running',
+    states: { running: { on: { FINISH: 'end' } }, end: { type: 'final' } },
+  });
+
+  test('the child machine is stopped, its timers gone, the running invoke aborted', async () => {
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(parent, { id: 'p', store, clock });
+    // Not drain(): it would wait for the invoke, which runs until it is aborted.
+    const yieldTurns = async () => {
+      for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await yieldTurns();
+    clock.advance(100);
+    await yieldTurns();
+    clock.advance(150);
+    await yieldTurns();
+    await durable.send({ type: 'FINISH' });
+    await getRuntime(store).drain();
+    const child = await store.loadActor('p/kid');
+    expect(child?.status).toBe('stopped');
+    const ticks = (JSON.parse(child?.snapshot ?? '{}') as { context: { ticks: number } }).context
+      .ticks;
+    expect(ticks).toBe(2);
+    expect(await store.timers('p/kid')).toEqual([]);
+    await advance(store, clock, 1000);
+    expect((await store.loadActor('p/kid'))?.version).toBe(child?.version);
+    expect(aborted).toBe(true);
+    // As plain XState does.
+    const oracle = plain(parent);
+    oracle.clock.advance(250);
+    oracle.actor.send({ type: 'FINISH' });
+    expect(oracle.actor.getSnapshot().children['kid']?.getSnapshot().status).toBe('stopped');
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+});
+
+describe('5. a delayed sendTo is a timer', () => {
+  const child = setup({ types: { context: {} as { pongs: number } } }).createMachine({
+    id: 'pinger',
+    context: { pongs: 0 },
+    entry: sendParent({ type: 'PING' }),
+    on: {
+      PONG: { actions: assign({ pongs: ({ context }) => context.pongs + 1 }) },
+      AGAIN: { actions: sendParent({ type: 'PING' }) },
+    },
+  });
+  const parent = setup({ actors: { child } }).createMachine({
+    id: 'ponger',
+    invoke: { id: 'kid', src: 'child' },
+    on: { PING: { actions: sendTo('kid', { type: 'PONG' }, { delay: 100 }) } },
+  });
+
+  test('sent in response to a message, it arrives after its delay; later messages flow', async () => {
+    const { store, clock } = clocked();
+    await createDurableActor(parent, { id: 'pp', store, clock });
+    await getRuntime(store).drain();
+    await advance(store, clock, 150);
+    const kid = await openDurableActor(store, 'pp/kid');
+    expect(kid.getSnapshot().context).toEqual({ pongs: 1 });
+    await kid.send({ type: 'AGAIN' });
+    await getRuntime(store).drain();
+    await advance(store, clock, 150);
+    expect(kid.getSnapshot().context).toEqual({ pongs: 2 });
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    const oracle = plain(parent);
+    oracle.clock.advance(150);
+    oracle.actor.getSnapshot().children['kid']?.send({ type: 'AGAIN' });
+    oracle.clock.advance(150);
+    expect(oracle.actor.getSnapshot().children['kid']?.getSnapshot().context).toEqual({
+      pongs: 2,
+    });
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+});
+
+describe('6. an onDone that throws fails the actor', () => {
+  const throwing = setup({
+    actors: { work: fromPromise(() => Promise.resolve(1)) },
+    actions: {
+      boom: () => {
+        throw new Error('boom');
+      },
+    },
+  }).createMachine({
+    id: 'thrower',
+    initial: 'working',
+    context: {},
+    states: {
+      working: {
+        invoke: {
+          src: 'work',
+          onDone: {
+            target: 'done',
+            actions: assign(() => {
+              throw new Error('boom');
+            }),
+          },
+        },
+      },
+      done: {},
+    },
+  });
+
+  test('status error is committed, as XState sets it', async () => {
+    const { store } = clocked();
+    const durable = await createDurableActor(throwing, { id: 't1', store });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().status).toBe('error');
+    expect((await store.loadActor('t1'))?.status).toBe('error');
+    const oracle = createActor(throwing);
+    oracle.subscribe({ error: () => {} });
+    oracle.start();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(oracle.getSnapshot().status).toBe('error');
+    expect((await verify(store, { charts: [chartOf(throwing)] })).problems).toEqual([]);
+  });
+});
+
+describe('7. delayed raises of the same event are separate timers', () => {
+  const ticks = setup({ types: { context: {} as { n: number } } }).createMachine({
+    id: 'ticks',
+    context: { n: 0 },
+    on: {
+      TRIPLE: {
+        actions: [
+          raise({ type: 'TICK' }, { delay: 100 }),
+          raise({ type: 'TICK' }, { delay: 200 }),
+          raise({ type: 'TICK' }, { delay: 300 }),
+        ],
+      },
+      TICK: { actions: assign({ n: ({ context }) => context.n + 1 }) },
+    },
+  });
+
+  test('three raises without an id tick three times, as in XState', async () => {
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(ticks, { id: 'k1', store, clock });
+    await durable.send({ type: 'TRIPLE' });
+    await advance(store, clock, 1000);
+    const oracle = plain(ticks);
+    oracle.actor.send({ type: 'TRIPLE' });
+    oracle.clock.advance(1000);
+    expect(oracle.actor.getSnapshot().context.n).toBe(3);
+    expect(durable.getSnapshot().context.n).toBe(3);
+  });
+});
+
+describe('8. a machine without child states reloads', () => {
+  const flat = setup({ types: { context: {} as { n: number } } }).createMachine({
+    id: 'flat',
+    context: { n: 0 },
+    on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+  });
+
+  test('created, sent to, restarted, loaded again and recovered', async () => {
+    const url = `sqlite:${join(dir(), 'flat.db')}`;
+    const first = openStore(url);
+    const actor = await createDurableActor(flat, { id: 'f1', store: first });
+    await actor.send({ type: 'INC' });
+    await getRuntime(first).close();
+    await first.close();
+    const store = track(openStore(url));
+    const report = await recover(store, { charts: [chartOf(flat)] });
+    expect(report.counts.failed).toBe(0);
+    const again = await openDurableActor(store, 'f1');
+    expect(again.getSnapshot().context).toEqual({ n: 1 });
+    await again.send({ type: 'INC' });
+    expect(again.getSnapshot().context).toEqual({ n: 2 });
+  });
+});
+
+describe('9. spawns with a systemId', () => {
+  const child = setup({}).createMachine({
+    id: 'kid',
+    initial: 'a',
+    states: { a: { on: { GO: 'b' } }, b: {} },
+  });
+  const parent = setup({ actors: { child } }).createMachine({
+    id: 'sys',
+    initial: 'idle',
+    entry: spawnChild('child', { id: 'c1', systemId: 'first' }),
+    states: {
+      idle: {
+        on: {
+          MORE: { actions: spawnChild('child', { id: 'c2', systemId: 'second' }) },
+          POKE: { actions: sendTo(({ system }) => system.get('first'), { type: 'GO' }) },
+        },
+      },
+    },
+  });
+
+  test('run in the initial entry and later, and are found by system.get', async () => {
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 's', store });
+    await durable.send({ type: 'MORE' });
+    await durable.send({ type: 'POKE' });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().status).toBe('active');
+    expect(Object.keys(durable.getSnapshot().children).sort()).toEqual(['c1', 'c2']);
+    expect((await store.childrenOf('s')).map((c) => [c.id, c.state])).toEqual([
+      ['s/c1', 'b'],
+      ['s/c2', 'a'],
+    ]);
+    const oracle = plain(parent);
+    oracle.actor.send({ type: 'MORE' });
+    oracle.actor.send({ type: 'POKE' });
+    expect(oracle.actor.getSnapshot().children['c1']?.getSnapshot().value).toBe('b');
+  });
+});
+
+describe('10. one handle per actor per process', () => {
+  const counter = setup({ types: { context: {} as { n: number } } }).createMachine({
+    id: 'counter',
+    context: { n: 0 },
+    on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+  });
+
+  test('an evicted handle the caller holds is the one open and create return, and it keeps working', async () => {
+    const store = track(openStore('memory:'));
+    getRuntime(store, { maxLiveActors: 1 });
+    const held = await createDurableActor(counter, { id: 'a', store });
+    await createDurableActor(counter, { id: 'b', store }); // evicts `a`
+    expect(getRuntime(store).liveActor('a')).toBeUndefined();
+    const opened = await openDurableActor(store, 'a', { charts: [chartOf(counter)] });
+    const created = await createDurableActor(counter, { id: 'a', store });
+    expect(opened).toBe(held);
+    expect(created).toBe(held);
+    await opened.send({ type: 'INC' });
+    await expect(held.send({ type: 'INC' })).resolves.toBeDefined();
+    expect(held.getSnapshot().context.n).toBe(2);
+  });
+});
+
+describe('11. values JSON cannot carry are refused, never changed', () => {
+  const dated = setup({
+    types: { context: {} as { at: unknown; tags: unknown } },
+  }).createMachine({
+    id: 'dated',
+    context: { at: null, tags: [] },
+    on: {
+      STAMP: { actions: assign({ at: () => new Date(0) }) },
+      TAG: { actions: assign({ tags: () => new Map([['a', 1]]) }) },
+      OK: { actions: assign({ at: () => '1970-01-01T00:00:00.000Z' }) },
+    },
+  });
+
+  test('a Date or a Map put in context refuses the send, naming the path; nothing is written', async () => {
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(dated, { id: 'd', store });
+    const stamp = actor.send({ type: 'STAMP' });
+    await expect(stamp).rejects.toBeInstanceOf(UnpersistableValueError);
+    await expect(stamp).rejects.toMatchObject({ where: 'context', path: 'at' });
+    await expect(actor.send({ type: 'TAG' })).rejects.toMatchObject({ path: 'tags' });
+    expect(actor.version).toBe(1);
+    // The control: a string is stored and reads back the same.
+    await actor.send({ type: 'OK' });
+    expect(actor.getSnapshot().context.at).toBe('1970-01-01T00:00:00.000Z');
+  });
+
+  const payload = setup({
+    types: { context: {} as { said: unknown }, events: {} as { type: 'SAY'; text?: unknown } },
+  }).createMachine({
+    id: 'payload',
+    context: { said: null },
+    on: { SAY: { actions: assign({ said: ({ event }) => event.text }) } },
+  });
+
+  test('an event is read once: a getter cannot show validation one value and the log another', async () => {
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(payload, { id: 'e', store });
+    let reads = 0;
+    const sly = {
+      type: 'SAY' as const,
+      get text() {
+        reads++;
+        return reads === 1 ? 'short' : 'x'.repeat(1 << 20);
+      },
+    };
+    await actor.send(sly);
+    const row = (await actor.history()).at(-1);
+    expect(JSON.parse(row?.event ?? '{}')).toEqual({ type: 'SAY', text: 'short' });
+    expect(actor.getSnapshot().context.said).toBe('short');
+    expect(reads).toBe(1);
+  });
+
+  test('BigInt, NaN and cycles in an event are typed refusals naming the field', async () => {
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(payload, { id: 'e2', store });
+    const cyclic: Record<string, unknown> = { type: 'SAY' };
+    cyclic['text'] = cyclic;
+    for (const event of [{ type: 'SAY', text: 10n }, { type: 'SAY', text: Number.NaN }, cyclic]) {
+      const sent = actor.send(event as never);
+      await expect(sent).rejects.toBeInstanceOf(InvalidEventError);
+      await expect(sent).rejects.toMatchObject({ field: 'text' });
+    }
+    expect(actor.version).toBe(1);
+  });
+});
+
+describe('12. verify is exact', () => {
+  const task = setup({}).createMachine({
+    id: 'edited',
+    initial: 'running',
+    states: { running: { on: { DONE: 'done' } }, done: { type: 'final' } },
+  });
+
+  test('an edit of the state or the status column is reported; the untouched store is clean', async () => {
+    const file = join(dir(), 'edited.db');
+    const store = track(openStore(`sqlite:${file}`));
+    await createDurableActor(task, { id: 'e1', store });
+    await createDurableActor(task, { id: 'e2', store });
+    expect((await verify(store, { charts: [chartOf(task)] })).problems).toEqual([]);
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(file);
+    db.prepare(`UPDATE actors SET status = 'done' WHERE id = 'e1'`).run();
+    db.prepare(`UPDATE actors SET state = 'done' WHERE id = 'e2'`).run();
+    db.close();
+    const report = await verify(store, { charts: [chartOf(task)] });
+    expect(report.problems.map((p) => [p.actorId, p.kind])).toEqual([
+      ['e1', 'status'],
+      ['e2', 'state'],
+    ]);
+  });
+
+  const child = setup({}).createMachine({
+    id: 'worker',
+    initial: 'busy',
+    states: { busy: { on: { FINISH: 'finished' } }, finished: { type: 'final' } },
+  });
+  const parent = setup({ actors: { child } }).createMachine({
+    id: 'boss',
+    on: { HIRE: { actions: spawnChild('child', { id: 'w' }) } },
+  });
+
+  test('a child that finished and was spawned again verifies clean', async () => {
+    const { store } = clocked();
+    const boss = await createDurableActor(parent, { id: 'b', store });
+    await boss.send({ type: 'HIRE' });
+    await getRuntime(store).drain();
+    await (await openDurableActor(store, 'b/w')).send({ type: 'FINISH' });
+    await getRuntime(store).drain();
+    await boss.send({ type: 'HIRE' });
+    await getRuntime(store).drain();
+    expect((await store.loadActor('b/w'))?.state).toBe('busy');
+    const report = await verify(store, { charts: [chartOf(parent)] });
+    expect(report.problems).toEqual([]);
+  });
+
+  test('children of a newer chart version verify with it; older ones are not verifiable, not corrupt', async () => {
+    const v2 = defineChart(parent, { version: 2, migrations: { 1: (s) => s } });
+    const old = clocked().store;
+    const boss = await createDurableActor(parent, { id: 'b1', store: old });
+    await boss.send({ type: 'HIRE' });
+    await getRuntime(old).drain();
+    const report = await verify(old, { charts: [v2] });
+    expect(report.problems).toEqual([]);
+    expect(report.notVerifiable.map((n) => n.actorId).sort()).toEqual(['b1', 'b1/w']);
+    // A parent at version 2 creates its child at version 2: verified with it.
+    const { store } = clocked();
+    const newer = await createDurableActor(parent, {
+      id: 'b2',
+      store,
+      version: 2,
+      migrations: v2.migrations,
+    });
+    await newer.send({ type: 'HIRE' });
+    await getRuntime(store).drain();
+    expect((await store.loadActor('b2/w'))?.chartVersion).toBe(2);
+    const current = await verify(store, { charts: [v2] });
+    expect(current.problems).toEqual([]);
+    expect(current.notVerifiable).toEqual([]);
+  });
+
+  describe('on a live PostgreSQL store', () => {
+    const server = usePostgres();
+    test('reading each actor in one snapshot gives no false problem while writers commit', async () => {
+      const url = server()?.freshUrl();
+      if (url === undefined) return;
+      const store = track(openStore(url));
+      const counter = setup({ types: { context: {} as { n: number } } }).createMachine({
+        id: 'busy',
+        context: { n: 0 },
+        on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+      });
+      const actors = await Promise.all(
+        [0, 1, 2, 3].map((i) => createDurableActor(counter, { id: `c${i}`, store })),
+      );
+      let writing = true;
+      const writers = actors.map(async (actor) => {
+        while (writing) await actor.send({ type: 'INC' });
+      });
+      try {
+        for (let round = 0; round < 10; round++) {
+          const report = await verify(store, { charts: [chartOf(counter)] });
+          expect(report.problems).toEqual([]);
+        }
+      } finally {
+        writing = false;
+        await Promise.all(writers);
+      }
+    });
+  });
+});
+
+describe('13. a child that completes is no caller mistake', () => {
+  const child = setup({}).createMachine({
+    id: 'quick',
+    initial: 'going',
+    states: { going: { on: { END: 'over' } }, over: { type: 'final' } },
+  });
+  const parent = setup({ actors: { child } }).createMachine({
+    id: 'waiter',
+    initial: 'waiting',
+    states: {
+      waiting: { invoke: { id: 'kid', src: 'child', onDone: 'next' } },
+      next: {},
+    },
+  });
+
+  test('its completion and the stop its parent sends it record no rejection', async () => {
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'w', store });
+    await getRuntime(store).drain();
+    await (await openDurableActor(store, 'w/kid')).send({ type: 'END' });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().value).toBe('next');
+    expect(await store.listRejections({})).toEqual([]);
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+});
+
+test('a ConcurrencyError is still what a caller gets when another process moved its actor', async () => {
+  // The control for 3: a caller's own send is not retried behind its back.
+  const url = `sqlite:${join(dir(), 'caller.db')}`;
+  const counter = setup({ types: { context: {} as { n: number } } }).createMachine({
+    id: 'cas',
+    context: { n: 0 },
+    on: { INC: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+  });
+  const a = track(openStore(url));
+  const b = track(openStore(url));
+  const mine = await createDurableActor(counter, { id: 'c', store: a });
+  const theirs = await createDurableActor(counter, { id: 'c', store: b });
+  await theirs.send({ type: 'INC' });
+  await expect(mine.send({ type: 'INC' })).rejects.toBeInstanceOf(ConcurrencyError);
+  await mine.send({ type: 'INC' });
+  expect(mine.getSnapshot().context.n).toBe(2);
+});
+
+function chartOf(machine: AnyStateMachine) {
+  return defineChart(machine);
+}
