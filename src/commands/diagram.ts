@@ -4,6 +4,7 @@ import { mermaidFence, toMermaid, type MermaidOptions } from '../inspect/mermaid
 import { CliOptionError } from './paths.ts';
 import { loadConfig } from './config-file.ts';
 import { resolveChart } from './resolve-chart.ts';
+import { VERSION_FLAGS, parseVersionOption } from './chart-version.ts';
 
 const DIRECTIONS = ['TB', 'BT', 'LR', 'RL'] as const;
 
@@ -20,6 +21,7 @@ export function registerDiagram(program: Command): void {
       'a catalog name (task-lifecycle), a machine id of agentcharts.config.ts, or a path to a module exporting a machine',
     )
     .option('--export <name>', 'the module export to use when it exports several machines')
+    .option(...VERSION_FLAGS)
     .option('--direction <dir>', 'layout direction: TB, BT, LR or RL')
     .option('--markdown', 'wrap the diagram in a ```mermaid fence')
     .option(
@@ -40,6 +42,7 @@ export function registerDiagram(program: Command): void {
         spec: string,
         opts: {
           export?: string;
+          version?: string;
           direction?: string;
           markdown?: boolean;
           timerEvents?: boolean;
@@ -66,6 +69,7 @@ export function registerDiagram(program: Command): void {
         const chart = await resolveChart(spec, {
           exportName: opts.export,
           configured: (await loadConfig())?.charts,
+          version: parseVersionOption(opts.version),
         });
         const diagram = toMermaid(chart.machine, options);
         if (opts.svg === true) {

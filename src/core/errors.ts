@@ -160,6 +160,8 @@ export interface SnapshotVersionFields {
   storedVersion: number;
   currentVersion: number;
   detail: string;
+  /** The state of the (migrated) snapshot the chart lacks, when that is the reason. */
+  missingState?: string | undefined;
 }
 
 /** A persisted snapshot cannot be loaded by this machine (unknown state, machine or version). */
