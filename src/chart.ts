@@ -60,8 +60,12 @@ export {
   type ChartMeta,
   type EventInfo,
   type EventKind,
+  type EventMeta,
+  type RootMeta,
   type StateClass,
   type StateInfo,
+  type StateMeta,
+  type TransitionMeta,
 } from './core/meta.ts';
 export { stateLabel } from './core/state.ts';
 

@@ -10,15 +10,12 @@
  * @module agentcharts
  */
 
+// What a chart module needs (also `agentcharts/chart`, which bundles for the browser)
+export * from './chart.ts';
+
 // Errors
 export {
-  AgentchartsError,
-  ChartMetadataError,
   ConcurrencyError,
-  InvalidEventError,
-  InvalidInputError,
-  InvalidOutputError,
-  InvalidTransitionError,
   LeaseLostError,
   SnapshotVersionError,
   StoreError,
@@ -28,7 +25,6 @@ export {
   type ChartMetadataFields,
   type ConcurrencyFields,
   type InvalidEventFields,
-  type InvalidEventReason,
   type InvalidInputFields,
   type InvalidOutputFields,
   type InvalidTransitionFields,
@@ -41,72 +37,17 @@ export {
   type UnsupportedActorFields,
   type UnpersistableValueFields,
 } from './core/errors.ts';
-export { InvalidOptionsError } from './core/options.ts';
 export { defineConfig, type AgentchartsConfig } from './core/config.ts';
 export { MissingDependencyError } from './core/optional.ts';
 
-// Charts
-export {
-  defineChart,
-  definedChart,
-  isChartDefinition,
-  type ChartDefinition,
-  type ChartOptions,
-  type ChartSchemas,
-  type EventCatalog,
-  type EventFromSchemas,
-  type EventSchemas,
-  type InvokeDoneSample,
-  type InvokeErrorSample,
-  type PersistedSnapshot,
-  type SnapshotMigration,
-} from './core/chart.ts';
-export {
-  CLASS_COLORS,
-  EVENT_KINDS,
-  ROLES,
-  STATE_CLASSES,
-  chartMeta,
-  type ChartMeta,
-  type EventInfo,
-  type EventKind,
-  type EventMeta,
-  type RootMeta,
-  type StateClass,
-  type StateInfo,
-  type StateMeta,
-  type TransitionMeta,
-} from './core/meta.ts';
+// What a stored state means, by machine id
 export { classifyState, labelsFor, stateColor, stateName } from './core/meanings.ts';
-export { leafPaths, stateLabel } from './core/state.ts';
+export { leafPaths } from './core/state.ts';
 export { ManualClock, systemClock, type Clock } from './core/clock.ts';
-export {
-  resumeAll,
-  type RecoveryContext,
-  type RecoveryDecision,
-  type RecoveryPolicy,
-  type RecoverySnapshot,
-} from './core/recovery.ts';
 
 // Strict actors and event validation
-export {
-  createStrictActor,
-  checkEvent,
-  StrictActor,
-  type CheckEventOptions,
-  type StrictActorOptions,
-} from './strict/strict-actor.ts';
-export {
-  DEFAULT_MAX_EVENT_BYTES,
-  eventSchema,
-  getEventSchemas,
-  getInputSchema,
-  getMachineEventTypes,
-  validateEvent,
-  validateInput,
-  type JsonValue,
-  type ValidateEventOptions,
-} from './strict/events.ts';
+export type { CheckEventOptions } from './strict/strict-actor.ts';
+export { DEFAULT_MAX_EVENT_BYTES, getInputSchema, getMachineEventTypes } from './strict/events.ts';
 
 // Durable actors
 export { DurableActor } from './durable/actor.ts';
@@ -135,12 +76,6 @@ export {
   type StepReconciliation,
   type UncertainStep,
 } from './durable/steps.ts';
-export {
-  durablePromise,
-  type DurablePromiseArgs,
-  type DurablePromiseLogic,
-  type DurablePromiseOptions,
-} from './core/durable-promise.ts';
 export type { InspectorLike } from './durable/inspection.ts';
 export { recover } from './durable/recover.ts';
 export {
