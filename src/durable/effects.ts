@@ -411,7 +411,10 @@ class Planner {
       key = sendId;
     }
     const timer: PendingTimer = { key, event, due: now + delay };
-    if (sendId !== undefined) timer.sendId = sendId;
+    if (sendId !== undefined) {
+      timer.id = sendId;
+      timer.sendId = sendId;
+    }
     if (to !== undefined) timer.to = to;
     this.timers.push(timer);
   }

@@ -16,11 +16,13 @@ import type { EventObject } from 'xstate';
 export interface PendingTimer {
   /** Unique among the actor's pending timers: the store's timer id. */
   key: string;
+  /** The id it was scheduled with: an explicit `id`, or the `after` event type. */
+  id?: string | undefined;
   /**
-   * The id `cancel()` finds it by, while it holds it: an explicit `id` (or the
-   * `after` event type). A later delayed send with the same id takes the id over,
-   * as in XState's scheduler; the earlier one still fires but can no longer be
-   * cancelled.
+   * The id `cancel()` finds it by, while it holds it (its `id`). A later delayed
+   * send with the same id takes the id over, as in XState's scheduler: the earlier
+   * one still fires but can no longer be cancelled; and when it fires, the id is
+   * released, so the later one can no longer be cancelled either.
    */
   sendId?: string | undefined;
   event: EventObject;
@@ -76,6 +78,7 @@ export function ledgerJson(ledger: Ledger): unknown {
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
       const entry: Record<string, unknown> = { key: t.key };
+      if (t.id !== undefined) entry['id'] = t.id;
       if (t.sendId !== undefined) entry['sendId'] = t.sendId;
       entry['event'] = t.event;
       entry['due'] = t.due;
@@ -86,6 +89,20 @@ export function ledgerJson(ledger: Ledger): unknown {
   if (ledger.invokes.length > 0)
     out.invokes = ledger.invokes.map((i) => ({ id: i.id, key: i.key }));
   return out;
+}
+
+/**
+ * The ledger after `timer` fired: it is gone, and the id it was scheduled with is
+ * released (XState's scheduler forgets the id when any timer scheduled with it
+ * fires, even one whose id a later timer had taken over).
+ */
+export function withoutFired(ledger: Ledger, timer: PendingTimer): Ledger {
+  const timers: PendingTimer[] = [];
+  for (const t of ledger.timers) {
+    if (t === timer) continue;
+    timers.push(timer.id !== undefined && t.sendId === timer.id ? { ...t, sendId: undefined } : t);
+  }
+  return { ...ledger, timers };
 }
 
 /** The pending timer with store id `key`. */

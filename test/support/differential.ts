@@ -138,20 +138,51 @@ export async function runBoth(
   const { machine, gate } = make();
   const chart = defineChart(machine);
   // Plain: what each actor consumed from effects, in order.
-  const consumedPlain = new Map<unknown, string[]>();
+  // Plain: the events from effects each actor consumed. Each is relayed to it (queued
+  // in its mailbox) and consumed when XState reports the snapshot it led to; the
+  // mailbox is first in, first out, so a report of the head of the queue consumes
+  // it. (Events are matched by identity: one `sendParent` of many children may
+  // relay the same object.)
+  const queued = new Map<unknown, object[]>();
+  const consumed = new Map<unknown, string[]>();
+  const erroredWithSnapshot = new Set<unknown>();
   const plainClock = new StepClock(START);
   const root = createActor(plainMachine, {
     clock: plainClock,
     inspect: (event: InspectionEvent) => {
+      if (event.type === '@xstate.snapshot') {
+        const queue = queued.get(event.actorRef);
+        if (queue !== undefined && queue[0] === event.event) {
+          queue.shift();
+          const list = consumed.get(event.actorRef) ?? [];
+          list.push(event.event.type);
+          consumed.set(event.actorRef, list);
+        }
+        if ((event.snapshot as { status?: string }).status === 'error') {
+          erroredWithSnapshot.add(event.actorRef);
+        }
+        return;
+      }
       if (event.type !== '@xstate.event' || event.sourceRef === undefined) return;
       const target = event.actorRef;
       const snapshot = target.getSnapshot() as { status?: string } | undefined;
       if (snapshot?.status !== 'active' || event.event.type === 'xstate.init') return;
-      const list = consumedPlain.get(target) ?? [];
-      list.push(event.event.type);
-      consumedPlain.set(target, list);
+      const queue = queued.get(target) ?? [];
+      queue.push(event.event);
+      queued.set(target, queue);
     },
   });
+  /**
+   * What a plain actor consumed; when its transition threw, the event it threw on
+   * too (XState reports no snapshot for that one).
+   */
+  const consumedPlain = (ref: AnyActorRef): string[] => {
+    const out = [...(consumed.get(ref) ?? [])];
+    const status = (ref.getSnapshot() as { status?: string }).status;
+    const threw = queued.get(ref)?.[0] as { type: string } | undefined;
+    if (status === 'error' && !erroredWithSnapshot.has(ref) && threw) out.push(threw.type);
+    return out;
+  };
   root.subscribe({ error: () => {} });
   root.start();
   await settlePlain();
@@ -187,13 +218,13 @@ export async function runBoth(
       if (!isDeepStrictEqual(plainKid, durableKid)) {
         throw new Divergence(step, `child ${id}`, plainKid, durableKid);
       }
-      const plainEvents = consumedPlain.get(ref) ?? [];
+      const plainEvents = consumedPlain(ref);
       const durableEvents = await consumedDurable(store, `${ROOT}/${id}`);
       if (!isDeepStrictEqual(plainEvents, durableEvents)) {
         throw new Divergence(step, `the effects child ${id} consumed`, plainEvents, durableEvents);
       }
     }
-    const plainEvents = consumedPlain.get(root) ?? [];
+    const plainEvents = consumedPlain(root);
     const durableEvents = await consumedDurable(store, ROOT);
     if (!isDeepStrictEqual(plainEvents, durableEvents)) {
       throw new Divergence(step, 'the effects the actor consumed', plainEvents, durableEvents);
