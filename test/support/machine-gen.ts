@@ -508,7 +508,9 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
               .record({
                 event: fc.constant<TransitionSpec['event']>(event),
                 guard: guardArb,
-                target: targetArb,
+                // A child greets its parent when it starts: a greeting that enters a
+                // state starting such a child would never end.
+                target: event === 'PING' ? fc.constant(null) : targetArb,
               })
               .chain((t) =>
                 fc
