@@ -553,7 +553,17 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
         kid: kidHere
           ? fc.record({ onDone: targetArb, onError: targetArb }).map((k) => k)
           : fc.constant(null),
-        onDone: shape.kind === 'atomic' ? fc.constant(null) : targetArb,
+        // Outside itself: a compound's done event that enters its own final state
+        // again would be raised again, forever.
+        onDone:
+          shape.kind === 'atomic'
+            ? fc.constant(null)
+            : fc.option(
+                fc.constantFrom(
+                  ...targets.filter((id) => !allShapes([shape]).some((s) => id.startsWith(s.id))),
+                ),
+                { nil: null, freq: 2 },
+              ),
       });
     });
   };
