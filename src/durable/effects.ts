@@ -280,7 +280,10 @@ class Planner {
       let key = invokeKey(t.actorId, id, t.seq);
       const twins = this.invokesStart.filter((i) => i.id === id).length;
       if (twins > 0) key = `${key}.${twins}`;
-      this.invokes.push({ id, key });
+      const pending: PendingInvoke = { id, key };
+      if (typeof ref.src === 'string') pending.src = ref.src;
+      if (input !== undefined) pending.input = input;
+      this.invokes.push(pending);
       this.invokesStart.push({ id, key, logic: ref.logic, input });
       return;
     }

@@ -38,6 +38,13 @@ export interface PendingInvoke {
   id: string;
   /** Its step key: actor, invoke id and the version that entered the state. */
   key: string;
+  /**
+   * Its logic (an `actors` key, or XState's name of an inline invoke) and input:
+   * what recovery runs again (XState's `children` loses an invoke whose id a
+   * sibling took over).
+   */
+  src?: string | undefined;
+  input?: unknown;
 }
 
 export interface Ledger {
@@ -86,8 +93,14 @@ export function ledgerJson(ledger: Ledger): unknown {
       return entry;
     });
   }
-  if (ledger.invokes.length > 0)
-    out.invokes = ledger.invokes.map((i) => ({ id: i.id, key: i.key }));
+  if (ledger.invokes.length > 0) {
+    out.invokes = ledger.invokes.map((i) => {
+      const entry: Record<string, unknown> = { id: i.id, key: i.key };
+      if (i.src !== undefined) entry['src'] = i.src;
+      if (i.input !== undefined) entry['input'] = i.input;
+      return entry;
+    });
+  }
   return out;
 }
 

@@ -283,7 +283,12 @@ export async function runBoth(
           await store.close();
           store = source.open();
         }
-        await recover(store, { charts: [chart], clock: durableClock });
+        const report = await recover(store, { charts: [chart], clock: durableClock });
+        if (process.env['DIFF_DEBUG'])
+          console.log(
+            JSON.stringify(report.steps),
+            JSON.stringify(report.actors.map((a) => [a.actorId, a.action, a.reason])),
+          );
         restarts++;
       }
     }
@@ -292,7 +297,8 @@ export async function runBoth(
     await compare(i + 1);
   }
   await getRuntime(store).close();
-  await store.close();
+  // A store that survives restarts is this run's to close; a kept one is the caller's.
+  if (source.reopens) await store.close();
   root.stop();
   return { restarts };
 }
