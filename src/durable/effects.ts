@@ -406,7 +406,9 @@ class Planner {
           const kept: PendingTimer = { ...timer, sendId: undefined };
           if (timer.key === sendId) {
             kept.key = `${timer.key}@${seq}.${idx}`;
-            this.renamed.push([timer.key, kept.key]);
+            // Armed before this transition: its wake-up moves to the new key. One this
+            // transition made is not armed yet; it is armed under its new key.
+            if (this.t.ledger.timers.includes(timer)) this.renamed.push([timer.key, kept.key]);
           }
           this.timers[i] = kept;
         }
