@@ -326,6 +326,11 @@ class Planner {
       kind: 'stop',
       body: '{"type":"xstate.stop"}',
     });
+    // A delayed `sendTo` holds the child it was sent to: XState delivers it to that
+    // stopped actor, which ignores it, never to a child spawned again under its id.
+    for (let i = this.timers.length - 1; i >= 0; i--) {
+      if (this.timers[i]?.to === id) this.timers.splice(i, 1);
+    }
   }
 
   /** `sendTo`/`sendParent`/`forwardTo`: a message now, or a timer when delayed. */
