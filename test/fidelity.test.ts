@@ -720,6 +720,60 @@ describe('found by the differential test', () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test('leaving a state whose invoke settled stops nothing: an outer invoke of the same id still delivers', async () => {
+    let releaseOuter: (value: number) => void = () => {};
+    const outer = new Promise<number>((resolve) => (releaseOuter = resolve));
+    const machine = setup({
+      types: { context: {} as { got: number[] } },
+      actors: {
+        slow: fromPromise(() => outer),
+        fast: fromPromise(() => Promise.resolve(1)),
+      },
+    }).createMachine({
+      id: 'nested-ids',
+      context: { got: [] },
+      initial: 'p',
+      states: {
+        p: {
+          invoke: {
+            id: 'work',
+            src: 'slow',
+            onDone: {
+              actions: assign({ got: ({ context, event }) => [...context.got, event.output] }),
+            },
+          },
+          initial: 'c',
+          states: {
+            c: {
+              invoke: {
+                id: 'work',
+                src: 'fast',
+                onDone: {
+                  actions: assign({ got: ({ context, event }) => [...context.got, event.output] }),
+                },
+              },
+              on: { NEXT: 'd' },
+            },
+            d: {},
+          },
+        },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(machine, { id: 'ni', store });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await durable.send({ type: 'NEXT' });
+    releaseOuter(2);
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().context.got).toEqual([1, 2]);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    const oracle = createActor(machine).start();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    oracle.send({ type: 'NEXT' });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(oracle.getSnapshot().context.got).toEqual([1, 2]);
+  });
+
   test('a history target that enters its source again restarts the child it invokes', async () => {
     const parent = setup({ actors: { kid } }).createMachine({
       id: 'again',
