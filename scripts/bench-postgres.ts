@@ -30,7 +30,7 @@ import { getRuntime } from '../src/durable/open.ts';
 import { openStore } from '../src/store/open.ts';
 import { benchChildren } from './bench/actors.ts';
 import { ConcurrencyError, InvalidTransitionError } from '../src/core/errors.ts';
-import { writeStatement } from '../src/store/postgres/store.ts';
+import { writeStatement } from '../src/store/postgres/commit.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
 import {
   fmt,

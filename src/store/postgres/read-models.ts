@@ -9,10 +9,10 @@
  */
 import type * as S from '../types.ts';
 import { checkLimit } from '../rules.ts';
+import type { Query } from './connection.ts';
 import { boundConditions, whereClause } from './filters.ts';
 import { ACTOR_AS_INDEX, currentActors, INDEX_COLUMNS, REPLACE_INDEXED } from '../sql-common.ts';
 
-type Query = <R>(text: string, values?: unknown[]) => Promise<R[]>;
 type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 
 /** An advisory lock key serialising refreshes ('agentcharts read models'). */
