@@ -1,6 +1,6 @@
 /**
  * Applying ActorWrites to PostgreSQL: one statement per write (the compare-and-set
- * of the actor row, its audit row and its timer changes), a batch in one
+ * of the actor row and its audit row), a batch in one
  * transaction, writes with extra rows (messages, steps, a parent) each in a
  * transaction of their own. Only what must survive a crash is written here; read
  * models are derived later (./read-models.ts).
@@ -20,69 +20,49 @@ import {
 } from './connection.ts';
 
 /**
- * One write is one statement: the actor row (insert, or compare-and-set update),
- * its audit row and its timer changes, all in data-modifying CTEs that act only
- * when the actor statement matched. A write that loses its race therefore writes
- * nothing and needs no savepoint, and a lone write needs no BEGIN/COMMIT.
+ * One write is one statement: the actor row (insert, or compare-and-set update)
+ * and its audit row, the insert a data-modifying CTE that acts only when the actor
+ * statement matched. A write that loses its race therefore writes nothing and
+ * needs no savepoint, and a lone write needs no BEGIN/COMMIT. Timers need no
+ * statement: they are in the snapshot, the row keeps the next one due.
  *
  * Parameters shared by both statements: $1 id, $2 machine, $3 chart version,
  * $4 version, $5 state, $6 status, $7 snapshot, $8 updated_at, $9 head hash,
- * $10-$18 the transition row, $19-$21 timers to set (ids, events, due times),
- * $22 the snapshot hash of the transition row, $23 whether every timer goes,
- * $24 the chart version of the transition row.
+ * $10 next due time, $11-$21 the transition row.
  */
-const TRANSITION_AND_TIMERS = `
+const TRANSITION = `
   t AS (
     INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
       metadata, prev_hash, hash, chart_version, snapshot_hash)
-    SELECT id, $10::integer, $11::text, $12::text, $13::text, $14::text, $15::bigint,
-      $16::text, $17::text, $18::text, $24::integer, $22::text FROM a
-    RETURNING 1),
-  s AS (
-    INSERT INTO timers (actor_id, timer_id, event, due_at)
-    SELECT a.id, x.timer_id, x.event, x.due_at
-    FROM a, unnest($19::text[], $20::text[], $21::bigint[]) AS x (timer_id, event, due_at)
-    ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
-      due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL
-    RETURNING 1)`;
-/** Creation: $25 created_at, $26 user id. Nothing happens when the id exists. */
+    SELECT id, $11::integer, $12::text, $13::text, $14::text, $15::text, $16::bigint,
+      $17::text, $18::text, $19::text, $20::integer, $21::text FROM a
+    RETURNING 1)
+  SELECT (SELECT count(*) FROM a)::int AS written, pg_notify('agentcharts_commits', '') AS notified`;
+/** Creation: $22 created_at, $23 user id. Nothing happens when the id exists. */
 const CREATE_ACTOR = `WITH a AS (
     INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-      created_at, updated_at, head_hash, user_id, state_since)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $25, $8, $9, $26, $15)
-    ON CONFLICT (id) DO NOTHING RETURNING id),
-  ${TRANSITION_AND_TIMERS}
-  SELECT (SELECT count(*) FROM a)::int AS written, $23::boolean AS cancel_all,
-    pg_notify('agentcharts_commits', '') AS notified`;
+      created_at, updated_at, head_hash, next_due_at, user_id, state_since)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $22, $8, $9, $10, $23, $16)
+    ON CONFLICT (id) DO NOTHING RETURNING id),${TRANSITION}`;
 /**
- * Update: compare-and-set on version $25; the timer it consumes ($26) must exist;
- * $27 timers to delete (cancelled and consumed, minus those set again), or every
- * timer of the actor when $23 is true; a fenced write also needs owner $28's
- * unexpired lease at $29.
+ * Update: compare-and-set on version $22; a fenced write also needs owner $23's
+ * unexpired lease at $24. No index of `actors` holds a column a send changes, so
+ * with the table's fillfactor the update stays a heap-only tuple.
  */
 const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
     UPDATE actors SET machine_id = $2, chart_version = $3, version = $4, state = $5,
-      status = $6, snapshot = $7, updated_at = $8, head_hash = $9,
-      state_since = CASE WHEN state = $5 THEN state_since ELSE $15::bigint END
-    WHERE id = $1 AND version = $25
-      AND ($26::text IS NULL
-        OR EXISTS (SELECT 1 FROM timers WHERE actor_id = $1 AND timer_id = $26::text))
-      ${fenced ? 'AND owner = $28 AND lease_until >= $29' : ''}
-    RETURNING id),
-  d AS (
-    DELETE FROM timers WHERE actor_id = $1
-      AND ($23::boolean OR timer_id = ANY($27::text[]))
-      AND EXISTS (SELECT 1 FROM a)
-    RETURNING 1),
-  ${TRANSITION_AND_TIMERS}
-  SELECT (SELECT count(*) FROM a)::int AS written, pg_notify('agentcharts_commits', '') AS notified`;
+      status = $6, snapshot = $7, updated_at = $8, head_hash = $9, next_due_at = $10,
+      state_since = CASE WHEN state = $5 THEN state_since ELSE $16::bigint END
+    WHERE id = $1 AND version = $22
+      ${fenced ? 'AND owner = $23 AND lease_until >= $24' : ''}
+    RETURNING id),${TRANSITION}`;
 
 /**
  * The one statement that applies `write` (a prepared statement: `name`, `text`,
  * `values`); its single row's `written` is 1 when it matched, 0 when it wrote
  * nothing. Undefined for a write that cannot match: a fenced create (no lease
- * can be held on a row that does not exist yet) or a create consuming a timer.
- * Exported for the benchmark's raw baseline, which runs the very same SQL.
+ * can be held on a row that does not exist yet). Exported for the benchmark's raw
+ * baseline, which runs the very same SQL.
  *
  * @internal
  */
@@ -90,8 +70,6 @@ export function writeStatement(
   write: S.ActorWrite,
 ): { name: string; text: string; values: unknown[] } | undefined {
   const { expectedVersion, actor, transition: t, lease } = write;
-  // One row per timer id, the last one winning, as repeated upserts would.
-  const timers = [...new Map(write.timersSet.map((x) => [x.timerId, x])).values()];
   const values: unknown[] = [
     actor.id,
     actor.machineId,
@@ -102,6 +80,7 @@ export function writeStatement(
     actor.snapshot,
     actor.updatedAt,
     actor.headHash,
+    write.nextDueAt ?? null,
     t.seq,
     t.fromState,
     t.toState,
@@ -111,27 +90,15 @@ export function writeStatement(
     t.metadata,
     t.prevHash,
     t.hash,
-    timers.map((x) => x.timerId),
-    timers.map((x) => x.event),
-    timers.map((x) => x.dueAt),
-    t.snapshotHash,
-    write.cancelAllTimers === true,
     t.chartVersion,
+    t.snapshotHash,
   ];
   if (expectedVersion === 0) {
-    if (lease !== undefined || write.consumeTimer !== undefined) return undefined;
+    if (lease !== undefined) return undefined;
     values.push(actor.createdAt, write.userId ?? null);
     return { name: 'ac_create', text: CREATE_ACTOR, values };
   }
-  // Re-armed timers are upserted, not deleted: the upsert replaces them.
-  const again = new Set(timers.map((x) => x.timerId));
-  const deleted = [
-    ...new Set([
-      ...(write.consumeTimer !== undefined ? [write.consumeTimer] : []),
-      ...write.timersCancel,
-    ]),
-  ].filter((id) => !again.has(id));
-  values.push(expectedVersion, write.consumeTimer ?? null, deleted);
+  values.push(expectedVersion);
   if (lease !== undefined) values.push(lease.owner, lease.now);
   return lease !== undefined
     ? { name: 'ac_update_fenced', text: UPDATE_ACTOR(true), values }
@@ -375,7 +342,7 @@ export class PostgresCommitter {
   /**
    * Why writes matched nothing, from their rows as they stand now (one read, on
    * this slow path only): a lease not held, a missing actor, or a version that
-   * moved (or, version unchanged, a timer to consume that another writer fired).
+   * moved.
    */
   private async explainMisses(
     client: Queryable,

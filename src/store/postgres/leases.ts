@@ -1,12 +1,14 @@
 /**
- * Leases on actors and claims on due timers in PostgreSQL. Rows another worker is
+ * Leases on actors in PostgreSQL. Rows another worker is
  * taking are skipped (`FOR UPDATE SKIP LOCKED`), so concurrent workers never take
  * the same one and never wait on each other; rows are locked in actor-id order, as
  * commits lock them, so a lease statement cannot deadlock with a batch.
  */
 import * as rules from '../rules.ts';
 import type * as S from '../types.ts';
+import { actorsByStatus } from '../sql-common.ts';
 import type { PostgresConnection } from './connection.ts';
+import { PG_DIRTY } from './read-models.ts';
 
 export class PostgresLeases {
   constructor(private readonly conn: PostgresConnection) {}
@@ -14,20 +16,23 @@ export class PostgresLeases {
   async acquire(request: S.LeaseRequest): Promise<S.LeaseRow[]> {
     rules.checkLeaseRequest('commit', request);
     const { owner, now, leaseUntil, limit, actorIds } = request;
-    const free = '(owner IS NULL OR lease_until IS NULL OR lease_until < $3)';
-    // SKIP LOCKED: a row another worker is taking (or committing to) is left
-    // to it; this call takes the rest and never waits.
+    const free = '(a.owner IS NULL OR a.lease_until IS NULL OR a.lease_until < $3)';
+    // Unfinished actors through the projection (its partial index). SKIP LOCKED: a
+    // row another worker is taking (or committing to) is left to it; this call
+    // takes the rest and never waits.
     const pick =
       actorIds === undefined
-        ? `SELECT id FROM actors WHERE status = 'active' AND ${free}
-           ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED`
-        : `SELECT id FROM actors WHERE id = ANY($5::text[]) AND (${free} OR owner = $1)
-           ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED`;
+        ? `${PG_DIRTY}, ${actorsByStatus("'active'", "''", '$4::bigint', free)},
+           locked AS (SELECT a.id FROM actors a WHERE a.id IN (SELECT id FROM picked) AND ${free}
+             ORDER BY a.id LIMIT $4 FOR UPDATE SKIP LOCKED)`
+        : `locked AS (SELECT a.id FROM actors a
+             WHERE a.id = ANY($5::text[]) AND (${free} OR a.owner = $1)
+             ORDER BY a.id LIMIT $4 FOR UPDATE SKIP LOCKED)`;
     const values: unknown[] = [owner, leaseUntil, now, limit];
     if (actorIds !== undefined) values.push([...actorIds]);
     const rows = await this.conn.query<S.LeaseRow>(
-      `WITH picked AS (${pick})
-       UPDATE actors SET owner = $1, lease_until = $2 FROM picked WHERE actors.id = picked.id
+      `WITH ${pick}
+       UPDATE actors SET owner = $1, lease_until = $2 FROM locked WHERE actors.id = locked.id
        RETURNING actors.id AS "actorId", owner, lease_until AS "leaseUntil"`,
       values,
     );
@@ -68,27 +73,5 @@ export class PostgresLeases {
       [actorId],
     );
     return rows[0];
-  }
-
-  async claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
-    rules.checkLeaseRequest('timer', request);
-    const { owner, now, claimUntil, limit } = request;
-    const rows = await this.conn.query<S.TimerClaim>(
-      `WITH picked AS (
-         SELECT actor_id, timer_id FROM timers
-         WHERE due_at <= $3 AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until < $3)
-         ORDER BY due_at, actor_id, timer_id LIMIT $4 FOR UPDATE SKIP LOCKED)
-       UPDATE timers SET claimed_by = $1, claim_until = $2 FROM picked
-       WHERE timers.actor_id = picked.actor_id AND timers.timer_id = picked.timer_id
-       RETURNING timers.actor_id AS "actorId", timers.timer_id AS "timerId", event,
-         due_at AS "dueAt", claimed_by AS "claimedBy", claim_until AS "claimUntil"`,
-      [owner, claimUntil, now, limit],
-    );
-    return rows.sort(
-      (a, b) =>
-        a.dueAt - b.dueAt ||
-        rules.compareText(a.actorId, b.actorId) ||
-        rules.compareText(a.timerId, b.timerId),
-    );
   }
 }

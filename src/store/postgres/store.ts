@@ -28,6 +28,9 @@ import { CommitNotifications } from './notifications.ts';
 import type { PostgresStoreOptions } from './options.ts';
 import { PostgresReadModels } from './read-models.ts';
 import { PostgresSteps } from './steps.ts';
+import { PostgresTimers } from './timers.ts';
+import { PG_DIRTY } from './read-models.ts';
+import { actorsByStatus } from '../sql-common.ts';
 
 export { classifyPostgresError } from './connection.ts';
 export type { PostgresStoreOptions } from './options.ts';
@@ -39,7 +42,6 @@ const TRANSITION_COLUMNS = `actor_id AS "actorId", seq, from_state AS "fromState
   to_state AS "toState", event_type AS "eventType", event, at, metadata,
   prev_hash AS "prevHash", hash, chart_version AS "chartVersion",
   snapshot_hash AS "snapshotHash"`;
-const TIMER_COLUMNS = `actor_id AS "actorId", timer_id AS "timerId", event, due_at AS "dueAt"`;
 const REJECTION_COLUMNS = `actor_id AS "actorId", machine_id AS "machineId", state,
   event_type AS "eventType", reason, at`;
 
@@ -77,6 +79,7 @@ export class PostgresStore implements S.Store {
   private readonly readModels: PostgresReadModels;
   private readonly steps: PostgresSteps;
   private readonly leases: PostgresLeases;
+  private readonly timerRows: PostgresTimers;
   private readonly refreshes: RefreshSchedule;
 
   constructor(url: string, options: PostgresStoreOptions = {}) {
@@ -98,6 +101,7 @@ export class PostgresStore implements S.Store {
     this.committer = new PostgresCommitter(this.conn, () => this.refreshes.soon());
     this.steps = new PostgresSteps(this.conn);
     this.leases = new PostgresLeases(this.conn);
+    this.timerRows = new PostgresTimers(this.conn);
   }
 
   /**
@@ -159,12 +163,12 @@ export class PostgresStore implements S.Store {
 
   listActors(query: S.ActorQuery = {}): Promise<S.ActorRow[]> {
     return this.run('query', undefined, async () => {
-      const values: unknown[] = [];
+      const values: unknown[] = [rules.checkLimit(query.limit ?? 100, 'query')];
       const filters: string[] = [];
-      const filter = (column: string, value: string | undefined, op = '=') => {
+      const filter = (column: string, value: string | undefined) => {
         if (value === undefined) return;
         values.push(value);
-        filters.push(`${column} ${op} $${values.length}`);
+        filters.push(`a.${column} = $${values.length}`);
       };
       filter('machine_id', query.machineId);
       filter('state', query.state);
@@ -172,14 +176,27 @@ export class PostgresStore implements S.Store {
       if (query.states !== undefined) {
         if (query.states.length === 0) return [];
         values.push([...query.states]);
-        filters.push(`state = ANY($${values.length}::text[])`);
+        filters.push(`a.state = ANY($${values.length}::text[])`);
       }
-      filter('status', query.status);
-      filter('id', query.afterId, '>');
-      values.push(rules.checkLimit(query.limit ?? 100, 'query'));
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+      if (query.status === undefined) {
+        if (query.afterId !== undefined) {
+          values.push(query.afterId);
+          filters.push(`a.id > $${values.length}`);
+        }
+        const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+        return this.query<S.ActorRow>(
+          `SELECT ${ACTOR_COLUMNS} FROM actors a ${where} ORDER BY id LIMIT $1`,
+          values,
+        );
+      }
+      // By status through the projection (its partial index of unfinished actors).
+      const also = filters.length > 0 ? filters.join(' AND ') : 'TRUE';
+      values.push(query.status, query.afterId ?? '');
+      const [status, afterId] = [`$${values.length - 1}::text`, `$${values.length}::text`];
       return this.query<S.ActorRow>(
-        `SELECT ${ACTOR_COLUMNS} FROM actors ${where} ORDER BY id LIMIT $${values.length}`,
+        `WITH ${PG_DIRTY}, ${actorsByStatus(status, afterId, '$1::bigint', also)}
+         SELECT ${ACTOR_COLUMNS} FROM actors WHERE id IN (SELECT id FROM picked)
+         ORDER BY id LIMIT $1`,
         values,
       );
     });
@@ -203,22 +220,21 @@ export class PostgresStore implements S.Store {
     return this.run('query', actorId, () =>
       this.conn.inTransaction(async (query) => {
         await query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-        const found = await query<S.ActorRow & { parentId: string | null }>(
-          `SELECT ${ACTOR_COLUMNS}, parent_id AS "parentId" FROM actors WHERE id = $1`,
+        const found = await query<
+          S.ActorRow & { parentId: string | null; nextDueAt: number | null }
+        >(
+          `SELECT ${ACTOR_COLUMNS}, parent_id AS "parentId", next_due_at AS "nextDueAt"
+           FROM actors WHERE id = $1`,
           [actorId],
         );
         const row = found[0];
         if (row === undefined) return undefined;
-        const { parentId, ...actor } = row;
+        const { parentId, nextDueAt, ...actor } = row;
         const rows = await query<S.TransitionRow>(
           `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = $1 ORDER BY seq`,
           [actorId],
         );
-        const timers = await query<S.TimerRow>(
-          `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = $1 ORDER BY due_at, timer_id`,
-          [actorId],
-        );
-        return { actor, parentId: parentId ?? undefined, rows, timers };
+        return { actor, parentId: parentId ?? undefined, rows, nextDueAt: nextDueAt ?? undefined };
       }),
     );
   }
@@ -283,33 +299,19 @@ export class PostgresStore implements S.Store {
   }
 
   timers(actorId: string): Promise<S.TimerRow[]> {
-    return this.run('timer', actorId, () =>
-      this.query<S.TimerRow>({
-        name: 'ac_timers',
-        text: `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = $1 ORDER BY due_at, timer_id`,
-        values: [actorId],
-      }),
-    );
+    return this.run('timer', actorId, () => this.timerRows.timers(actorId));
   }
 
   dueTimers(now: number, limit: number): Promise<S.TimerRow[]> {
-    return this.run('timer', undefined, () =>
-      this.query<S.TimerRow>({
-        name: 'ac_due_timers',
-        text: `SELECT ${TIMER_COLUMNS} FROM timers WHERE due_at <= $1
-          ORDER BY due_at, actor_id, timer_id LIMIT $2`,
-        values: [now, rules.checkLimit(limit, 'timer')],
-      }),
-    );
+    return this.run('timer', undefined, () => this.timerRows.dueTimers(now, limit));
   }
 
   nextTimerDue(): Promise<number | undefined> {
-    return this.run('timer', undefined, async () => {
-      const rows = await this.query<{ due: number | null }>(
-        'SELECT MIN(due_at) AS due FROM timers',
-      );
-      return rows[0]?.due ?? undefined;
-    });
+    return this.run('timer', undefined, () => this.timerRows.nextTimerDue());
+  }
+
+  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
+    return this.run('timer', undefined, () => this.timerRows.claimDueTimers(request));
   }
 
   getStep(key: string): Promise<S.StepRow | undefined> {
@@ -334,16 +336,6 @@ export class PostgresStore implements S.Store {
         [query.afterId ?? 0, query.to ?? null, rules.checkLimit(query.limit, 'query')],
       );
       return rows;
-    });
-  }
-
-  dropTimer(actorId: string, timerId: string): Promise<boolean> {
-    return this.run('timer', actorId, async () => {
-      const deleted = await this.pool.query(
-        'DELETE FROM timers WHERE actor_id = $1 AND timer_id = $2',
-        [actorId, timerId],
-      );
-      return deleted.rowCount === 1;
     });
   }
 
@@ -389,10 +381,6 @@ export class PostgresStore implements S.Store {
 
   lease(actorId: string): Promise<S.LeaseRow | undefined> {
     return this.run('load', actorId, () => this.leases.lease(actorId));
-  }
-
-  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
-    return this.run('timer', undefined, () => this.leases.claimDueTimers(request));
   }
 
   recordRejection(row: S.RejectionRow): Promise<void> {
