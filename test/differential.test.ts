@@ -40,6 +40,7 @@ describe('durable actors end as plain XState does, step by step', () => {
   test.prop([cases], { numRuns: 300 })('on the memory store', async ([spec, script]) => {
     const store = openStore('memory:');
     await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
+    await store.close();
   });
 
   test.prop([cases], { numRuns: 300 })(

@@ -280,7 +280,10 @@ class Planner {
       let key = invokeKey(t.actorId, id, t.seq);
       const twins = this.invokesStart.filter((i) => i.id === id).length;
       if (twins > 0) key = `${key}.${twins}`;
-      this.invokes.push({ id, key });
+      const pending: PendingInvoke = { id, key };
+      if (typeof ref.src === 'string') pending.src = ref.src;
+      if (input !== undefined) pending.input = input;
+      this.invokes.push(pending);
       this.invokesStart.push({ id, key, logic: ref.logic, input });
       return;
     }
@@ -403,7 +406,9 @@ class Planner {
           const kept: PendingTimer = { ...timer, sendId: undefined };
           if (timer.key === sendId) {
             kept.key = `${timer.key}@${seq}.${idx}`;
-            this.renamed.push([timer.key, kept.key]);
+            // Armed before this transition: its wake-up moves to the new key. One this
+            // transition made is not armed yet; it is armed under its new key.
+            if (this.t.ledger.timers.includes(timer)) this.renamed.push([timer.key, kept.key]);
           }
           this.timers[i] = kept;
         }
@@ -411,7 +416,10 @@ class Planner {
       key = sendId;
     }
     const timer: PendingTimer = { key, event, due: now + delay };
-    if (sendId !== undefined) timer.sendId = sendId;
+    if (sendId !== undefined) {
+      timer.id = sendId;
+      timer.sendId = sendId;
+    }
     if (to !== undefined) timer.to = to;
     this.timers.push(timer);
   }

@@ -345,7 +345,7 @@ const guardArb = fc.constantFrom<Guard | null>(null, null, 'nEven', 'nBig', 'kPo
 
 /** Actions a transition may run; `source` decides whether it may throw or raise at once. */
 function actionArb(
-  source: 'caller' | 'effect' | 'entry',
+  source: 'caller' | 'effect' | 'message' | 'entry',
   kidHere: boolean,
 ): fc.Arbitrary<ActionSpec> {
   // Entry and exit actions leave `n` alone: an `always` that resets it could
@@ -367,15 +367,19 @@ function actionArb(
       id: fc.boolean(),
     }),
   ];
-  if (source !== 'entry') {
+  // A spawned child greets its parent (`pingOnStart`): spawning one on that greeting
+  // would never end.
+  if (source !== 'entry' && source !== 'message') {
     plain.push(
       fc.record({ do: fc.constant('respawn' as const), systemId: fc.boolean() }),
       fc.constant<ActionSpec>({ do: 'stopK2' }),
     );
   }
   if (source === 'caller') plain.push(fc.constant<ActionSpec>({ do: 'raiseNow' }));
-  if (source === 'effect') plain.push(fc.constant<ActionSpec>({ do: 'boom' }));
-  if (kidHere) {
+  if (source === 'effect' || source === 'message')
+    plain.push(fc.constant<ActionSpec>({ do: 'boom' }));
+  // Nor a send to the child on its message: a child that answers would ping-pong forever.
+  if (kidHere && source !== 'message') {
     plain.push(
       fc.record({
         do: fc.constant('sendKid' as const),
@@ -426,21 +430,17 @@ const shapeArb: fc.Arbitrary<Shape[]> = fc
         return { id, kind, children, history: t.history };
       }
       if (kind === 'parallel') {
-        const regions = [0, 1].map(
-          (r): Shape => ({
-            id: `${id}r${r}`,
-            kind: 'compound',
+        const regions = [0, 1].map((r): Shape => ({
+          id: `${id}r${r}`,
+          kind: 'compound',
+          history: null,
+          children: [0, 1].map((c): Shape => ({
+            id: `${id}r${r}${'ab'[c]}`,
+            kind: c === 1 && t.final ? 'final' : 'atomic',
+            children: [],
             history: null,
-            children: [0, 1].map(
-              (c): Shape => ({
-                id: `${id}r${r}${'ab'[c]}`,
-                kind: c === 1 && t.final ? 'final' : 'atomic',
-                children: [],
-                history: null,
-              }),
-            ),
-          }),
-        );
+          })),
+        }));
         return { id, kind, children: regions, history: null };
       }
       return { id, kind, children: [], history: null };
@@ -488,7 +488,12 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
         fc
           .constantFrom<CallerEvent | InternalEvent>(...CALLER, 'PING', 'T1', 'T2', 'R')
           .chain((event): fc.Arbitrary<TransitionSpec> => {
-            const source = event === 'A' || event === 'B' || event === 'C' ? 'caller' : 'effect';
+            const source =
+              event === 'A' || event === 'B' || event === 'C'
+                ? 'caller'
+                : event === 'PING'
+                  ? 'message'
+                  : 'effect';
             if (event === 'R') {
               return fc.record({
                 event: fc.constant<TransitionSpec['event']>(event),
@@ -503,7 +508,9 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
               .record({
                 event: fc.constant<TransitionSpec['event']>(event),
                 guard: guardArb,
-                target: targetArb,
+                // A child greets its parent when it starts: a greeting that enters a
+                // state starting such a child would never end.
+                target: event === 'PING' ? fc.constant(null) : targetArb,
               })
               .chain((t) =>
                 fc
@@ -546,7 +553,17 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
         kid: kidHere
           ? fc.record({ onDone: targetArb, onError: targetArb }).map((k) => k)
           : fc.constant(null),
-        onDone: shape.kind === 'atomic' ? fc.constant(null) : targetArb,
+        // Outside itself: a compound's done event that enters its own final state
+        // again would be raised again, forever.
+        onDone:
+          shape.kind === 'atomic'
+            ? fc.constant(null)
+            : fc.option(
+                fc.constantFrom(
+                  ...targets.filter((id) => !allShapes([shape]).some((s) => id.startsWith(s.id))),
+                ),
+                { nil: null, freq: 2 },
+              ),
       });
     });
   };
@@ -558,7 +575,7 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
           event: fc.constant(event),
           guard: guardArb,
           target: fc.constant(null),
-          actions: fc.array(actionArb(event === 'A' ? 'caller' : 'effect', false), {
+          actions: fc.array(actionArb(event === 'A' ? 'caller' : 'message', false), {
             maxLength: 2,
           }),
         }),
