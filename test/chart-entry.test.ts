@@ -20,7 +20,9 @@ async function bundle(contents: string) {
     write: false,
     metafile: true,
     logLevel: 'silent',
-    conditions: ['agentcharts-source'],
+    // Custom conditions replace esbuild's default `module`, which a user's bundle
+    // keeps (without it xstate resolves to its CommonJS build, 3 kB more gzip).
+    conditions: ['agentcharts-source', 'module'],
   });
   const bytes = out.outputFiles[0]?.contents ?? new Uint8Array();
   return { out, gzip: gzipSync(bytes).byteLength, inputs: Object.keys(out.metafile.inputs) };

@@ -287,6 +287,16 @@ class Planner {
       this.invokesStart.push({ id, key, logic: ref.logic, input });
       return;
     }
+    // A machine spawned under the id of a running child it did not stop (a history
+    // target that resolves to the source state enters it again without leaving it):
+    // XState orphans the first child, still running, outside `children`; a durable
+    // child is named by its parent and id, so the first is stopped for the second.
+    for (const [old, oldId] of this.before) {
+      if (oldId === id && old !== ref && !this.stopped.has(old)) {
+        this.stopped.add(old);
+        this.stop(old, id);
+      }
+    }
     const body: SpawnBody = {
       parentMachine: t.machine.id,
       src: typeof ref.src === 'string' ? ref.src : id,
