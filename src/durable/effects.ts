@@ -64,7 +64,7 @@ export interface SpawnBody {
 export interface Effects {
   /** What is pending after the transition. */
   ledger: Ledger;
-  /** Timer rows to insert or move (by key) and keys to delete, for the store's due-time index. */
+  /** Timers the transition armed or moved (by key) and keys it removed: the wake-ups follow them. */
   timersSet: TimerRow[];
   timersCancel: string[];
   /**
@@ -73,7 +73,7 @@ export interface Effects {
    * instant is their original one, as in XState's scheduler).
    */
   timersRenamed: Array<[string, string]>;
-  /** The actor finished: every timer row goes. */
+  /** The actor finished: every wake-up goes. */
   cancelAllTimers: boolean;
   invokesStart: InvokeStart[];
   /** Step keys of running invokes whose state was left: aborted, their result never delivered. */
@@ -461,7 +461,7 @@ class Planner {
     this.messages.push({ to: t.parentId, kind: 'event', body: JSON.stringify(event) });
   }
 
-  /** The store's timer rows: what the transition armed or moved, and what it removed. */
+  /** What the transition armed or moved, and what it removed (for the in-process wake-ups). */
   private timerRows(ledger: Ledger): { timersSet: TimerRow[]; timersCancel: string[] } {
     const { actorId } = this.t;
     const before = new Map(this.t.ledger.timers.map((timer) => [timer.key, timer]));

@@ -11,6 +11,7 @@
  * XState's `restoreSnapshot` ignores it.
  */
 import type { EventObject } from 'xstate';
+import { PENDING_KEY } from '../store/pending-timers.ts';
 
 /** A delayed event (`after`, `raise` or `sendTo` with a delay) not yet delivered. */
 export interface PendingTimer {
@@ -67,8 +68,8 @@ export const EMPTY_LEDGER: Ledger = Object.freeze({
   invokes: Object.freeze([]),
 });
 
-/** The snapshot JSON key that holds the ledger. */
-export const LEDGER_KEY = 'agentcharts';
+/** The snapshot JSON key that holds the ledger (the stores read the timers there). */
+export const LEDGER_KEY = PENDING_KEY;
 
 export function isEmptyLedger(ledger: Ledger): boolean {
   return ledger.timers.length === 0 && ledger.invokes.length === 0;
@@ -127,6 +128,13 @@ export function ledgerJson(ledger: Ledger): unknown {
   }
   if (ledger.settled !== undefined && ledger.settled.length > 0) out.settled = ledger.settled;
   return out;
+}
+
+/** The earliest due time among the pending timers (the actor row's next due), if any. */
+export function nextDue(ledger: Ledger): number | undefined {
+  let next: number | undefined;
+  for (const timer of ledger.timers) if (next === undefined || timer.due < next) next = timer.due;
+  return next;
 }
 
 /**
