@@ -13,6 +13,7 @@ import {
   type StoreOperation,
 } from '../../core/errors.ts';
 import { requireOptional } from '../../core/optional.ts';
+import { wrapStoreError } from '../store-error.ts';
 import type { PostgresStoreOptions } from './options.ts';
 import { migratePostgres } from './schema.ts';
 
@@ -99,21 +100,7 @@ export function toStoreError(
   operation: StoreOperation,
   actorId?: string,
 ): StoreError {
-  if (error instanceof StoreError) return error;
-  const code =
-    typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
-      ? `${error.code}: `
-      : '';
-  const message =
-    error instanceof AggregateError && error.message === ''
-      ? error.errors.map((e) => (e instanceof Error ? e.message : String(e))).join('; ')
-      : error instanceof Error
-        ? error.message
-        : String(error);
-  return new StoreError(
-    { operation, kind: classifyPostgresError(error), actorId, detail: `${code}${message}` },
-    { cause: error },
-  );
+  return wrapStoreError(error, operation, classifyPostgresError, actorId);
 }
 
 /** A pool (one statement, autocommit) or a checked-out client (inside a transaction). */
