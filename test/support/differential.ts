@@ -211,8 +211,9 @@ export async function runBoth(
       const plainKid = viewOf(ref.getSnapshot() as never);
       const stored = await store.loadActor(`${ROOT}/${id}`);
       // Spawned and stopped in one macrostep (a final state reached): XState never
-      // starts it (its snapshot still reads active), and no durable actor is made.
-      if (!stored && neverStarted(ref)) continue;
+      // starts it (its snapshot still reads active), and no durable actor is made;
+      // the durable actor of that id, if any, is an earlier child, stopped.
+      if (neverStarted(ref) && (!stored || stored.status === 'stopped')) continue;
       if (!stored) throw new Divergence(step, `child ${id}`, plainKid, 'missing');
       const durableKid = viewOf((await openDurableActor(store, `${ROOT}/${id}`)).getSnapshot());
       if (!isDeepStrictEqual(plainKid, durableKid)) {

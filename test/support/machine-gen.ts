@@ -388,9 +388,11 @@ function actionArb(
           { do: 'cancel' },
         ),
   ];
-  // Nor does a child's message schedule anything: a timer whose transition spawns
-  // children that greet the parent would double the timers at every tick.
-  if (source !== 'message') {
+  // Only a caller's event schedules a delayed raise. Scheduled from a timer's
+  // transition, from a child's message or from entry and exit (which a timer's
+  // transition can run several times over), timers would multiply at every tick:
+  // plain XState and durable actors both run away.
+  if (source === 'caller') {
     plain.push(
       fc.record({
         do: fc.constant('raiseLater' as const),
