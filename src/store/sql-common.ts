@@ -24,9 +24,16 @@ export const REPLACE_INDEXED = `ON CONFLICT (actor_id) DO UPDATE SET machine_id 
  * Every commit writes a transition row, so no other actor differs from its row in
  * the projection.
  */
-export function dirtyActors(changedSince: string): string {
-  return `dirty(id) AS (SELECT DISTINCT actor_id FROM transitions WHERE ${changedSince})`;
+export function dirtyActors(changedSince: string, log = 'transitions'): string {
+  return `dirty(id) AS (SELECT DISTINCT actor_id FROM ${log} WHERE ${changedSince})`;
 }
+
+/**
+ * SQLite's log for {@link dirtyActors}: read by its row ids. Left to choose, SQLite
+ * scans the whole log's (actor, seq) index for the distinct actors instead of the
+ * few rows past the watermark (32 ms instead of 0.1 ms on 700k rows).
+ */
+export const SQLITE_LOG = 'transitions NOT INDEXED';
 
 /**
  * The common table expression `due(id, due)` (after `dirty`): up to `limit`
@@ -73,9 +80,9 @@ export function actorsByStatus(
  * read models see them, the projection with the actors written since its watermark
  * overlaid. `changedSince` picks the transitions written since the watermark.
  */
-export function currentActors(changedSince: string): string {
+export function currentActors(changedSince: string, log = 'transitions'): string {
   return `
-  ${dirtyActors(changedSince)},
+  ${dirtyActors(changedSince, log)},
   current(actor_id, ${INDEX_COLUMNS}) AS (
     SELECT actor_id, ${INDEX_COLUMNS} FROM actor_index
       WHERE actor_id NOT IN (SELECT id FROM dirty)

@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import { checkLeaseRequest, compareText } from '../rules.ts';
-import { actorsByStatus, dirtyActors } from '../sql-common.ts';
+import { actorsByStatus, dirtyActors, SQLITE_LOG } from '../sql-common.ts';
 import type { LeaseRenewal, LeaseRequest, LeaseRow } from '../types.ts';
 import type { Statements } from './connection.ts';
 
@@ -29,7 +29,7 @@ export class SqliteLeases {
     // `'active'` as a literal: the partial index of unfinished actors serves it.
     const sql =
       actorIds === undefined
-        ? `WITH ${dirtyActors('rowid > @applied')}, ${actorsByStatus("'active'", "''", '@limit', free)}
+        ? `WITH ${dirtyActors('rowid > @applied', SQLITE_LOG)}, ${actorsByStatus("'active'", "''", '@limit', free)}
            UPDATE actors SET owner = @owner, lease_until = @leaseUntil
            WHERE id IN (SELECT id FROM picked ORDER BY id LIMIT @limit)
            RETURNING id AS actorId, owner, lease_until AS leaseUntil`

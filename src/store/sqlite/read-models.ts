@@ -16,7 +16,13 @@ import type Database from 'better-sqlite3';
 import { checkLimit } from '../rules.ts';
 import type * as S from '../types.ts';
 import type { Statements } from './connection.ts';
-import { ACTOR_AS_INDEX, currentActors, INDEX_COLUMNS, REPLACE_INDEXED } from '../sql-common.ts';
+import {
+  ACTOR_AS_INDEX,
+  currentActors,
+  INDEX_COLUMNS,
+  REPLACE_INDEXED,
+  SQLITE_LOG,
+} from '../sql-common.ts';
 
 /** Transitions applied per refresh statement: bounds one statement's memory. */
 const CHUNK = 20_000;
@@ -29,7 +35,7 @@ const FEED_COLUMNS = `t.actor_id AS actorId, t.seq, t.from_state AS fromState,
   t.snapshot_hash AS snapshotHash`;
 
 /** Actors as the read model sees them: the projection, with actors changed since overlaid. */
-const CURRENT_ACTORS = currentActors('rowid > @applied');
+const CURRENT_ACTORS = currentActors('rowid > @applied', SQLITE_LOG);
 
 export class SqliteReadModels {
   /** Whether timer rows of actors written before timers moved into snapshots remain. */

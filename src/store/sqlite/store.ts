@@ -15,7 +15,7 @@ import { SqliteLeases } from './leases.ts';
 import { SqliteReadModels } from './read-models.ts';
 import { SqliteSteps } from './steps.ts';
 import { SqliteTimers } from './timers.ts';
-import { actorsByStatus, dirtyActors } from '../sql-common.ts';
+import { actorsByStatus, dirtyActors, SQLITE_LOG } from '../sql-common.ts';
 import { requireOptions, requireText } from '../../core/options.ts';
 
 export { classifySqliteError, type SqliteStoreOptions } from './connection.ts';
@@ -201,7 +201,7 @@ export class SqliteStore implements S.Store {
       params['applied'] = this.readModels.mark();
       const status = `'${checkStatus(query.status)}'`;
       return this.sql(
-        `WITH ${dirtyActors('rowid > @applied')},
+        `WITH ${dirtyActors('rowid > @applied', SQLITE_LOG)},
            ${actorsByStatus(status, '@afterId', '@limit', also)}
          SELECT ${ACTOR_COLUMNS} FROM actors WHERE id IN (SELECT id FROM picked)
          ORDER BY id LIMIT @limit`,

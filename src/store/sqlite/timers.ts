@@ -7,11 +7,11 @@
 import type Database from 'better-sqlite3';
 import { dueOf, snapshotTimers } from '../pending-timers.ts';
 import { byTimer, checkLeaseRequest, checkLimit } from '../rules.ts';
-import { dirtyActors, dueActors } from '../sql-common.ts';
+import { dirtyActors, dueActors, SQLITE_LOG } from '../sql-common.ts';
 import type { TimerClaim, TimerClaimRequest, TimerRow } from '../types.ts';
 import type { Statements } from './connection.ts';
 
-const DIRTY = dirtyActors('rowid > @applied');
+const DIRTY = dirtyActors('rowid > @applied', SQLITE_LOG);
 
 const LEGACY = `SELECT actor_id AS actorId, timer_id AS timerId, event, due_at AS dueAt
   FROM legacy_timers WHERE actor_id = ? ORDER BY due_at, timer_id`;
