@@ -40,6 +40,31 @@ module.exports = {
       to: { path: name === 'server' ? layer(higher) : [layer(higher), '^machines/'] },
     })),
     {
+      name: 'chart-entry-is-browser-safe',
+      severity: 'error',
+      comment:
+        'agentcharts/chart (src/chart.ts) bundles for the browser: it reaches src/core and src/strict only, and nothing of Node.',
+      from: { path: '^src/chart\\.ts$' },
+      to: {
+        path: [
+          layer([
+            'store',
+            'durable',
+            'observe',
+            'inspect',
+            'testing',
+            'agents',
+            'server',
+            'commands',
+          ]),
+          '^node:',
+          '^(fs|path|os|crypto|module|child_process|url|util|events|stream|zlib|worker_threads|net|http)$',
+          '^node_modules/(better-sqlite3|pino|commander)/',
+        ],
+        reachable: true,
+      },
+    },
+    {
       name: 'charts-are-pure',
       severity: 'error',
       comment: 'A chart imports only src/core and src/strict (and xstate, zod).',

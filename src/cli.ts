@@ -8,6 +8,8 @@ export function buildProgram(commands: readonly RegisterCommand[]): Command {
   const program = new Command('agentcharts')
     .description('Typed XState statecharts for agent and task lifecycles, run as durable actors.')
     .version('0.1.0')
+    // Program options come before the command: `diagram x --version 2` is the chart's version.
+    .enablePositionalOptions()
     .showHelpAfterError()
     // agentcharts.config.ts (charts, store) is read once, before the command runs.
     .hook('preAction', async () => {

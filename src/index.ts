@@ -10,15 +10,12 @@
  * @module agentcharts
  */
 
+// What a chart module needs (also `agentcharts/chart`, which bundles for the browser)
+export * from './chart.ts';
+
 // Errors
 export {
-  AgentchartsError,
-  ChartMetadataError,
   ConcurrencyError,
-  InvalidEventError,
-  InvalidInputError,
-  InvalidOutputError,
-  InvalidTransitionError,
   LeaseLostError,
   SnapshotVersionError,
   StoreError,
@@ -28,7 +25,6 @@ export {
   type ChartMetadataFields,
   type ConcurrencyFields,
   type InvalidEventFields,
-  type InvalidEventReason,
   type InvalidInputFields,
   type InvalidOutputFields,
   type InvalidTransitionFields,
@@ -41,68 +37,27 @@ export {
   type UnsupportedActorFields,
   type UnpersistableValueFields,
 } from './core/errors.ts';
-export { InvalidOptionsError } from './core/options.ts';
 export { defineConfig, type AgentchartsConfig } from './core/config.ts';
 export { MissingDependencyError } from './core/optional.ts';
 
-// Charts
-export {
-  defineChart,
-  type ChartDefinition,
-  type ChartOptions,
-  type ChartSchemas,
-  type EventCatalog,
-  type EventFromSchemas,
-  type EventSchemas,
-  type PersistedSnapshot,
-  type SnapshotMigration,
-} from './core/chart.ts';
-export {
-  CLASS_COLORS,
-  EVENT_KINDS,
-  ROLES,
-  STATE_CLASSES,
-  chartMeta,
-  type ChartMeta,
-  type EventInfo,
-  type EventKind,
-  type StateClass,
-  type StateInfo,
-} from './core/meta.ts';
+// What a stored state means, by machine id
 export { classifyState, labelsFor, stateColor, stateName } from './core/meanings.ts';
-export { leafPaths, stateLabel } from './core/state.ts';
+export { leafPaths } from './core/state.ts';
 export { ManualClock, systemClock, type Clock } from './core/clock.ts';
-export {
-  resumeAll,
-  type RecoveryContext,
-  type RecoveryDecision,
-  type RecoveryPolicy,
-  type RecoverySnapshot,
-} from './core/recovery.ts';
 
 // Strict actors and event validation
-export {
-  createStrictActor,
-  checkEvent,
-  StrictActor,
-  type CheckEventOptions,
-  type StrictActorOptions,
-} from './strict/strict-actor.ts';
-export {
-  DEFAULT_MAX_EVENT_BYTES,
-  eventSchema,
-  getEventSchemas,
-  getInputSchema,
-  getMachineEventTypes,
-  validateEvent,
-  validateInput,
-  type JsonValue,
-  type ValidateEventOptions,
-} from './strict/events.ts';
+export type { CheckEventOptions } from './strict/strict-actor.ts';
+export { DEFAULT_MAX_EVENT_BYTES, getInputSchema, getMachineEventTypes } from './strict/events.ts';
 
 // Durable actors
 export { DurableActor } from './durable/actor.ts';
-export { createDurableActor, getRuntime, openDurableActor } from './durable/open.ts';
+export {
+  createDurableActor,
+  getRuntime,
+  openDurableActor,
+  type OpenDurableActorOptions,
+} from './durable/open.ts';
+export { NoEventSchemasWarning } from './durable/no-schemas.ts';
 export type { DurableActorOptions } from './durable/options.ts';
 export { DurableRuntime, type ActorLoader, type RuntimeOptions } from './durable/runtime.ts';
 export type {
@@ -121,12 +76,6 @@ export {
   type StepReconciliation,
   type UncertainStep,
 } from './durable/steps.ts';
-export {
-  durablePromise,
-  type DurablePromiseArgs,
-  type DurablePromiseLogic,
-  type DurablePromiseOptions,
-} from './core/durable-promise.ts';
 export type { InspectorLike } from './durable/inspection.ts';
 export { recover } from './durable/recover.ts';
 export {

@@ -129,7 +129,9 @@ describe('toolsFor', () => {
       error: { why: { reason: 'not_in_state', state: 'running' } },
     });
     await actor.send({ type: 'PAUSE_FOR_APPROVAL', reason: 'r', requestedAt: 0 });
-    expect(await executeMove(actor, 'APPROVAL_GRANTED', {}, catalog)).toMatchObject({
+    expect(
+      await executeMove(actor, 'APPROVAL_GRANTED', { approver: 'ana' }, catalog),
+    ).toMatchObject({
       ok: false,
       error: { why: { reason: 'role', roles: ['approver'] } },
     });

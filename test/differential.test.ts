@@ -21,7 +21,15 @@ import { usePostgres } from './support/postgres.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
 const cases = fc.tuple(machineSpecArb, scriptArb);
+/**
+ * One fixed seed, so a run in CI is the run that passed here (a random seed can
+ * generate a case that takes minutes); `AGENTCHARTS_DIFF_SEED=<n>` explores
+ * others, and `npm run soak:diff` draws a new seed every run.
+ */
+const SEED = Number(process.env['AGENTCHARTS_DIFF_SEED'] ?? 20_261_126);
 let n = 0;
+/** A property runs all its cases in one test: minutes on a loaded machine, never a timed assertion. */
+const TIMEOUT = 300_000;
 
 /** A fresh machine and the gate its promises wait on. */
 function machineOf(spec: MachineSpec) {
@@ -37,12 +45,17 @@ describe('durable actors end as plain XState does, step by step', () => {
     vi.spyOn(console, 'warn').mockImplementation(() => {});
   });
 
-  test.prop([cases], { numRuns: 300 })('on the memory store', async ([spec, script]) => {
-    const store = openStore('memory:');
-    await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
-  });
+  test.prop([cases], { numRuns: 200, seed: SEED })(
+    'on the memory store',
+    async ([spec, script]) => {
+      const store = openStore('memory:');
+      await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
+      await store.close();
+    },
+    TIMEOUT,
+  );
 
-  test.prop([cases], { numRuns: 300 })(
+  test.prop([cases], { numRuns: 100, seed: SEED + 1 })(
     'on SQLite, restarts reopening the file',
     async ([spec, script]) => {
       const file = join(dir(), `case-${n++}.db`);
@@ -51,15 +64,20 @@ describe('durable actors end as plain XState does, step by step', () => {
         reopens: true,
       });
     },
+    TIMEOUT,
   );
 
   describe('on PostgreSQL', () => {
     const server = usePostgres();
-    test.prop([cases], { numRuns: 50 })('restarts reconnecting', async ([spec, script]) => {
-      const pg = server();
-      if (pg === undefined) return;
-      const url = pg.freshUrl();
-      await runBoth(() => machineOf(spec), script, { open: () => openStore(url), reopens: true });
-    });
+    test.prop([cases], { numRuns: 50, seed: SEED + 2 })(
+      'restarts reconnecting',
+      async ([spec, script]) => {
+        const pg = server();
+        if (pg === undefined) return;
+        const url = pg.freshUrl();
+        await runBoth(() => machineOf(spec), script, { open: () => openStore(url), reopens: true });
+      },
+      TIMEOUT,
+    );
   });
 });

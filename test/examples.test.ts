@@ -14,7 +14,8 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { generateTransitionTests } from 'agentcharts/testing';
 import { runAgent } from '../examples/mcp-agent/agent.ts';
-import { chart as expense } from '../examples/your-own-chart/expense.ts';
+import { chart as docReview } from '../examples/your-own-chart/doc-review.ts';
+import { chart as docReviewV2 } from '../examples/your-own-chart/doc-review.v2.ts';
 import { runCli } from './support/cli.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
@@ -128,18 +129,23 @@ describe('examples/embedding-app/main.ts', () => {
   });
 });
 
-// The README of examples/your-own-chart: generated transition tests for the chart.
-generateTransitionTests(expense.machine, {
-  events: expense.eventSamples,
-  describe: 'examples/your-own-chart: expense',
-  expect: { states: 4, legal: 3, illegal: 9, paths: 4 },
+// The README of examples/your-own-chart: generated transition tests for the chart
+// (its samples give the invoked word count's outcomes) and for version 2 with
+// every state version 1 stores migrating to it.
+generateTransitionTests(docReview, {
+  describe: 'examples/your-own-chart: doc-review',
+  expect: { states: 8, legal: 31, illegal: 59, paths: 20 },
+});
+generateTransitionTests(docReviewV2, {
+  describe: 'examples/your-own-chart: doc-review v2',
+  versions: { chart: docReviewV2, previous: [docReview] },
 });
 
 describe('examples/your-own-chart', () => {
   const dir = join(root, 'examples', 'your-own-chart');
   const removeDatabase = () => {
     for (const suffix of ['', '-wal', '-shm'])
-      rmSync(join(dir, `expenses.db${suffix}`), { force: true });
+      rmSync(join(dir, `reviews.db${suffix}`), { force: true });
   };
   const nodeOptions = process.env['NODE_OPTIONS'];
   beforeAll(() => {
@@ -156,22 +162,22 @@ describe('examples/your-own-chart', () => {
     removeDatabase();
   });
 
-  test('app.ts: a durable expense survives SIGKILL; recover and openDurableActor pick it up; verify is clean', async () => {
+  test('app.ts: a review killed mid-invoke; recover runs the count again; typed reload, approvals, verify clean', async () => {
     const run = await runExample('examples/your-own-chart/app.ts', [], dir);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    const id = /(exp-\d+): review, amount 42; SIGKILL/.exec(run.stdout)?.[1];
+    const id = /(doc-\d+): counting words; SIGKILL/.exec(run.stdout)?.[1];
     expect(id).toBeDefined();
-    const lines = run.stdout.replace(/^\[\d+\] /gm, '').replaceAll(id ?? '?', 'exp');
+    const lines = run.stdout.replace(/^\[\d+\] /gm, '').replaceAll(id ?? '?', 'doc');
     expect(lines.split('\n')).toEqual([
-      'exp: review, amount 42; SIGKILL',
+      'doc: counting words; SIGKILL',
       'the first process is gone (SIGKILL)',
-      'recover(): 1 unfinished actor(s) resumed',
-      'exp: review (version 2), reloaded from sqlite:./expenses.db',
-      'refused SUBMIT: InvalidTransitionError',
-      'refused APPROVE: InvalidEventError',
-      'exp: paid, approved by ana',
-      'verify: ok (1 actor(s), 3 rows)',
+      'recover(): 1 unfinished actor(s), 1 interrupted invoke(s) run again',
+      'doc: reviewing(legal: pending, editorial: pending), 500 words',
+      'refused APPROVE: InvalidEventError (invalid_field at reviewer)',
+      'doc: reviewing(legal: ok, editorial: pending)',
+      'doc: published, approved by ana and eve',
+      'verify: ok (1 actor(s), 5 rows)',
       '',
     ]);
   });
@@ -180,8 +186,8 @@ describe('examples/your-own-chart', () => {
     const verified = await runCli(['verify'], dir);
     expect(verified.stderr).toBe('');
     expect(verified.code).toBe(0);
-    expect(verified.stdout).toContain(`verify sqlite:${join(dir, 'expenses.db')}`);
-    expect(verified.stdout).toMatch(/actors {2}1\n {2}rows {4}3\n/);
+    expect(verified.stdout).toContain(`verify sqlite:${join(dir, 'reviews.db')}`);
+    expect(verified.stdout).toMatch(/actors {2}1\n {2}rows {4}5\n/);
 
     const status = await runCli(['status', '--json'], dir);
     expect(status.code).toBe(0);
@@ -189,8 +195,8 @@ describe('examples/your-own-chart', () => {
       statistics: {
         groups: [
           expect.objectContaining({
-            machine_id: 'expense',
-            state: 'paid',
+            machine_id: 'doc-review',
+            state: 'published',
             class: 'completed',
             count: 1,
           }),

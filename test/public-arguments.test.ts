@@ -55,7 +55,7 @@ test('agentcharts/testing: wrong arguments get a typed error (outside a suite, b
 
 test('an InvalidOptionsError names the function and the argument', () => {
   expect(() => api.exploreMachine({} as never, { events: {} })).toThrow(
-    'exploreMachine: machine must be an XState machine (setup(…).createMachine(…))',
+    'exploreMachine: machine must be an XState machine (setup(…).createMachine(…)) or its chart (defineChart)',
   );
   expect(() => api.toolsFor(undefined as never)).toThrow(
     'toolsFor: actor must be an actor (createDurableActor or createStrictActor)',

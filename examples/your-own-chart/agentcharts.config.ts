@@ -4,6 +4,6 @@
  * six, and `store` is the one they open unless `--db` or `--store` names another.
  */
 import { defineConfig } from 'agentcharts';
-import { chart } from './expense.ts';
+import { chart } from './doc-review.ts';
 
-export default defineConfig({ charts: [chart], store: 'sqlite:./expenses.db' });
+export default defineConfig({ charts: [chart], store: 'sqlite:./reviews.db' });

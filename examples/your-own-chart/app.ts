@@ -1,79 +1,91 @@
 /**
- * Your own chart as a durable actor on SQLite, across a crash.
+ * Your own chart as a durable actor on SQLite, across a crash in the middle of
+ * an invoke.
  *
  *   cd examples/your-own-chart
  *   npx tsx --conditions=agentcharts-source app.ts
  *
- * A first process creates expense `exp-<time>`, submits it and is killed with
- * SIGKILL before doing anything else. This process then opens the store again,
- * runs `recover()`, loads the expense with `openDurableActor` (it is in
- * `review`, exactly as committed), has it approved, and checks the store with
- * `verify()`. The store is the config's (`./expenses.db`), so afterwards every
- * `agentcharts` command run in this folder sees the same charts and data.
+ * A first process submits review `doc-<time>`; the word count the review invokes
+ * starts (its step is committed with the transition) and the process is killed
+ * with SIGKILL inside it. This process then opens the store again and runs
+ * `recover()`: the chart says the count may simply run again (`rerun: 'safe'`),
+ * so it does, and the review moves on to `reviewing`. It is loaded typed with
+ * `openDurableActor(…, { chart })`, approved by both reviewers, and the store is
+ * checked with `verify()`. The store is the config's (`./reviews.db`): afterwards
+ * every `agentcharts` command run in this folder sees the same charts and data.
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   InvalidEventError,
-  InvalidTransitionError,
   createDurableActor,
+  defineChart,
+  durablePromise,
   getRuntime,
   openDurableActor,
   openStore,
   recover,
+  stateName,
   verify,
 } from 'agentcharts';
 import config from './agentcharts.config.ts';
-import { chart, events, machine } from './expense.ts';
+import { chart, events, machine } from './doc-review.ts';
 
 const storeUrl = config.store ?? 'sqlite:./agentcharts.db';
-const charts = [chart];
 const say = (text: string) => console.log(`[${process.pid}] ${text}`);
 
 if (process.argv[2] === '--until-killed') {
-  // The first process: every send resolves once its transition is committed,
-  // so what it did before the kill is on disk; nothing else survives.
-  const id = process.argv[3] ?? 'exp-1';
+  const id = process.argv[3] ?? 'doc-1';
+  // The same chart, with a word count that dies while it runs.
+  const dies = durablePromise<{ words: number }, { title: string }>(() => {
+    say(`${id}: counting words; SIGKILL`);
+    process.kill(process.pid, 'SIGKILL');
+    return new Promise(() => {});
+  });
+  const crashing = defineChart(machine.provide({ actors: { countWords: dies } }), { events });
   const store = openStore(storeUrl);
-  const expense = await createDurableActor(machine, { id, store, schemas: events, mode: 'create' });
-  await expense.send({ type: 'SUBMIT', amount: 42 });
-  say(`${id}: ${expense.state}, amount ${expense.getSnapshot().context.amount}; SIGKILL`);
-  process.kill(process.pid, 'SIGKILL');
+  const doc = await createDurableActor(crashing, { id, store, mode: 'create' });
+  await doc.send({ type: 'SUBMIT', title: 'Quarterly report', author: 'bo' });
+  await new Promise(() => {}); // the count kills this process
 } else {
-  const id = `exp-${Date.now()}`;
-  // The same loader and conditions as this process (tsx, agentcharts-source).
+  const id = `doc-${Date.now()}`;
+  // The same loader and conditions as this process.
   const first = fork(fileURLToPath(import.meta.url), ['--until-killed', id], {
     execArgv: process.execArgv,
   });
   const signal = await new Promise((done) => first.on('exit', (_code, sig) => done(sig)));
   say(`the first process is gone (${String(signal)})`);
 
-  // The restart: a new store handle, recovery, then the actor as the store has it.
+  // The restart: a new store handle, then recovery runs the interrupted count again.
   const store = openStore(storeUrl);
-  const report = await recover(store, { charts });
-  say(`recover(): ${report.actors.length} unfinished actor(s) resumed`);
-  const expense = await openDurableActor(store, id, { charts });
-  say(`${id}: ${expense.state} (version ${expense.version}), reloaded from ${storeUrl}`);
+  const report = await recover(store, { charts: [chart] });
+  const reruns = report.steps.filter((s) => s.outcome === 'rerun').length;
+  say(
+    `recover(): ${report.actors.length} unfinished actor(s), ${reruns} interrupted invoke(s) run again`,
+  );
+  const doc = await openDurableActor(store, id, { chart });
+  await new Promise<void>((done) => {
+    const check = () => doc.getSnapshot().matches('reviewing') && done();
+    doc.subscribe(check);
+    check();
+  });
+  const words = doc.getSnapshot().context.words;
+  say(`${id}: ${stateName(machine.id, doc.state)}, ${words} words`);
 
-  // The chart still decides: an event the state does not accept, or an ill-formed
-  // one, is refused and changes nothing.
-  for (const event of [
-    { type: 'SUBMIT', amount: 42 },
-    { type: 'APPROVE', approver: '' },
-  ]) {
-    try {
-      await expense.send(event);
-    } catch (error) {
-      if (!(error instanceof InvalidTransitionError || error instanceof InvalidEventError)) {
-        throw error;
-      }
-      say(`refused ${event.type}: ${error.name}`);
-    }
+  // The chart still decides: an ill-formed approval is refused and changes nothing.
+  try {
+    await doc.send({ type: 'APPROVE', reviewer: '', area: 'legal' });
+  } catch (error) {
+    if (!(error instanceof InvalidEventError)) throw error;
+    say(`refused APPROVE: ${error.name} (${error.reason} at ${error.field ?? '-'})`);
   }
-  await expense.send({ type: 'APPROVE', approver: 'ana' });
-  say(`${id}: ${expense.state}, approved by ${String(expense.getSnapshot().context.decidedBy)}`);
+  await doc.send({ type: 'APPROVE', reviewer: 'ana', area: 'legal' });
+  say(`${id}: ${stateName(machine.id, doc.state)}`);
+  await doc.send({ type: 'APPROVE', reviewer: 'eve', area: 'editorial' });
+  const approvedBy = doc.getSnapshot().context.approvedBy.join(' and ');
+  say(`${id}: ${stateName(machine.id, doc.state)}, approved by ${approvedBy}`);
 
-  const checked = await verify(store, { charts });
+  const checked = await verify(store, { charts: [chart] });
   say(
     `verify: ${checked.ok ? 'ok' : 'PROBLEMS'} (${checked.actorsChecked} actor(s), ${checked.rowsChecked} rows)`,
   );

@@ -6,7 +6,8 @@
  */
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import * as z from 'zod';
-import type { EventCatalog, EventSchemas } from '../core/chart.ts';
+import { definedChart, type EventCatalog, type EventSchemas } from '../core/chart.ts';
+import { getEventSchemas } from '../strict/events.ts';
 import { guardText } from '../core/guard-text.ts';
 import { chartMeta, type EventInfo, type EventKind } from '../core/meta.ts';
 import { stateLabel } from '../core/state.ts';
@@ -67,6 +68,20 @@ function enabled(snapshot: AnyMachineSnapshot, event: EventObject): boolean {
   }
 }
 
+/**
+ * The options, with the machine's event schemas (its own, or its chart's) and its
+ * chart's samples where they give none: a chart's payloads describe its tools.
+ */
+function chartDefaults<T extends LegalEventsOptions>(machine: AnyStateMachine, options: T): T {
+  const schemas = options.schemas ?? getEventSchemas(machine);
+  const samples = options.samples ?? definedChart(machine)?.eventSamples;
+  return {
+    ...options,
+    ...(schemas !== undefined ? { schemas } : {}),
+    ...(samples !== undefined ? { samples } : {}),
+  };
+}
+
 const ACTOR_LIKE = 'an actor, or { machine, getSnapshot() }';
 function isActorLike(v: unknown): boolean {
   const a = v as { machine?: unknown; getSnapshot?: unknown } | null;
@@ -80,9 +95,10 @@ function isActorLike(v: unknown): boolean {
  * legalEvents(task, { schemas: chart.events, samples: chart.eventSamples })
  *   .map((e) => e.type); // ['APPROVAL_DENIED', 'APPROVAL_GRANTED'] while paused
  */
-export function legalEvents(actor: ActorLike, options: LegalEventsOptions = {}): LegalEvent[] {
+export function legalEvents(actor: ActorLike, given: LegalEventsOptions = {}): LegalEvent[] {
   requireArg('legalEvents', 'actor', isActorLike(actor), ACTOR_LIKE);
-  requireOptions('legalEvents', options);
+  requireOptions('legalEvents', given);
+  const options = chartDefaults(actor.machine, given);
   const snapshot = actor.getSnapshot();
   if (snapshot.status !== 'active') return [];
   const meta = chartMeta(actor.machine);
@@ -130,10 +146,11 @@ function describeEvent(
  */
 export function sendableEvents(
   machine: AnyStateMachine,
-  options: Pick<LegalEventsOptions, 'schemas'> = {},
+  given: Pick<LegalEventsOptions, 'schemas'> = {},
 ): LegalEvent[] {
   requireArg('sendableEvents', 'machine', isMachine(machine), EXPECTED.machine);
-  requireOptions('sendableEvents', options);
+  requireOptions('sendableEvents', given);
+  const options = chartDefaults(machine, given);
   return chartMeta(machine)
     .events.filter((info) => info.kind === 'command' || info.kind === 'approval')
     .map((info) => describeEvent(info, options, 'evaluated'));

@@ -7,7 +7,7 @@
  * legal (another worker moved the actor) returns a typed refusal the model can
  * read, never throws, and changes nothing.
  */
-import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import type { AnyMachineSnapshot, AnyStateMachine, EventFromLogic, EventObject } from 'xstate';
 import {
   ConcurrencyError,
   InvalidEventError,
@@ -38,22 +38,42 @@ export type ToolResult =
       legal: string[];
     };
 
-/** One legal move, as a tool. */
-export interface AgentTool {
+/**
+ * The arguments of move `K`: the payload of the chart's event of that type,
+ * without `type` (any object for an actor whose events are not typed).
+ */
+export type MoveInput<TEvent extends EventObject, K extends string> = EventObject extends TEvent
+  ? Record<string, unknown>
+  : Omit<Extract<TEvent, { type: K }>, 'type'>;
+
+/** One legal move of type `K`, as a tool. */
+export interface AgentToolOf<TEvent extends EventObject, K extends string> {
   /** The event type (`APPROVAL_GRANTED`). */
-  name: string;
+  name: K;
   description: string;
   /** JSON Schema of the call's arguments: the event's payload, without `type` or the signer field. */
   inputSchema: Record<string, unknown>;
   kind: LegalEvent['kind'];
   /** Sends `{ type: name, ...input }` to the actor; resolves with a {@link ToolResult}. */
-  execute(input: Record<string, unknown>): Promise<ToolResult>;
+  execute(input: MoveInput<TEvent, K>): Promise<ToolResult>;
 }
 
+/**
+ * One legal move, as a tool: for an actor of a typed chart, a union over its
+ * event types, so that narrowing on `name` types `execute`'s arguments.
+ */
+export type AgentTool<TEvent extends EventObject = EventObject> = {
+  [K in TEvent['type']]: AgentToolOf<TEvent, K>;
+}[TEvent['type']];
+
 /** An actor that takes events: a durable actor (send resolves once committed) or a strict one. */
-export interface SendableActor extends ActorLike {
+export interface SendableActor<TLogic extends AnyStateMachine = AnyStateMachine> extends ActorLike {
+  readonly machine: TLogic;
   send(event: never): unknown;
 }
+
+/** The events of a sendable actor's machine. */
+type EventsOf<TLogic extends AnyStateMachine> = EventFromLogic<TLogic> & EventObject;
 
 export interface ToolsOptions extends LegalEventsOptions {
   /**
@@ -130,7 +150,10 @@ function refusal(error: unknown): Extract<ToolResult, { ok: false }>['error'] {
  * const tools = toolsFor(task, { schemas: chart.events, samples: chart.eventSamples });
  * const result = await tools.find((t) => t.name === 'COMPLETE')?.execute({ result: 'refunded' });
  */
-export function toolsFor(actor: SendableActor, options: ToolsOptions = {}): AgentTool[] {
+export function toolsFor<TLogic extends AnyStateMachine>(
+  actor: SendableActor<TLogic>,
+  options: ToolsOptions = {},
+): Array<AgentTool<EventsOf<TLogic>>> {
   requireArg('toolsFor', 'actor', isActor(actor), EXPECTED.actor);
   requireOptions('toolsFor', options);
   return toolsFrom(actor, ownMoves(legalEvents(actor, options), options), options);
@@ -190,10 +213,13 @@ function toolsFrom(actor: SendableActor, events: LegalEvent[], options: ToolsOpt
  * Calls the move `name` if it is legal now for the role; otherwise a typed
  * refusal naming the moves that are. For tools built once and kept across states.
  */
-export function executeMove(
-  actor: SendableActor,
-  name: string,
-  input: Record<string, unknown>,
+export function executeMove<
+  TLogic extends AnyStateMachine,
+  K extends EventsOf<TLogic>['type'] & string,
+>(
+  actor: SendableActor<TLogic>,
+  name: K,
+  input: MoveInput<EventsOf<TLogic>, K>,
   options: ToolsOptions = {},
 ): Promise<ToolResult> {
   requireArg('executeMove', 'actor', isActor(actor), EXPECTED.actor);

@@ -25,6 +25,14 @@ export class ChartConflictError extends AgentchartsError {
   }
 }
 
+/** The file each chart of a user's file was first listed from. */
+const files = new WeakMap<ChartDefinition, string>();
+
+/** The file (config or `--charts` module) a chart came from, if it came from one. */
+export function chartFile(chart: ChartDefinition): string | undefined {
+  return files.get(chart);
+}
+
 /** Whether a value is a chart (a `defineChart` result) rather than a machine. */
 export function isChart(value: unknown): value is ChartDefinition {
   return isChartLike(value) && !isStateMachine(value);
@@ -43,6 +51,7 @@ export function chartList(file: string, values: readonly unknown[]): ChartDefini
     if (known === chart) return;
     if (known) throw new ChartConflictError(file, chart.machine.id, chart.version);
     byKey.set(key, chart);
+    if (!files.has(chart)) files.set(chart, file);
     // A chart defined against another copy of agentcharts still means the same here.
     chartMeta(chart.machine);
     charts.push(chart);

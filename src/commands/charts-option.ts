@@ -9,6 +9,7 @@
 import type { Command } from 'commander';
 import { charts as builtIn } from '../../machines/index.ts';
 import type { ChartDefinition } from '../core/chart.ts';
+import { chartMeta } from '../core/meta.ts';
 import { chartList } from './chart-list.ts';
 import { loadConfig } from './config-file.ts';
 import { importModule } from './load-module.ts';
@@ -65,6 +66,9 @@ export async function chartsFor(
   for (const chart of mine) add(chart);
   return [...byId.values()].flatMap((versions) => {
     const sorted = [...versions.values()].sort((x, y) => x.version - y.version);
+    // What a machine id's states mean (status, tail, alerts, serve) is its highest version's.
+    const highest = sorted.at(-1);
+    if (highest) chartMeta(highest.machine);
     return allVersions ? sorted : sorted.slice(-1);
   });
 }

@@ -1,10 +1,31 @@
 import type { Command } from 'commander';
-import { checkDeploy } from '../durable/check-deploy.ts';
+import { checkDeploy, type StrandedActor } from '../durable/check-deploy.ts';
 import { progressLine } from '../observe/progress.ts';
 import { chartsFor, moduleCharts } from './charts-option.ts';
 import { table } from './format.ts';
 import { CliOptionError } from './paths.ts';
 import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
+
+/** Actors named in a line, at most. */
+const NAMED = 10;
+
+/**
+ * One line per state the new version lacks, with the actors it strands:
+ * `state "review" is not in expense v2: 2 actor(s) stranded (exp-1, exp-2)`.
+ */
+export function missingStates(stranded: readonly StrandedActor[]): string[] {
+  const byState = new Map<string, string[]>();
+  for (const s of stranded) {
+    if (s.missingState === undefined) continue;
+    const key = `state "${s.missingState}" is not in ${s.machineId} v${s.version}`;
+    byState.set(key, [...(byState.get(key) ?? []), s.actorId]);
+  }
+  return [...byState].map(([what, ids]) => {
+    const named = ids.slice(0, NAMED).join(', ');
+    const more = ids.length > NAMED ? ` and ${ids.length - NAMED} more` : '';
+    return `${what}: ${ids.length} actor(s) stranded (${named}${more})`;
+  });
+}
 
 /**
  * `agentcharts check-deploy --charts <new module>`: which stored actors the new
@@ -46,6 +67,7 @@ export function registerCheckDeploy(program: Command): void {
             lines.push('ok: no stored actor would be stranded');
           } else {
             const actors = new Set(report.stranded.map((s) => s.actorId)).size;
+            lines.push(...missingStates(report.stranded));
             lines.push(`${actors} actor(s) would be stranded:`);
             lines.push(
               table(

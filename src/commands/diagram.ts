@@ -5,6 +5,7 @@ import { CliOptionError } from './paths.ts';
 import { highlightPath, readPathEvents, replayPathEvents } from './counterexample-path.ts';
 import { loadConfig } from './config-file.ts';
 import { resolveChart } from './resolve-chart.ts';
+import { VERSION_FLAGS, parseVersionOption } from './chart-version.ts';
 
 const DIRECTIONS = ['TB', 'BT', 'LR', 'RL'] as const;
 
@@ -21,6 +22,7 @@ export function registerDiagram(program: Command): void {
       'a catalog name (task-lifecycle), a machine id of agentcharts.config.ts, or a path to a module exporting a machine',
     )
     .option('--export <name>', 'the module export to use when it exports several machines')
+    .option(...VERSION_FLAGS)
     .option('--direction <dir>', 'layout direction: TB, BT, LR or RL')
     .option('--markdown', 'wrap the diagram in a ```mermaid fence')
     .option(
@@ -45,6 +47,7 @@ export function registerDiagram(program: Command): void {
         spec: string,
         opts: {
           export?: string;
+          version?: string;
           direction?: string;
           markdown?: boolean;
           timerEvents?: boolean;
@@ -72,6 +75,7 @@ export function registerDiagram(program: Command): void {
         const chart = await resolveChart(spec, {
           exportName: opts.export,
           configured: (await loadConfig())?.charts,
+          version: parseVersionOption(opts.version),
         });
         let diagram = toMermaid(chart.machine, options);
         if (opts.path !== undefined) {

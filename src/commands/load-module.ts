@@ -38,7 +38,7 @@ let tsxRegistered = false;
 /** tsx's `register`, from beside agentcharts or else from the user's project. */
 async function tsxRegister(cwd: string): Promise<Register | undefined> {
   try {
-    return (await import('tsx/esm/api')).register as Register;
+    return (await import('tsx/esm/api')).register;
   } catch {
     try {
       const path = createRequire(join(cwd, 'package.json')).resolve('tsx/esm/api');

@@ -4,6 +4,7 @@
  * its tools, and nothing else it could send. See docs/agents.md.
  */
 import type { Command } from 'commander';
+import { checkStoredVersions } from './stored-versions.ts';
 import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { CliOptionError } from './paths.ts';
 import { storeCommand, storeUrlFor } from './store-option.ts';
@@ -55,6 +56,12 @@ export function registerMcp(program: Command): void {
     const charts = await chartsFor(opts);
     const { createMcpServer, StdioServerTransport } = await loadMcp();
     const store = openStore(storeUrlFor(opts));
+    try {
+      await checkStoredVersions(store, charts);
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
     const mcp = createMcpServer({
       store,
       charts,

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { AgentchartsError } from '../core/errors.ts';
 import { TraversalLimitError } from '../testing/explore.ts';
 import {
   formatCoverage,
@@ -9,16 +8,10 @@ import {
 } from '../testing/plan.ts';
 import { loadConfig } from './config-file.ts';
 import { resolveChart } from './resolve-chart.ts';
+import { VERSION_FLAGS, parseVersionOption } from './chart-version.ts';
 
-/** A command-line option has a value the command cannot use. */
-export class CliOptionError extends AgentchartsError {
-  override name = 'CliOptionError';
-  readonly option: string;
-  constructor(option: string, detail: string) {
-    super('CLI_OPTION', `Option ${option}: ${detail}`);
-    this.option = option;
-  }
-}
+export { CliOptionError } from './cli-option-error.ts';
+import { CliOptionError } from './cli-option-error.ts';
 
 export function parseInputOption(text: string | undefined): unknown {
   if (text === undefined) return undefined;
@@ -79,19 +72,27 @@ export function registerPaths(program: Command): void {
       'a catalog name (task-lifecycle), a machine id of agentcharts.config.ts, or a path to a module exporting a machine',
     )
     .option('--export <name>', 'the module export to use when it exports several machines')
+    .option(...VERSION_FLAGS)
     .option('--input <json>', 'machine input as JSON (default: the chart default input)')
     .option('--limit <steps>', 'largest number of traversal steps before giving up (default 50000)')
     .option('--json', 'print the plan as JSON, with event payloads')
     .action(
       async (
         spec: string,
-        opts: { export?: string; input?: string; limit?: string; json?: boolean },
+        opts: {
+          export?: string;
+          version?: string;
+          input?: string;
+          limit?: string;
+          json?: boolean;
+        },
       ): Promise<void> => {
         const input = parseInputOption(opts.input);
         const limit = parseLimitOption(opts.limit);
         const chart = await resolveChart(spec, {
           exportName: opts.export,
           configured: (await loadConfig())?.charts,
+          version: parseVersionOption(opts.version),
         });
         let plan: TransitionPlan;
         try {

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { checkStoredVersions } from './stored-versions.ts';
 import { chartsFor, withChartsOption, type ChartsOption } from './charts-option.ts';
 import { clockTime, eventLabel, table } from './format.ts';
 import { recover } from '../durable/recover.ts';
@@ -17,6 +18,7 @@ export function registerRecover(program: Command): void {
       const charts = await chartsFor(opts);
       const { store, where } = openExistingStore(opts);
       try {
+        await checkStoredVersions(store, charts);
         const report = await recover(store, { charts });
         // Timers armed by recovery stay in the store; the next process that recovers fires them.
         await getRuntime(store).close();

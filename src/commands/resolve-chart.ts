@@ -1,6 +1,7 @@
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
 import { getEventSchemas, getMachineEventTypes } from '../strict/events.ts';
+import { pickVersion } from './chart-version.ts';
 import { importModule } from './load-module.ts';
 import type { EventCatalog } from '../testing/explore.ts';
 
@@ -10,6 +11,8 @@ export interface ResolvedChart {
   name: string;
   origin: 'catalog' | 'config' | 'module';
   machine: AnyStateMachine;
+  /** The chart version (the highest registered, unless one was asked for). */
+  version: number;
   eventSamples: EventCatalog;
   /** Event types the source gave no samples for; a bare `{ type }` sample stands in. */
   derivedSamples: string[];
@@ -59,6 +62,7 @@ export function isStateMachine(value: unknown): value is AnyStateMachine {
 
 interface ChartLike {
   machine: AnyStateMachine;
+  version?: number;
   eventSamples?: EventCatalog;
   defaultInput?: unknown;
   serializeState?: (snapshot: AnyMachineSnapshot) => string;
@@ -121,6 +125,7 @@ function resolvedChart(
     name,
     origin,
     machine: chart.machine,
+    version: chart.version ?? 1,
     eventSamples,
     derivedSamples,
     input: chart.defaultInput,
@@ -128,11 +133,15 @@ function resolvedChart(
   };
 }
 
+/** A chart-like's version (a bare machine is version 1). */
+const versioned = (chart: ChartLike) => ({ ...chart, version: chart.version ?? 1 });
+
 async function resolveCatalogChart(
   name: string,
   configured: readonly ChartLike[],
+  version: number | undefined,
 ): Promise<ResolvedChart> {
-  const mine = configured.find((c) => c.machine.id === name);
+  const mine = pickVersion(configured.filter((c) => c.machine.id === name).map(versioned), version);
   if (mine) return resolvedChart(name, 'config', mine);
   const machines = (await import('../../machines/index.ts')) as unknown as Record<
     string,
@@ -145,6 +154,7 @@ async function resolveCatalogChart(
     const known = [...Object.keys(machines.catalog), ...configured.map((c) => c.machine.id)];
     throw new ChartNotFoundError(name, known.sort());
   }
+  pickVersion([versioned(chart)], version);
   // A chart's namespace (`agentLifecycle`) may export the projection that keeps its traversal finite.
   const namespace = machines[camelCase(name)] as Record<string, unknown> | undefined;
   return resolvedChart(name, 'catalog', chart, namespace?.serializeState);
@@ -154,55 +164,77 @@ async function resolveModuleChart(
   spec: string,
   exportName: string | undefined,
   cwd: string,
+  version: number | undefined,
 ): Promise<ResolvedChart> {
   const mod = await importModule(spec, cwd);
+  const isChartOrMachine = (v: unknown): v is AnyStateMachine | ChartLike =>
+    isStateMachine(v) || isChartLike(v);
+  const machineOf = (v: AnyStateMachine | ChartLike) => (isChartLike(v) ? v.machine : v);
 
   let picked: { exportName: string; value: AnyStateMachine | ChartLike } | undefined;
   if (exportName !== undefined) {
     const value = Object.hasOwn(mod, exportName) ? mod[exportName] : undefined;
-    if (!isStateMachine(value) && !isChartLike(value)) {
+    if (!isChartOrMachine(value)) {
       throw new NoMachineError(spec, `has no export "${exportName}" that is a machine or a chart`);
     }
     picked = { exportName, value };
   } else {
     for (const candidate of ['chart', 'machine', 'default']) {
       const value = mod[candidate];
-      if (Object.hasOwn(mod, candidate) && (isChartLike(value) || isStateMachine(value))) {
+      if (Object.hasOwn(mod, candidate) && isChartOrMachine(value)) {
         picked = { exportName: candidate, value };
         break;
       }
     }
     if (!picked) {
-      const found = Object.entries(mod).filter(([, v]) => isStateMachine(v) || isChartLike(v));
-      if (found.length === 0) {
+      const found = Object.entries(mod).filter(
+        (entry): entry is [string, AnyStateMachine | ChartLike] => isChartOrMachine(entry[1]),
+      );
+      const [first] = found;
+      if (!first) {
         throw new NoMachineError(
           spec,
           'exports no XState machine (looked for a `chart` or `machine` export, a default export, or any export that is a StateMachine)',
         );
       }
-      if (found.length > 1) {
+      // Several versions of one chart are one chart; several charts need a choice.
+      if (new Set(found.map(([, v]) => machineOf(v).id)).size > 1) {
         throw new NoMachineError(
           spec,
           `exports several machines (${found.map(([k]) => k).join(', ')}); choose one with --export <name>`,
         );
       }
-      const [name, value] = found[0] as [string, AnyStateMachine | ChartLike];
-      picked = { exportName: name, value };
+      picked = { exportName: first[0], value: first[1] };
     }
   }
 
-  const chart: ChartLike = isChartLike(picked.value) ? picked.value : { machine: picked.value };
+  // The version asked for (or the highest) among the module's charts of that machine id.
+  const id = machineOf(picked.value).id;
+  const versions = Object.entries(mod)
+    .filter((entry): entry is [string, AnyStateMachine | ChartLike] => isChartOrMachine(entry[1]))
+    .filter(([, v]) => machineOf(v).id === id)
+    .map(([key, v]) => ({ ...versioned(isChartLike(v) ? v : { machine: v }), exportKey: key }));
+  const chosen =
+    exportName !== undefined && version === undefined
+      ? {
+          ...versioned(isChartLike(picked.value) ? picked.value : { machine: picked.value }),
+          exportKey: exportName,
+        }
+      : pickVersion(versions, version);
+  if (!chosen) throw new NoMachineError(spec, 'exports no chart of that machine');
+  const name = chosen.exportKey;
   // Samples, input and projection may also sit beside a bare machine export.
-  const samples = chart.eventSamples ?? (mod.eventSamples as EventCatalog | undefined);
-  const { eventSamples, derivedSamples } = completeSamples(chart.machine, samples);
+  const samples = chosen.eventSamples ?? (mod.eventSamples as EventCatalog | undefined);
+  const { eventSamples, derivedSamples } = completeSamples(chosen.machine, samples);
   return {
-    name: `${spec}#${picked.exportName}`,
+    name: `${spec}#${name}`,
     origin: 'module',
-    machine: chart.machine,
+    machine: chosen.machine,
+    version: chosen.version,
     eventSamples,
     derivedSamples,
-    input: chart.defaultInput ?? mod.defaultInput ?? mod.input,
-    serializeState: asFunction(chart.serializeState) ?? asFunction(mod.serializeState),
+    input: chosen.defaultInput ?? mod.defaultInput ?? mod.input,
+    serializeState: asFunction(chosen.serializeState) ?? asFunction(mod.serializeState),
   };
 }
 
@@ -213,7 +245,8 @@ async function resolveModuleChart(
  * `machine` export, else the default export, else the only export that is a
  * StateMachine; `exportName` picks one explicitly. Event samples, input and a
  * `serializeState` projection come from the chart or from module exports of
- * those names (`eventSamples`, `defaultInput`/`input`, `serializeState`).
+ * those names (`eventSamples`, `defaultInput`/`input`, `serializeState`). Of several
+ * versions of one chart it takes the highest, or `version`.
  */
 export async function resolveChart(
   spec: string,
@@ -222,9 +255,13 @@ export async function resolveChart(
     cwd?: string | undefined;
     /** Charts of the config file, found by machine id before the catalog. */
     configured?: readonly ChartLike[] | undefined;
+    /** The chart version (default: the highest registered). */
+    version?: number | undefined;
   } = {},
 ): Promise<ResolvedChart> {
-  if (looksLikePath(spec))
-    return resolveModuleChart(spec, options.exportName, options.cwd ?? process.cwd());
-  return resolveCatalogChart(spec, options.configured ?? []);
+  if (looksLikePath(spec)) {
+    const cwd = options.cwd ?? process.cwd();
+    return resolveModuleChart(spec, options.exportName, cwd, options.version);
+  }
+  return resolveCatalogChart(spec, options.configured ?? [], options.version);
 }

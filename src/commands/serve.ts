@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { checkStoredVersions } from './stored-versions.ts';
 import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
 import { attachInspector } from '../inspect/inspector.ts';
 import { createLogger } from '../observe/logging.ts';
@@ -140,6 +141,7 @@ export function registerServe(program: Command): void {
       const { token, from } = readToken(opts, where);
       let detachInspector: (() => void) | undefined;
       try {
+        await checkStoredVersions(store, charts);
         const { createServer, listen } = await importOptional(
           () => import('../server/app.ts'),
           'agentcharts serve',

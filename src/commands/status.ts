@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { knowingCharts } from './charts-option.ts';
 import { labelsFor, stateName } from '../core/meanings.ts';
+import { knownChartMeta, knownChartMetas } from '../core/meta.ts';
 import { table } from './format.ts';
 import { progressLine } from '../observe/progress.ts';
 import {
@@ -69,6 +70,24 @@ function actorJson(d: ActorDwell, now: number) {
 }
 
 /**
+ * The stored labels `--state` names (a document name, a path or a compound
+ * state), in the charts this command knows; a name no chart has is an error
+ * listing the states there are.
+ */
+export function stateLabels(state: string, machineId: string | undefined): string[] {
+  const metas =
+    machineId === undefined
+      ? knownChartMetas()
+      : [knownChartMeta(machineId)].filter((m) => m !== undefined);
+  const labels = metas.flatMap((meta) => meta.labelsFor(state));
+  if (labels.length > 0 || metas.length === 0) return labelsFor(machineId, state);
+  const known = metas
+    .map((meta) => `${meta.machineId}: ${[...new Set(meta.states.map((s) => s.name))].join(', ')}`)
+    .join('; ');
+  throw new CliOptionError('--state', `no chart has a state "${state}"; states: ${known}`);
+}
+
+/**
  * `agentcharts status`: the collection statistics of “Agent Status Models” (counts per state,
  * active, completed, failed, average execution time), and the actors in a state
  * or the active agents of a user (“Agent State Machine”), longest in their state first.
@@ -88,6 +107,7 @@ export function registerStatus(program: Command): void {
     .option('--json', 'print JSON (the statistics field names of “Agent Status Models”)')
     .action(async (opts: StatusOptions): Promise<void> => {
       const limit = parseLimit(opts.limit);
+      const states = opts.state === undefined ? undefined : stateLabels(opts.state, opts.machine);
       const { store, where } = openExistingStore(opts);
       const progress = progressLine();
       try {
@@ -103,7 +123,7 @@ export function registerStatus(program: Command): void {
           progress.update(`listing actors in ${opts.state}…`);
           actors = await store.actorsInStates({
             // A document name (`executing`), a path (`active.executing`) or a compound state.
-            states: labelsFor(opts.machine, opts.state),
+            states: states ?? [],
             machineId: opts.machine,
             userId: opts.user,
             limit,

@@ -14,9 +14,15 @@ export function registerVerify(program: Command): void {
     )
     .option('--db <file>', `the SQLite file (default ${DEFAULT_SQLITE_FILE})`)
     .option('--store <url>', 'a store URL instead: sqlite:<file>')
-    .option('--json', 'print the report as JSON');
+    .option('--json', 'print the report as JSON')
+    .option(
+      '--strict',
+      'exit 1 when an actor is not verifiable (stored at a chart version not registered)',
+    );
   withChartsOption(command).action(
-    async (opts: StoreOptions & ChartsOption & { json?: boolean }): Promise<void> => {
+    async (
+      opts: StoreOptions & ChartsOption & { json?: boolean; strict?: boolean },
+    ): Promise<void> => {
       const charts = await chartsFor(opts, process.cwd(), { allVersions: true });
       const { store, where } = openExistingStore(opts);
       try {
@@ -32,6 +38,11 @@ export function registerVerify(program: Command): void {
           for (const c of report.checkpoints) {
             lines.push(
               `  checkpoint: ${c.actorId} seq ${c.seq}, migrated ${c.from} → ${c.to}: ${c.reason}`,
+            );
+          }
+          for (const u of report.notVerifiable) {
+            lines.push(
+              `  not verifiable: ${u.actorId} (${u.machineId}): chart version ${u.chartVersion} not registered`,
             );
           }
           if (report.ok) {
@@ -54,7 +65,10 @@ export function registerVerify(program: Command): void {
           }
           process.stdout.write(`${lines.join('\n')}\n`);
         }
-        if (!report.ok) process.exitCode = 1;
+        // An actor at a version not given is not a problem of the log; --strict makes it one.
+        if (!report.ok || (opts.strict === true && report.notVerifiable.length > 0)) {
+          process.exitCode = 1;
+        }
       } finally {
         await store.close();
       }

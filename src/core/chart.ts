@@ -1,6 +1,6 @@
 import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
-import { chartMeta } from './meta.ts';
+import { checkChartMetadata } from './meta-check.ts';
 import { checkChartProperties, type PropertyOf } from './properties.ts';
 import { resumeAll, type RecoveryPolicy } from './recovery.ts';
 import { isMachine, requireArg, requireOptions } from './options.ts';
@@ -146,7 +146,47 @@ export function defineChart<TLogic extends AnyStateMachine>(
           migrations: {},
           ...options,
         };
-  chartMeta(chart.machine);
+  checkChartMetadata(chart.machine);
   checkChartProperties(chart.machine, chart.properties);
+  if (!definedCharts.has(chart.machine)) definedCharts.set(chart.machine, chart);
   return chart;
+}
+
+/** The chart each machine was first defined with (`defineChart`). */
+const definedCharts = new WeakMap<AnyStateMachine, ChartDefinition>();
+
+/**
+ * The chart `machine` was defined with, if any: its event schemas, samples,
+ * version and migrations go with the machine wherever it is passed alone.
+ */
+export function definedChart<TLogic extends AnyStateMachine>(
+  machine: TLogic,
+): ChartDefinition<TLogic> | undefined {
+  return definedCharts.get(machine) as ChartDefinition<TLogic> | undefined;
+}
+
+/** Whether `value` is a chart (what {@link defineChart} returns) rather than a machine. */
+export function isChartDefinition(value: unknown): value is ChartDefinition {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !isMachine(value) &&
+    isMachine((value as { machine?: unknown }).machine)
+  );
+}
+
+/**
+ * A chart, or a machine with the chart it was defined with (if any): what every
+ * API that takes "a machine or its chart" works from.
+ */
+export function chartAndMachine<TLogic extends AnyStateMachine>(
+  value: TLogic | ChartDefinition<TLogic>,
+): { machine: TLogic; chart: ChartDefinition<TLogic> | undefined } {
+  if (isChartDefinition(value)) return { machine: value.machine, chart: value };
+  return { machine: value, chart: definedChart(value) };
+}
+
+/** A chart's event schemas, or undefined when it declares none (`{}`). */
+export function chartEvents(chart: ChartDefinition | undefined): EventSchemas | undefined {
+  return chart && Object.keys(chart.events).length > 0 ? chart.events : undefined;
 }

@@ -80,11 +80,13 @@ export interface InvalidEventFields extends MachineScope {
  * extra field, a forbidden key (`__proto__`, `constructor`, `prototype`) or too
  * large. Nothing was changed.
  */
-export class InvalidEventError extends errorClass<InvalidEventFields>(
-  'INVALID_EVENT',
-  (f) =>
-    `Invalid event${f.eventType !== undefined ? ` "${f.eventType}"` : ''} for machine "${f.machineId}"${forActor(f)}: ${f.reason}${f.field !== undefined ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
-) {
+export class InvalidEventError
+  extends /* @__PURE__ */ errorClass<InvalidEventFields>(
+    'INVALID_EVENT',
+    (f) =>
+      `Invalid event${f.eventType !== undefined ? ` "${f.eventType}"` : ''} for machine "${f.machineId}"${forActor(f)}: ${f.reason}${f.field !== undefined ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+  )
+{
   override name = 'InvalidEventError';
 }
 
@@ -96,11 +98,13 @@ export interface InvalidTransitionFields extends MachineScope {
 }
 
 /** The event is well-formed but no transition is enabled for it in the current state. */
-export class InvalidTransitionError extends errorClass<InvalidTransitionFields>(
-  'INVALID_TRANSITION',
-  (f) =>
-    `Machine "${f.machineId}"${f.actorId ? ` (actor "${f.actorId}")` : ''} in state "${f.state}" does not accept event "${f.eventType}"`,
-) {
+export class InvalidTransitionError
+  extends /* @__PURE__ */ errorClass<InvalidTransitionFields>(
+    'INVALID_TRANSITION',
+    (f) =>
+      `Machine "${f.machineId}"${f.actorId ? ` (actor "${f.actorId}")` : ''} in state "${f.state}" does not accept event "${f.eventType}"`,
+  )
+{
   override name = 'InvalidTransitionError';
 }
 
@@ -112,11 +116,13 @@ export interface ConcurrencyFields {
 }
 
 /** The actor's stored version moved since it was read: reload and retry. */
-export class ConcurrencyError extends errorClass<ConcurrencyFields>(
-  'CONCURRENCY',
-  (f) =>
-    `Actor "${f.actorId}" was changed concurrently: expected version ${f.expectedVersion}, found ${f.actualVersion ?? 'unknown'}`,
-) {
+export class ConcurrencyError
+  extends /* @__PURE__ */ errorClass<ConcurrencyFields>(
+    'CONCURRENCY',
+    (f) =>
+      `Actor "${f.actorId}" was changed concurrently: expected version ${f.expectedVersion}, found ${f.actualVersion ?? 'unknown'}`,
+  )
+{
   override name = 'ConcurrencyError';
 }
 
@@ -137,10 +143,12 @@ export interface StoreErrorFields {
  * The store could not do its work (corrupt row, busy or locked database, full or
  * read-only disk, lost connection, unknown actor). Nothing was half-written.
  */
-export class StoreError extends errorClass<StoreErrorFields>(
-  'STORE',
-  (f) => `Store ${f.operation} failed${forActor(f)} (${f.kind})${detailOf(f)}`,
-) {
+export class StoreError
+  extends /* @__PURE__ */ errorClass<StoreErrorFields>(
+    'STORE',
+    (f) => `Store ${f.operation} failed${forActor(f)} (${f.kind})${detailOf(f)}`,
+  )
+{
   override name = 'StoreError';
 }
 
@@ -152,14 +160,18 @@ export interface SnapshotVersionFields {
   storedVersion: number;
   currentVersion: number;
   detail: string;
+  /** The state of the (migrated) snapshot the chart lacks, when that is the reason. */
+  missingState?: string | undefined;
 }
 
 /** A persisted snapshot cannot be loaded by this machine (unknown state, machine or version). */
-export class SnapshotVersionError extends errorClass<SnapshotVersionFields>(
-  'SNAPSHOT_VERSION',
-  (f) =>
-    `Actor "${f.actorId}" stored by machine "${f.storedMachineId}" v${f.storedVersion} cannot be loaded by "${f.machineId}" v${f.currentVersion}: ${f.detail}`,
-) {
+export class SnapshotVersionError
+  extends /* @__PURE__ */ errorClass<SnapshotVersionFields>(
+    'SNAPSHOT_VERSION',
+    (f) =>
+      `Actor "${f.actorId}" stored by machine "${f.storedMachineId}" v${f.storedVersion} cannot be loaded by "${f.machineId}" v${f.currentVersion}: ${f.detail}`,
+  )
+{
   override name = 'SnapshotVersionError';
 }
 
@@ -174,11 +186,13 @@ export interface UncertainStepFields {
  * mid-step): whether its side effect happened is unknown. It is never re-run
  * blindly; `recover({ reconcile })` or `actor.reconcileStep()` settles it.
  */
-export class UncertainStepError extends errorClass<UncertainStepFields>(
-  'UNCERTAIN_STEP',
-  (f) =>
-    `Step "${f.key}" of actor "${f.actorId}" was interrupted mid-run; reconcile it before running it again`,
-) {
+export class UncertainStepError
+  extends /* @__PURE__ */ errorClass<UncertainStepFields>(
+    'UNCERTAIN_STEP',
+    (f) =>
+      `Step "${f.key}" of actor "${f.actorId}" was interrupted mid-run; reconcile it before running it again`,
+  )
+{
   override name = 'UncertainStepError';
 }
 
@@ -189,11 +203,13 @@ export interface InvalidInputFields extends MachineScope {
 }
 
 /** An actor's input does not match its machine's input schema; no actor was created. */
-export class InvalidInputError extends errorClass<InvalidInputFields>(
-  'INVALID_INPUT',
-  (f) =>
-    `Invalid input for machine "${f.machineId}"${forActor(f)}${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
-) {
+export class InvalidInputError
+  extends /* @__PURE__ */ errorClass<InvalidInputFields>(
+    'INVALID_INPUT',
+    (f) =>
+      `Invalid input for machine "${f.machineId}"${forActor(f)}${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+  )
+{
   override name = 'InvalidInputError';
 }
 
@@ -210,11 +226,13 @@ export interface LeaseLostFields {
  * A write that needs the actor's lease (timer firing, recovery action) was made by
  * a worker that no longer holds it: another worker took the actor over.
  */
-export class LeaseLostError extends errorClass<LeaseLostFields>(
-  'LEASE_LOST',
-  (f) =>
-    `Worker "${f.owner}" does not hold the lease of actor "${f.actorId}"${f.holder ? `; held by "${f.holder}"` : ''}`,
-) {
+export class LeaseLostError
+  extends /* @__PURE__ */ errorClass<LeaseLostFields>(
+    'LEASE_LOST',
+    (f) =>
+      `Worker "${f.owner}" does not hold the lease of actor "${f.actorId}"${f.holder ? `; held by "${f.holder}"` : ''}`,
+  )
+{
   override name = 'LeaseLostError';
 }
 
@@ -228,11 +246,13 @@ export interface ChartMetadataFields {
 }
 
 /** A chart's metadata (`meta` on its states, events, delays or transitions) is ill-formed. */
-export class ChartMetadataError extends errorClass<ChartMetadataFields>(
-  'CHART_METADATA',
-  (f) =>
-    `Chart "${f.machineId}": ${f.where} metadata is invalid${f.field ? ` at "${f.field}"` : ''}: ${f.detail}`,
-) {
+export class ChartMetadataError
+  extends /* @__PURE__ */ errorClass<ChartMetadataFields>(
+    'CHART_METADATA',
+    (f) =>
+      `Chart "${f.machineId}": ${f.where} metadata is invalid${f.field ? ` at "${f.field}"` : ''}: ${f.detail}`,
+  )
+{
   override name = 'ChartMetadataError';
 }
 
@@ -255,12 +275,37 @@ export interface UnsupportedActorFields {
  * restart. Raised when the actor is created or loaded (or when a transition would
  * spawn one), naming where it is used and what to use instead; nothing is written.
  */
-export class UnsupportedActorError extends errorClass<UnsupportedActorFields>(
-  'UNSUPPORTED_ACTOR',
-  (f) =>
-    `Machine "${f.machineId}" in state "${f.state}" uses actor "${f.actorId}" (${f.kind} logic), which a durable actor cannot persist: ${f.hint}`,
-) {
+export class UnsupportedActorError
+  extends /* @__PURE__ */ errorClass<UnsupportedActorFields>(
+    'UNSUPPORTED_ACTOR',
+    (f) =>
+      `Machine "${f.machineId}" in state "${f.state}" uses actor "${f.actorId}" (${f.kind} logic), which a durable actor cannot persist: ${f.hint}`,
+  )
+{
   override name = 'UnsupportedActorError';
+}
+
+/** The fields of an {@link InvalidOutputError}. */
+export interface InvalidOutputFields {
+  /** Dotted path of the offending field of the output, when there is one. */
+  field?: string | undefined;
+  /** What is wrong with it (the schema's issue code; never the value). */
+  detail?: string | undefined;
+}
+
+/**
+ * An invoked promise resolved with an output that does not match the schema it
+ * declared (`durablePromise(fn, { output })`); the invoking state hears it as
+ * `xstate.error.actor.<id>`.
+ */
+export class InvalidOutputError
+  extends /* @__PURE__ */ errorClass<InvalidOutputFields>(
+    'INVALID_OUTPUT',
+    (f) =>
+      `The invoked promise's output does not match its declared output schema${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+  )
+{
+  override name = 'InvalidOutputError';
 }
 
 export interface UnpersistableValueFields {
@@ -285,31 +330,12 @@ export interface UnpersistableValueFields {
  * timer, message or invoke result that produces one fails the actor instead, as a
  * transition that throws does.
  */
-export class UnpersistableValueError extends errorClass<UnpersistableValueFields>(
-  'UNPERSISTABLE_VALUE',
-  (f) =>
-    `Machine "${f.machineId}"${forActor(f)} in state "${f.state}" on "${f.eventType}" would store ${f.where}${f.path ? `.${f.path}` : ''}, which JSON cannot carry unchanged: ${f.detail}`,
-) {
+export class UnpersistableValueError
+  extends /* @__PURE__ */ errorClass<UnpersistableValueFields>(
+    'UNPERSISTABLE_VALUE',
+    (f) =>
+      `Machine "${f.machineId}"${forActor(f)} in state "${f.state}" on "${f.eventType}" would store ${f.where}${f.path ? `.${f.path}` : ''}, which JSON cannot carry unchanged: ${f.detail}`,
+  )
+{
   override name = 'UnpersistableValueError';
-}
-
-/** The fields of an {@link InvalidOutputError}. */
-export interface InvalidOutputFields {
-  /** Dotted path of the offending field of the output, when there is one. */
-  field?: string | undefined;
-  /** What is wrong with it (the schema's issue code; never the value). */
-  detail?: string | undefined;
-}
-
-/**
- * An invoked promise resolved with an output that does not match the schema it
- * declared (`durablePromise(fn, { output })`); the invoking state hears it as
- * `xstate.error.actor.<id>`.
- */
-export class InvalidOutputError extends errorClass<InvalidOutputFields>(
-  'INVALID_OUTPUT',
-  (f) =>
-    `The invoked promise's output does not match its declared output schema${f.field ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
-) {
-  override name = 'InvalidOutputError';
 }

@@ -45,10 +45,13 @@ export const MAX_JSON_DEPTH = 64;
 /** Characters a JSON string holds as themselves, one byte each: printable ASCII but `"` and `\\`. */
 const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
+/** TextEncoder rather than Buffer: events are validated in browsers too (`agentcharts/chart`). */
+const utf8 = /* @__PURE__ */ new TextEncoder();
+
 /** Exact UTF-8 length of `text` written as a JSON string, quotes included. */
 function jsonStringBytes(text: string): number {
   if (PLAIN_ASCII.test(text)) return text.length + 2;
-  return Buffer.byteLength(JSON.stringify(text), 'utf8');
+  return utf8.encode(JSON.stringify(text)).byteLength;
 }
 
 /** What a value that JSON cannot carry unchanged is, in words. */

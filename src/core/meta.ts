@@ -16,87 +16,33 @@
  * structure (final states are `completed`, others `working`; events are commands
  * an agent may send; `xstate.*` events are internal).
  */
-import type { AnyMachineSnapshot, AnyStateMachine, AnyStateNode, EventObject } from 'xstate';
-import * as z from 'zod';
-import { ChartMetadataError } from './errors.ts';
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import {
+  STATE_CLASSES,
+  checkMeta,
+  knownMachine,
+  knownMachines,
+  noteMachine,
+  statePaths,
+  type EventKind,
+  type StateClass,
+} from './meta-check.ts';
 import { EXPECTED, isMachine, requireArg } from './options.ts';
+import { allLabels, displayLabel } from './state-labels.ts';
 
-/**
- * What a state means to a monitor:
- * - `idle`: created or reset, no work yet;
- * - `working`: doing the work (running, thinking, executing, planning…);
- * - `waiting`: blocked on a dependency, an input, another agent;
- * - `paused`: waiting for a person (an approval), or paused by one;
- * - `retrying`: backing off after a transient error;
- * - `completed`, `failed`, `terminated`: finished, whether or not the state is XState-final.
- */
-export const STATE_CLASSES = [
-  'idle',
-  'working',
-  'waiting',
-  'paused',
-  'retrying',
-  'completed',
-  'failed',
-  'terminated',
-] as const;
-export type StateClass = (typeof STATE_CLASSES)[number];
-
-/**
- * Who may cause an event:
- * - `command`: sent by a caller holding one of the event's roles (default role `agent`);
- * - `approval`: a person's decision; only `approver`-like roles, never an agent key;
- * - `timer-only`: raised by the chart's own timers (or recovery); refused from outside;
- * - `internal`: XState's own (`xstate.*`) or raised inside the chart; refused from outside.
- */
-export const EVENT_KINDS = ['command', 'approval', 'timer-only', 'internal'] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
+export {
+  EVENT_KINDS,
+  STATE_CLASSES,
+  type EventKind,
+  type EventMeta,
+  type RootMeta,
+  type StateClass,
+  type StateMeta,
+  type TransitionMeta,
+} from './meta-check.ts';
 
 /** Roles used by the built-in charts; a chart may name others. */
 export const ROLES = ['agent', 'approver', 'leader', 'operator'] as const;
-
-const color = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'a #rrggbb colour');
-
-/** A state node's `meta` (other keys are the user's own and pass through). */
-export const stateMetaSchema = z.looseObject({
-  name: z.string().min(1).max(100).optional(),
-  class: z.enum(STATE_CLASSES).optional(),
-  color: color.optional(),
-});
-
-export const eventMetaSchema = z.strictObject({
-  kind: z.enum(EVENT_KINDS).optional(),
-  roles: z.array(z.string().min(1).max(64)).max(32).optional(),
-  description: z.string().max(2000).optional(),
-  /**
-   * The payload field that names who sends the event (`approver`, `voterId`): from
-   * outside it must be the caller's own identity (the signing key's id), never
-   * someone else's.
-   */
-  signer: z.string().min(1).max(100).optional(),
-});
-
-/** The root node's `meta`. */
-export const chartMetaSchema = z.looseObject({
-  events: z.record(z.string().min(1), eventMetaSchema).optional(),
-  delays: z.record(z.string().min(1), z.string().min(1)).optional(),
-  /**
-   * Which context fields name the actor and its current task on a dashboard card
-   * (the card of “Agent State Machine” (v1.0): agent name, state badge, task).
-   */
-  display: z
-    .strictObject({ name: z.string().min(1).optional(), task: z.string().min(1).optional() })
-    .optional(),
-  /** Per invoke id: whether a run interrupted by a crash may simply run again. */
-  invokes: z
-    .record(z.string().min(1), z.strictObject({ rerun: z.enum(['safe', 'reconcile']) }))
-    .optional(),
-});
-
-/** An `after` transition's `meta`. */
-export const transitionMetaSchema = z.looseObject({
-  event: z.string().min(1).optional(),
-});
 
 export interface StateInfo {
   /** Dotted path from the root (`active.executing`): the label segment the store keeps. */
@@ -110,6 +56,8 @@ export interface StateInfo {
   final: boolean;
   /** Leaf (atomic or final) node. */
   leaf: boolean;
+  /** A parallel state: its regions are active at once. */
+  parallel: boolean;
 }
 
 export interface EventInfo {
@@ -208,20 +156,19 @@ export interface ChartMeta {
 }
 
 const cache = new WeakMap<AnyStateMachine, ChartMeta>();
-/** The latest compiled chart of each machine id this process has seen. */
-const byMachineId = new Map<string, ChartMeta>();
 
 /**
  * The meaning of a machine id's chart, if this process has defined, registered
- * or loaded it ({@link chartMeta} remembers every chart it compiles).
+ * or loaded it (the latest machine of that id; see {@link chartMeta}).
  */
 export function knownChartMeta(machineId: string): ChartMeta | undefined {
-  return byMachineId.get(machineId);
+  const machine = knownMachine(machineId);
+  return machine ? chartMeta(machine) : undefined;
 }
 
 /** Every chart this process knows, one per machine id. */
 export function knownChartMetas(): ChartMeta[] {
-  return [...byMachineId.values()];
+  return knownMachines().map(chartMeta);
 }
 
 /**
@@ -239,71 +186,57 @@ export function chartMeta(machine: AnyStateMachine): ChartMeta {
   if (!meta) {
     meta = compile(machine);
     cache.set(machine, meta);
-    byMachineId.set(machine.id, meta);
   }
+  // The latest machine of its id is the one its actors are read by.
+  if (knownMachine(machine.id) !== machine) noteMachine(machine);
   return meta;
-}
-
-function parseOrThrow<T>(
-  schema: z.ZodType<T>,
-  value: unknown,
-  machineId: string,
-  where: string,
-): T {
-  const result = schema.safeParse(value ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new ChartMetadataError({
-    machineId,
-    where,
-    field: issue?.path.map(String).join('.') || undefined,
-    detail: issue?.message ?? 'invalid',
-  });
 }
 
 function compile(machine: AnyStateMachine): ChartMeta {
   const machineId = machine.id;
-  const root = parseOrThrow(chartMetaSchema, machine.root.meta, machineId, 'root meta');
+  const root = checkMeta('root', machine.root.meta, machineId, 'root meta');
   const states: StateInfo[] = [];
   const byPath = new Map<string, StateInfo>();
+  /** States whose class was said (on them, or on a state around them). */
+  const classSaid = new Set<StateInfo>();
   const byName = new Map<string, StateInfo[]>();
 
-  const walk = (node: AnyStateNode, prefix: string): void => {
-    for (const [key, child] of Object.entries(node.states)) {
-      const path = prefix ? `${prefix}.${key}` : key;
-      const own = parseOrThrow(stateMetaSchema, child.meta, machineId, `state "${path}"`);
-      const final = child.type === 'final';
-      const leaf = Object.keys(child.states).length === 0;
-      const tagged = STATE_CLASSES.find((c) => child.tags.includes(c));
-      // Only a top-level final state finishes the actor; a nested one ends its region.
-      const finishes = final && node === machine.root;
-      const cls: StateClass = own.class ?? tagged ?? (finishes ? 'completed' : 'working');
-      const info: StateInfo = {
-        path,
-        name: own.name ?? key,
-        class: cls,
-        color: own.color ?? CLASS_COLORS[cls],
-        description: child.description,
-        final,
-        leaf,
-      };
-      states.push(info);
-      byPath.set(path, info);
-      const list = byName.get(info.name) ?? [];
-      list.push(info);
-      byName.set(info.name, list);
-      walk(child, path);
-    }
-  };
-  walk(machine.root, '');
-
-  // Transition metas are checked here too, so a bad one fails at definition time.
-  for (const info of states) {
-    const node = machine.getStateNodeById(`${machineId}.${info.path}`);
-    for (const t of node.transitions.values()) {
-      for (const def of t) {
-        if (def.meta !== undefined) {
-          parseOrThrow(transitionMetaSchema, def.meta, machineId, `a transition of "${info.path}"`);
+  for (const [path, child] of statePaths(machine)) {
+    const own = checkMeta('state', child.meta, machineId, `state "${path}"`);
+    const final = child.type === 'final';
+    const leaf = Object.keys(child.states).length === 0;
+    const tagged = STATE_CLASSES.find((c) => child.tags.includes(c));
+    // A class said on a compound or parallel state holds for every state inside it
+    // that says none (`reviewing` is `paused` whichever review is still pending).
+    const parent = path.includes('.')
+      ? byPath.get(path.slice(0, path.lastIndexOf('.')))
+      : undefined;
+    const said = own.class ?? tagged;
+    const inherited = said === undefined && parent && classSaid.has(parent) ? parent : undefined;
+    // Only a top-level final state finishes the actor; a nested one ends its region.
+    const finishes = final && child.parent === machine.root;
+    const cls: StateClass = said ?? inherited?.class ?? (finishes ? 'completed' : 'working');
+    const info: StateInfo = {
+      path,
+      name: own.name ?? child.key,
+      class: cls,
+      color: own.color ?? inherited?.color ?? CLASS_COLORS[cls],
+      description: child.description,
+      final,
+      leaf,
+      parallel: child.type === 'parallel',
+    };
+    if (said !== undefined || inherited !== undefined) classSaid.add(info);
+    states.push(info);
+    byPath.set(path, info);
+    const list = byName.get(info.name) ?? [];
+    list.push(info);
+    byName.set(info.name, list);
+    // Transition metas are checked here too, so a bad one fails at definition time.
+    for (const defs of child.transitions.values()) {
+      for (const t of defs) {
+        if (t.meta !== undefined) {
+          checkMeta('transition', t.meta, machineId, `a transition of "${path}"`);
         }
       }
     }
@@ -325,6 +258,7 @@ function compile(machine: AnyStateMachine): ChartMeta {
   const eventByType = new Map(events.map((e) => [e.type, e]));
 
   const regionInfo = (region: string): StateInfo | undefined => byPath.get(region.trim());
+  let labels: string[] | undefined;
   const regions = (label: string): string[] => label.split(',');
 
   const meta: ChartMeta = {
@@ -338,24 +272,18 @@ function compile(machine: AnyStateMachine): ChartMeta {
       return named?.length === 1 ? named[0] : named?.find((s) => s.leaf);
     },
     stateName(label) {
-      return regions(label)
-        .map((r) => regionInfo(r)?.name ?? r.split('.').at(-1) ?? r)
-        .join(',');
+      return displayLabel(label, (path) => byPath.get(path));
     },
     labelsFor(pathOrName) {
       const found = byPath.has(pathOrName)
         ? [byPath.get(pathOrName) as StateInfo]
         : (byName.get(pathOrName) ?? []);
-      // A compound state stands for every leaf below it.
-      return [
-        ...new Set(
-          found.flatMap((s) =>
-            s.leaf
-              ? [s.path]
-              : states.filter((d) => d.leaf && d.path.startsWith(`${s.path}.`)).map((d) => d.path),
-          ),
-        ),
-      ];
+      // A compound state stands for every label with a leaf below it; a parallel
+      // state's labels are its regions' combinations.
+      labels ??= allLabels(machine);
+      const within = (leaf: string) =>
+        found.some((s) => leaf === s.path || leaf.startsWith(`${s.path}.`));
+      return labels.filter((label) => label.split(',').some(within));
     },
     classify(label, status = 'active') {
       const classes = regions(label).map((r) => regionInfo(r)?.class ?? 'working');

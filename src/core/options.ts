@@ -40,12 +40,12 @@ export function isRuntime(v: unknown): boolean {
 }
 
 /** A store, as an option. */
-export const storeOption = z.custom<object>(isStore, {
+export const storeOption = /* @__PURE__ */ z.custom<object>(isStore, {
   message: 'a store (what openStore() returns)',
 });
 
 /** A list of charts (`defineChart(...)` results). */
-export const chartsOption = z.custom<Iterable<unknown>>(
+export const chartsOption = /* @__PURE__ */ z.custom<Iterable<unknown>>(
   (v) =>
     typeof v === 'object' &&
     v !== null &&
@@ -65,6 +65,7 @@ export function checkOptions(fn: string, value: unknown, schema: z.ZodType): voi
 /** What an argument must be, in the words an {@link InvalidOptionsError} uses. */
 export const EXPECTED = {
   machine: 'an XState machine (setup(…).createMachine(…))',
+  machineOrChart: 'an XState machine (setup(…).createMachine(…)) or its chart (defineChart)',
   store: 'a store (what openStore() returns)',
   actor: 'an actor (createDurableActor or createStrictActor)',
   options: 'an object, or left out',

@@ -42,3 +42,32 @@ function pathsOf(value: StateValue): string[] {
   }
   return out;
 }
+
+/**
+ * The state value a stored label stands for: `drafting.writing` →
+ * `{ drafting: 'writing' }`, `reviewing.legal.ok,reviewing.editorial.pending` →
+ * `{ reviewing: { legal: 'ok', editorial: 'pending' } }` (an atomic region is `{}`).
+ */
+export function labelValue(label: string): StateValue {
+  requireArg('labelValue', 'label', typeof label === 'string', 'a state label');
+  type Tree = Map<string, Tree>;
+  const root: Tree = new Map();
+  for (const leaf of label.split(',')) {
+    let node = root;
+    for (const key of leaf.trim().split('.')) {
+      if (key === '') continue;
+      const next = node.get(key) ?? new Map<string, Tree>();
+      node.set(key, next);
+      node = next;
+    }
+  }
+  const value = (tree: Tree, top: boolean): StateValue => {
+    const [only] = tree;
+    // One active child that is a leaf: the compound state's value is its name.
+    if (tree.size === 1 && only && only[1].size === 0 && !top) return only[0];
+    return Object.fromEntries([...tree].map(([key, sub]) => [key, value(sub, false)]));
+  };
+  const [only] = root;
+  if (root.size === 1 && only && only[1].size === 0) return only[0];
+  return value(root, true);
+}

@@ -19,7 +19,14 @@ import { UnpersistableValueError } from '../core/errors.ts';
 import { walkJson } from '../core/json.ts';
 import { stateLabel } from '../core/state.ts';
 import { childActorId, planEffects, type Effects } from './effects.ts';
-import { EMPTY_LEDGER, pendingInvoke, pendingTimer, TO_PARENT, type Ledger } from './ledger.ts';
+import {
+  EMPTY_LEDGER,
+  pendingInvoke,
+  pendingTimer,
+  TO_PARENT,
+  withoutFired,
+  type Ledger,
+} from './ledger.ts';
 import type { EventSource } from './notices.ts';
 import { errorValue, pureInitial, pureTransition } from './pure.ts';
 
@@ -89,7 +96,7 @@ export function advance(f: StepFacts): Step {
   if (delivery.source === 'timer') {
     const timer = pendingTimer(ledger, delivery.key);
     if (!timer) return { kind: 'gone', reason: 'the timer is not pending' };
-    ledger = { ...ledger, timers: ledger.timers.filter((t) => t !== timer) };
+    ledger = withoutFired(ledger, timer);
     event = timer.event;
     if (timer.to !== undefined) return relay(f, snapshot, ledger, event, timer.to);
   } else if (delivery.source === 'invoke') {

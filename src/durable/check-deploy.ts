@@ -4,7 +4,7 @@
  */
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { ChartDefinition } from '../core/chart.ts';
-import { AgentchartsError } from '../core/errors.ts';
+import { AgentchartsError, SnapshotVersionError } from '../core/errors.ts';
 import { EXPECTED, isStore, requireArg, requireObject } from '../core/options.ts';
 import { stateLabel } from '../core/state.ts';
 import type { ActorRow, Store } from '../store/types.ts';
@@ -33,6 +33,8 @@ export interface StrandedActor {
   version: number;
   kind: StrandKind;
   detail: string;
+  /** For `unrestorable`: the state of the migrated snapshot the new chart lacks. */
+  missingState?: string | undefined;
 }
 
 export interface CheckDeployOptions {
@@ -106,7 +108,7 @@ async function checkActor(
   old: ChartDefinition | undefined,
   row: ActorRow,
 ): Promise<StrandedActor[]> {
-  const strand = (kind: StrandKind, detail: string): StrandedActor => ({
+  const strand = (kind: StrandKind, detail: string, missingState?: string): StrandedActor => ({
     actorId: row.id,
     machineId: row.machineId,
     state: row.state,
@@ -114,6 +116,7 @@ async function checkActor(
     version: chart.version,
     kind,
     detail,
+    ...(missingState !== undefined ? { missingState } : {}),
   });
   if (row.chartVersion > chart.version) {
     return [strand('newer_version', `stored by version ${row.chartVersion}`)];
@@ -174,11 +177,12 @@ function decodeFailure(
   error: unknown,
   from: number,
   chart: ChartDefinition<AnyStateMachine>,
-): [StrandKind, string] {
+): [StrandKind, string, (string | undefined)?] {
   const message = error instanceof Error ? error.message : String(error);
   if (!(error instanceof AgentchartsError)) return ['migration_threw', message];
   if (/no migration from version/.test(message)) {
     return ['no_migration', `no migration from version ${from} to ${chart.version}`];
   }
-  return ['unrestorable', message];
+  const missing = error instanceof SnapshotVersionError ? error.missingState : undefined;
+  return ['unrestorable', message, missing];
 }

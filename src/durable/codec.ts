@@ -85,7 +85,7 @@ export function decodeActor(
   versioning: ChartVersioning,
   row: ActorRow,
 ): { snapshot: AnyMachineSnapshot; ledger: Ledger | undefined } {
-  const fail = (detail: string) =>
+  const fail = (detail: string, missingState?: string) =>
     new SnapshotVersionError({
       actorId: row.id,
       machineId: machine.id,
@@ -93,6 +93,7 @@ export function decodeActor(
       storedVersion: row.chartVersion,
       currentVersion: versioning.version,
       detail,
+      missingState,
     });
   if (row.machineId !== machine.id) throw fail('different machine');
   if (row.chartVersion > versioning.version) throw fail('stored by a newer chart version');
@@ -130,7 +131,10 @@ export function decodeActor(
       detail: 'snapshot lacks value or status',
     });
   }
-  if (!stateValueExists(machine, persisted.value)) throw fail('state does not exist in this chart');
+  const missing = missingState(machine, persisted.value);
+  if (missing !== undefined) {
+    throw fail(`state "${missing}" does not exist in this chart`, missing);
+  }
   try {
     return { snapshot: restoreSnapshot(machine, persisted), ledger };
   } catch (cause) {
@@ -140,26 +144,44 @@ export function decodeActor(
 
 /** Whether every path of a (persisted) state value names state nodes of the chart. */
 export function stateValueExists(machine: AnyStateMachine, value: unknown): boolean {
+  return missingState(machine, value) === undefined;
+}
+
+/**
+ * The first dotted path of a (persisted) state value that names no state node of
+ * the chart (`review`, `active.review`; the parent's path plus `(none)` when a
+ * compound state's value is empty or not a state value), or undefined when all do.
+ */
+export function missingState(machine: AnyStateMachine, value: unknown): string | undefined {
   // A machine without child states has the empty value.
   if (Object.keys(machine.root.states).length === 0) {
-    return typeof value === 'object' && value !== null && Object.keys(value).length === 0;
+    const empty = typeof value === 'object' && value !== null && Object.keys(value).length === 0;
+    return empty ? undefined : '(none)';
   }
-  const walk = (node: AnyStateMachine['root'], v: unknown): boolean => {
-    if (typeof v === 'string') return Object.hasOwn(node.states, v);
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const at = (prefix: string, key: string) => (prefix ? `${prefix}.${key}` : key);
+  const walk = (node: AnyStateMachine['root'], v: unknown, prefix: string): string | undefined => {
+    if (typeof v === 'string') return Object.hasOwn(node.states, v) ? undefined : at(prefix, v);
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return at(prefix, '(none)');
     const entries = Object.entries(v as Record<string, unknown>);
-    if (entries.length === 0) return false;
-    return entries.every(([key, child]) => {
+    if (entries.length === 0) return at(prefix, '(none)');
+    for (const [key, child] of entries) {
       const next = Object.hasOwn(node.states, key) ? node.states[key] : undefined;
-      if (!next) return false;
+      if (!next) return at(prefix, key);
       // A compound state with an empty value object is not valid; atomic children are strings.
-      return Object.keys(next.states).length === 0
-        ? child === undefined ||
-            (typeof child === 'object' && child !== null && Object.keys(child).length === 0)
-        : walk(next, child);
-    });
+      const atomic = Object.keys(next.states).length === 0;
+      const empty =
+        child === undefined ||
+        (typeof child === 'object' && child !== null && Object.keys(child).length === 0);
+      const missing = atomic
+        ? empty
+          ? undefined
+          : at(at(prefix, key), '(none)')
+        : walk(next, child, at(prefix, key));
+      if (missing !== undefined) return missing;
+    }
+    return undefined;
   };
-  return walk(machine.root, value);
+  return walk(machine.root, value, '');
 }
 
 function isEmpty(record: object): boolean {

@@ -44,6 +44,11 @@ export class Courier {
     }
   }
 
+  /** Whether a delivery is under way. */
+  get busy(): boolean {
+    return this.running.size > 0;
+  }
+
   /** Waits until every delivery under way has finished. */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.all([...this.running.values()]);

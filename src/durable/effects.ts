@@ -280,9 +280,22 @@ class Planner {
       let key = invokeKey(t.actorId, id, t.seq);
       const twins = this.invokesStart.filter((i) => i.id === id).length;
       if (twins > 0) key = `${key}.${twins}`;
-      this.invokes.push({ id, key });
+      const pending: PendingInvoke = { id, key };
+      if (typeof ref.src === 'string') pending.src = ref.src;
+      if (input !== undefined) pending.input = input;
+      this.invokes.push(pending);
       this.invokesStart.push({ id, key, logic: ref.logic, input });
       return;
+    }
+    // A machine spawned under the id of a running child it did not stop (a history
+    // target that resolves to the source state enters it again without leaving it):
+    // XState orphans the first child, still running, outside `children`; a durable
+    // child is named by its parent and id, so the first is stopped for the second.
+    for (const [old, oldId] of this.before) {
+      if (oldId === id && old !== ref && !this.stopped.has(old)) {
+        this.stopped.add(old);
+        this.stop(old, id);
+      }
     }
     const body: SpawnBody = {
       parentMachine: t.machine.id,
@@ -403,7 +416,9 @@ class Planner {
           const kept: PendingTimer = { ...timer, sendId: undefined };
           if (timer.key === sendId) {
             kept.key = `${timer.key}@${seq}.${idx}`;
-            this.renamed.push([timer.key, kept.key]);
+            // Armed before this transition: its wake-up moves to the new key. One this
+            // transition made is not armed yet; it is armed under its new key.
+            if (this.t.ledger.timers.includes(timer)) this.renamed.push([timer.key, kept.key]);
           }
           this.timers[i] = kept;
         }
@@ -411,7 +426,10 @@ class Planner {
       key = sendId;
     }
     const timer: PendingTimer = { key, event, due: now + delay };
-    if (sendId !== undefined) timer.sendId = sendId;
+    if (sendId !== undefined) {
+      timer.id = sendId;
+      timer.sendId = sendId;
+    }
     if (to !== undefined) timer.to = to;
     this.timers.push(timer);
   }

@@ -13,7 +13,7 @@ import { chartMeta } from '../core/meta.ts';
 import type { StepRow } from '../store/types.ts';
 import type { InvokeStart } from './effects.ts';
 import type { ActorCore } from './actor-core.ts';
-import { actorKind } from './actor-kinds.ts';
+import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
 import { settleStep, type ReconcileHook } from './steps.ts';
 
@@ -206,15 +206,23 @@ export async function resumeInvokes(
   const { store, clock } = core.runtime;
   const children = core.snapshot.children as Record<string, AnyActorRef | undefined>;
   const report: InvokeRecovery[] = [];
-  for (const { id, key } of awaited) {
+  for (const pending of awaited) {
+    const { id, key } = pending;
+    // Its logic from the ledger (an invoke whose id a sibling took over is no
+    // longer among XState's children); a ledger from before that, the child's.
     const child = children[id] as (AnyActorRef & { logic: AnyActorLogic }) | undefined;
+    const logic =
+      pending.src === undefined ? child?.logic : resolveActorLogic(core.machine, pending.src);
     const row = await store.getStep(key);
-    if (!row || !child || actorKind(child.logic) !== 'promise') {
-      report.push({ key, outcome: 'failed', detail: 'no step or invoke of that key' });
+    if (!row || !logic || actorKind(logic) !== 'promise') {
+      report.push({ key, outcome: 'failed', detail: 'no step or promise logic for that key' });
       continue;
     }
-    const input = (child.getSnapshot() as { input?: unknown }).input;
-    const invoke = { id, key, logic: child.logic, input };
+    const input =
+      pending.src === undefined
+        ? (child?.getSnapshot() as { input?: unknown } | undefined)?.input
+        : pending.input;
+    const invoke = { id, key, logic, input };
     if (row.status !== 'executing') {
       await deliverOutcome(core, id, key, outcomeOf(row.status, row.result));
       report.push({ key, outcome: 'delivered', detail: `recorded ${row.status}` });

@@ -16,11 +16,13 @@ import type { EventObject } from 'xstate';
 export interface PendingTimer {
   /** Unique among the actor's pending timers: the store's timer id. */
   key: string;
+  /** The id it was scheduled with: an explicit `id`, or the `after` event type. */
+  id?: string | undefined;
   /**
-   * The id `cancel()` finds it by, while it holds it: an explicit `id` (or the
-   * `after` event type). A later delayed send with the same id takes the id over,
-   * as in XState's scheduler; the earlier one still fires but can no longer be
-   * cancelled.
+   * The id `cancel()` finds it by, while it holds it (its `id`). A later delayed
+   * send with the same id takes the id over, as in XState's scheduler: the earlier
+   * one still fires but can no longer be cancelled; and when it fires, the id is
+   * released, so the later one can no longer be cancelled either.
    */
   sendId?: string | undefined;
   event: EventObject;
@@ -36,6 +38,13 @@ export interface PendingInvoke {
   id: string;
   /** Its step key: actor, invoke id and the version that entered the state. */
   key: string;
+  /**
+   * Its logic (an `actors` key, or XState's name of an inline invoke) and input:
+   * what recovery runs again (XState's `children` loses an invoke whose id a
+   * sibling took over).
+   */
+  src?: string | undefined;
+  input?: unknown;
 }
 
 export interface Ledger {
@@ -76,6 +85,7 @@ export function ledgerJson(ledger: Ledger): unknown {
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
       const entry: Record<string, unknown> = { key: t.key };
+      if (t.id !== undefined) entry['id'] = t.id;
       if (t.sendId !== undefined) entry['sendId'] = t.sendId;
       entry['event'] = t.event;
       entry['due'] = t.due;
@@ -83,9 +93,29 @@ export function ledgerJson(ledger: Ledger): unknown {
       return entry;
     });
   }
-  if (ledger.invokes.length > 0)
-    out.invokes = ledger.invokes.map((i) => ({ id: i.id, key: i.key }));
+  if (ledger.invokes.length > 0) {
+    out.invokes = ledger.invokes.map((i) => {
+      const entry: Record<string, unknown> = { id: i.id, key: i.key };
+      if (i.src !== undefined) entry['src'] = i.src;
+      if (i.input !== undefined) entry['input'] = i.input;
+      return entry;
+    });
+  }
   return out;
+}
+
+/**
+ * The ledger after `timer` fired: it is gone, and the id it was scheduled with is
+ * released (XState's scheduler forgets the id when any timer scheduled with it
+ * fires, even one whose id a later timer had taken over).
+ */
+export function withoutFired(ledger: Ledger, timer: PendingTimer): Ledger {
+  const timers: PendingTimer[] = [];
+  for (const t of ledger.timers) {
+    if (t === timer) continue;
+    timers.push(timer.id !== undefined && t.sendId === timer.id ? { ...t, sendId: undefined } : t);
+  }
+  return { ...ledger, timers };
 }
 
 /** The pending timer with store id `key`. */

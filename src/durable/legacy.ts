@@ -22,7 +22,10 @@ export async function legacyLedger(
       due: row.dueAt,
     };
     // Ids of `after` delays and explicit ids; `raise:<type>` was made up for unnamed ones.
-    if (!row.timerId.startsWith('raise:')) timer.sendId = row.timerId;
+    if (!row.timerId.startsWith('raise:')) {
+      timer.id = row.timerId;
+      timer.sendId = row.timerId;
+    }
     return timer;
   });
   const invokes: PendingInvoke[] = [];

@@ -13,7 +13,14 @@ import {
   requireText,
 } from '../core/options.ts';
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
-import type { ChartDefinition } from '../core/chart.ts';
+import {
+  chartAndMachine,
+  chartEvents,
+  type ChartDefinition,
+  type EventSchemas,
+} from '../core/chart.ts';
+import { getEventSchemas } from '../strict/events.ts';
+import { warnNoEventSchemas } from './no-schemas.ts';
 import { ConcurrencyError, StoreError } from '../core/errors.ts';
 import { chartMeta } from '../core/meta.ts';
 import type { ActorHead, ActorRow, Store } from '../store/types.ts';
@@ -34,6 +41,9 @@ const runtimes = new WeakMap<Store, DurableRuntime>();
 
 /** The migrations of a chart that declares none (one object: registering it again is a no-op). */
 const NO_MIGRATIONS = Object.freeze({});
+
+/** `schemas: false`: no schema, events checked by type alone (an empty set is none). */
+const NO_SCHEMAS: EventSchemas = Object.freeze({});
 
 /** The runtime of a store, created on first use with `options`. */
 export function getRuntime(store: Store, options?: RuntimeOptions): DurableRuntime {
@@ -112,17 +122,20 @@ async function loadInto<TLogic extends AnyStateMachine>(
  * await task.send({ type: 'START' });
  */
 export async function createDurableActor<TLogic extends AnyStateMachine>(
-  machine: TLogic,
+  machineOrChart: TLogic | ChartDefinition<TLogic>,
   options: DurableActorOptions<TLogic>,
 ): Promise<DurableActor<TLogic>> {
   // Plain checks, not a schema: this is on the path of every actor created.
-  if (typeof machine !== 'object' || machine === null || !('root' in machine)) {
+  const given = machineOrChart as unknown;
+  const isMachineLike = (v: unknown) => typeof v === 'object' && v !== null && 'root' in v;
+  if (!isMachineLike(given) && !isMachineLike((given as { machine?: unknown } | null)?.machine)) {
     throw new InvalidOptionsError(
       'createDurableActor',
       'machine',
-      'an XState machine (setup().createMachine())',
+      'an XState machine (setup().createMachine()) or its chart (defineChart)',
     );
   }
+  const { machine, chart } = chartAndMachine(machineOrChart);
   if (
     typeof options !== 'object' ||
     options === null ||
@@ -138,7 +151,7 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
       'a store (what openStore() returns)',
     );
   }
-  const actor = await openOrCreate(machine, options);
+  const actor = await openOrCreate(machine, chart, options);
   if (options.inspect) {
     const inspection = new DurableInspection(options.inspect);
     inspection.register(actor.id, actor.machine, actor.getSnapshot() as AnyMachineSnapshot);
@@ -149,20 +162,28 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
 
 async function openOrCreate<TLogic extends AnyStateMachine>(
   machine: TLogic,
-  options: DurableActorOptions<TLogic>,
+  chart: ChartDefinition<TLogic> | undefined,
+  given: DurableActorOptions<TLogic>,
 ): Promise<DurableActor<TLogic>> {
   const runtimeOptions: RuntimeOptions = {};
-  if (options.clock) runtimeOptions.clock = options.clock;
-  if (options.logger) runtimeOptions.logger = options.logger;
-  const runtime = getRuntime(options.store, runtimeOptions);
+  if (given.clock) runtimeOptions.clock = given.clock;
+  if (given.logger) runtimeOptions.logger = given.logger;
+  const runtime = getRuntime(given.store, runtimeOptions);
   chartMeta(machine); // ill-formed chart metadata fails here, not on a later timer
   checkDurableActors(machine); // so does an actor the runtime cannot persist
+  // The chart's version, migrations, events and default input, unless the options say.
   const versioning = {
-    version: options.version ?? 1,
-    migrations: options.migrations ?? NO_MIGRATIONS,
+    version: given.version ?? chart?.version ?? 1,
+    migrations: given.migrations ?? chart?.migrations ?? NO_MIGRATIONS,
   };
-  runtime.registerChart({ machine, ...versioning });
-  const actorOptions = { schemas: options.schemas, maxEventBytes: options.maxEventBytes };
+  runtime.registerChart(
+    chart ? { ...(chart as ChartDefinition), ...versioning } : { machine, ...versioning },
+  );
+  const input = given.input ?? chart?.defaultInput;
+  const options = input === undefined ? given : { ...given, input };
+  const schemas = given.schemas === false ? NO_SCHEMAS : (given.schemas ?? chartEvents(chart));
+  if (schemas === undefined && getEventSchemas(machine) === undefined) warnNoEventSchemas(machine);
+  const actorOptions = { schemas, maxEventBytes: options.maxEventBytes };
   const mode = options.mode ?? 'load-or-create';
   const exists = (version: number) =>
     new ConcurrencyError({ actorId: options.id, expectedVersion: 0, actualVersion: version });
@@ -201,20 +222,63 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
   }
 }
 
+/** Options of {@link openDurableActor}. */
+export interface OpenDurableActorOptions<TLogic extends AnyStateMachine = AnyStateMachine> {
+  /**
+   * The chart the actor runs (or its machine): registered with the runtime, and
+   * the actor is returned typed by it. An actor of another machine is a
+   * `StoreError` (`machine_mismatch`).
+   */
+  chart?: ChartDefinition<TLogic> | TLogic | undefined;
+  /** Charts to register with the store's runtime (as `recover({ charts })` does). */
+  charts?: Iterable<ChartDefinition> | undefined;
+}
+
 /**
  * Loads an existing actor by id through the charts registered on the store's
- * runtime (see `recover({ charts })`). Unknown actor or machine → StoreError.
+ * runtime (see `recover({ charts })`) or given here. Unknown actor or machine →
+ * StoreError. With `{ chart }` the actor is typed by that chart's machine: its
+ * context, its state values and the events `send` takes.
+ *
+ * @example
+ * const review = await openDurableActor(store, 'doc-1', { chart: docReview });
+ * await review.send({ type: 'APPROVE', reviewer: 'ana' }); // checked at compile time too
  */
+export async function openDurableActor<TLogic extends AnyStateMachine>(
+  store: Store,
+  actorId: string,
+  options: OpenDurableActorOptions<TLogic> & { chart: ChartDefinition<TLogic> | TLogic },
+): Promise<DurableActor<TLogic>>;
 export async function openDurableActor(
   store: Store,
   actorId: string,
-  options: { charts?: Iterable<ChartDefinition> } = {},
+  options?: OpenDurableActorOptions,
+): Promise<DurableActor<AnyStateMachine>>;
+export async function openDurableActor(
+  store: Store,
+  actorId: string,
+  options: OpenDurableActorOptions = {},
 ): Promise<DurableActor<AnyStateMachine>> {
   requireArg('openDurableActor', 'store', isStore(store), EXPECTED.store);
   requireText('openDurableActor', 'actorId', actorId);
   requireOptions('openDurableActor', options);
   const runtime = getRuntime(store, options.charts ? { charts: options.charts } : undefined);
-  return loadActorById(runtime, actorId);
+  const wanted = options.chart === undefined ? undefined : chartAndMachine(options.chart);
+  if (wanted?.chart) runtime.registerChart(wanted.chart);
+  else if (wanted && !runtime.chartFor(wanted.machine.id)) {
+    // A bare machine no chart was defined for: version 1, as createDurableActor takes it.
+    runtime.registerChart({ machine: wanted.machine, version: 1, migrations: NO_MIGRATIONS });
+  }
+  const actor = await loadActorById(runtime, actorId);
+  if (wanted && actor.machine.id !== wanted.machine.id) {
+    throw new StoreError({
+      operation: 'load',
+      kind: 'machine_mismatch',
+      actorId,
+      detail: `actor runs "${actor.machine.id}", not "${wanted.machine.id}"`,
+    });
+  }
+  return actor;
 }
 
 async function loadActorById(

@@ -17,7 +17,13 @@ export interface DurableActorOptions<TLogic extends AnyStateMachine> {
   /** Snapshot version of the chart (default 1) and migrations from older ones. */
   version?: number;
   migrations?: Readonly<Record<number, SnapshotMigration>>;
-  schemas?: EventSchemas;
+  /**
+   * Event schemas by type. Default: the machine's (`setup({ schemas })`) or its
+   * chart's (`defineChart(machine, { events })`). With none of those a
+   * `NoEventSchemasWarning` is emitted once; `false` checks events by type alone,
+   * on purpose, without it.
+   */
+  schemas?: EventSchemas | false;
   maxEventBytes?: number;
   /** `load-or-create` (default), `load` (must exist) or `create` (must not exist). */
   mode?: 'load-or-create' | 'load' | 'create';

@@ -114,10 +114,15 @@ function collecting<T>(
   const pure = scopeOf(machine);
   const { scope, keyed } = pure;
   const actions: unknown[] = [];
+  const system = scope.system as unknown as SystemInternals;
   scope.actionExecutor = (action) => {
     actions.push(action);
+    // A stop frees the child's system id at once, as XState's stop does: a spawn
+    // with that id later in the same step takes it.
+    if (action.type === 'xstate.stopChild' && action.params) {
+      system._unregister(action.params as AnyActorRef);
+    }
   };
-  const system = scope.system as unknown as SystemInternals;
   pure.before = before?.children as PureScope['before'];
   try {
     return [step(scope), actions];

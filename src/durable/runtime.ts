@@ -308,8 +308,15 @@ export class DurableRuntime {
       await this.committer.drain();
       await this.courier.idle();
       await Promise.all([...invokes, ...this.invokesSettling]);
-    } while (invokes.size > 0 || this.invokesSettling.size > 0 || this.timers.busy);
-    await this.committer.drain();
+      // What a settled invoke committed may have queued messages (a spawned child's
+      // greeting): they are delivered before the runtime counts as drained.
+      await this.committer.drain();
+    } while (
+      invokes.size > 0 ||
+      this.invokesSettling.size > 0 ||
+      this.timers.busy ||
+      this.courier.busy
+    );
   }
 
   /** @internal Arms the in-process wake-up of a committed timer row. */

@@ -1,3 +1,4 @@
+import { isChartDefinition, type ChartDefinition } from '../core/chart.ts';
 import { childMachines } from '../durable/actor-kinds.ts';
 import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xstate';
 import { AgentchartsError } from '../core/errors.ts';
@@ -164,15 +165,24 @@ function commonScope(a: AnyStateNode, b: AnyStateNode): AnyStateNode | null {
  * labelled with its event, its guard in brackets (`[else]` for the fallback of a
  * guarded choice) and delays as `after <delay>`. Targetless transitions are drawn
  * as self-loops. The machine is wrapped in a composite state of its own id when
- * it is parallel at the root or has root-level transitions.
+ * it is parallel at the root or has root-level transitions. Takes a machine or its chart.
  *
  * @example
  * import { toMermaid } from 'agentcharts';
  * console.log(toMermaid(taskLifecycle.machine));
  */
-export function toMermaid(machine: AnyStateMachine, options: MermaidOptions = {}): string {
-  requireArg('toMermaid', 'machine', isMachine(machine), EXPECTED.machine);
+export function toMermaid(
+  machineOrChart: AnyStateMachine | ChartDefinition,
+  options: MermaidOptions = {},
+): string {
+  requireArg(
+    'toMermaid',
+    'machine',
+    isMachine(machineOrChart) || isChartDefinition(machineOrChart),
+    EXPECTED.machineOrChart,
+  );
   requireOptions('toMermaid', options);
+  const machine = isChartDefinition(machineOrChart) ? machineOrChart.machine : machineOrChart;
   const root = machine.root;
   const prefix = options.idPrefix ?? '';
   const rootId = `${prefix}${machine.id.replace(/[^A-Za-z0-9_]/g, '_').replace(/^([^A-Za-z])/, 's_$1')}_machine`;

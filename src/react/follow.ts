@@ -3,6 +3,14 @@
  * context from `GET /api/actors/:id`, re-read whenever the server's live stream
  * (`/api/stream`) says it moved. No React here: `useRemoteActor` wraps it.
  */
+import type {
+  AnyStateMachine,
+  ContextFrom,
+  EventFromLogic,
+  StateValue,
+  StateValueFrom,
+} from 'xstate';
+import { labelValue } from '../core/state.ts';
 
 /** The actor as the server shows it (the fields of `GET /api/actors/:id`'s `actor`). */
 export interface RemoteActorSummary {
@@ -17,12 +25,25 @@ export interface RemoteActorSummary {
   updatedAt: number;
 }
 
-/** What a follower knows of the actor now. */
-export interface RemoteActorState {
+/** The machine's context type; `unknown` when no machine type was given. */
+type ContextOf<TLogic> = TLogic extends AnyStateMachine ? ContextFrom<TLogic> : unknown;
+/** The machine's state values; any state value when no machine type was given. */
+type ValueOf<TLogic> = TLogic extends AnyStateMachine ? StateValueFrom<TLogic> : StateValue;
+/** The machine's event types; any string when no machine type was given. */
+type EventTypeOf<TLogic> = TLogic extends AnyStateMachine ? EventFromLogic<TLogic>['type'] : string;
+
+/**
+ * What a follower knows of the actor now; typed by the chart's machine when one
+ * is given (`useRemoteActor<typeof machine>(…)`): its context, state value and
+ * event types.
+ */
+export interface RemoteActorState<TLogic = unknown> {
   actor: RemoteActorSummary | null;
-  context: unknown;
+  /** The actor's state value (from its stored label); null before the first read. */
+  value: ValueOf<TLogic> | null;
+  context: ContextOf<TLogic> | null;
   /** The events the actor accepts in its state now. */
-  accepts: string[];
+  accepts: Array<EventTypeOf<TLogic>>;
   /** Whether the live stream is open. */
   connected: boolean;
   /** The last refusal or failure (`actor_not_found`, `unauthorized`, `network`), or null. */
@@ -46,6 +67,7 @@ export interface RemoteActorOptions {
 
 export const INITIAL_STATE: RemoteActorState = {
   actor: null,
+  value: null,
   context: null,
   accepts: [],
   connected: false,
@@ -98,6 +120,7 @@ export function followRemoteActor(
       else
         set({
           actor: body.actor,
+          value: labelValue(body.actor.state),
           context: body.context ?? null,
           accepts: body.accepts ?? [],
           error: null,

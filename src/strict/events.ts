@@ -3,7 +3,7 @@ import type { AnyStateMachine, EventObject } from 'xstate';
 import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '../core/errors.ts';
 
 export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
-import type { ChartSchemas, EventSchemas } from '../core/chart.ts';
+import { chartEvents, definedChart, type ChartSchemas, type EventSchemas } from '../core/chart.ts';
 import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 import { MAX_JSON_DEPTH, walkJson } from '../core/json.ts';
 
@@ -42,11 +42,24 @@ export function validateInput(machine: AnyStateMachine, input: unknown, actorId?
  *   CANCEL: eventSchema('CANCEL'),
  * };
  */
-export function eventSchema<
-  const TType extends string,
-  const TShape extends z.ZodRawShape = Record<never, never>,
->(type: TType, shape?: TShape) {
-  return z.strictObject({ type: z.literal(type), ...(shape ?? ({} as TShape)) });
+export function eventSchema<const TType extends string>(
+  type: TType,
+): z.ZodObject<{ type: z.ZodLiteral<TType> }, z.core.$strict>;
+export function eventSchema<const TType extends string, const TShape extends z.ZodRawShape>(
+  type: TType,
+  shape: TShape,
+): z.ZodObject<
+  {
+    -readonly [K in 'type' | keyof TShape]: K extends keyof TShape
+      ? TShape[K]
+      : z.ZodLiteral<TType>;
+  },
+  z.core.$strict
+>;
+export function eventSchema(type: string, shape?: z.ZodRawShape): z.ZodObject {
+  // One overload without fields: a bare `eventSchema('GO')` written where an event
+  // schema is expected would otherwise infer its fields as any string key.
+  return z.strictObject({ type: z.literal(type), ...shape });
 }
 
 /** Default largest accepted event, as JSON bytes. */
@@ -54,15 +67,20 @@ export const DEFAULT_MAX_EVENT_BYTES = 64 * 1024;
 /** Deepest nesting of objects and arrays an event may have (deeper: refused). */
 export const MAX_EVENT_DEPTH = MAX_JSON_DEPTH;
 
-/** Reads the event schemas a machine declared through `setup({ schemas: { events } })`. */
+/**
+ * The event schemas of a machine: those declared through `setup({ schemas: { events } })`,
+ * else those of the chart it was defined with (`defineChart(machine, { events })`).
+ */
 export function getEventSchemas(machine: AnyStateMachine): EventSchemas | undefined {
   requireArg('getEventSchemas', 'machine', isMachine(machine), EXPECTED.machine);
   return schemasOf(machine);
 }
 
+/** `setup({ schemas: { events } })`, else the events of the chart the machine was defined with. */
 function schemasOf(machine: AnyStateMachine): EventSchemas | undefined {
   const schemas = machine.schemas as Partial<ChartSchemas> | undefined;
-  return schemas && typeof schemas === 'object' && schemas.events ? schemas.events : undefined;
+  if (schemas && typeof schemas === 'object' && schemas.events) return schemas.events;
+  return chartEvents(definedChart(machine));
 }
 
 /** Every event type the machine's transitions name (excluding XState's internal ones). */
@@ -87,7 +105,7 @@ export type JsonValue =
  * already walked the whole event and refused anything that is not plain JSON, so
  * this schema only types the field; zod's recursive `z.json()` would walk it again.
  */
-export const jsonValue = z.custom<JsonValue>((v) => v !== undefined, {
+export const jsonValue = /* @__PURE__ */ z.custom<JsonValue>((v) => v !== undefined, {
   message: 'expected a JSON value',
 });
 

@@ -14,6 +14,12 @@ import {
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import { eventIn, validateInput, type EventSchemas } from './events.ts';
 import { stateLabel } from '../core/state.ts';
+import {
+  chartAndMachine,
+  chartEvents,
+  isChartDefinition,
+  type ChartDefinition,
+} from '../core/chart.ts';
 import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 
 export interface CheckEventOptions {
@@ -217,7 +223,8 @@ export class StrictActor<TLogic extends AnyStateMachine> {
 }
 
 /**
- * Creates an in-memory actor that rejects bad and illegal events with typed errors.
+ * Creates an in-memory actor that rejects bad and illegal events with typed errors,
+ * from a machine or its chart (whose event schemas and default input it takes).
  * Call `.start()` as with XState's `createActor`.
  *
  * @example
@@ -228,10 +235,23 @@ export class StrictActor<TLogic extends AnyStateMachine> {
  * task.send({ type: 'START' });
  */
 export function createStrictActor<TLogic extends AnyStateMachine>(
-  machine: TLogic,
+  machineOrChart: TLogic | ChartDefinition<TLogic>,
   options: StrictActorOptions<TLogic> = {},
 ): StrictActor<TLogic> {
-  requireArg('createStrictActor', 'machine', isMachine(machine), EXPECTED.machine);
+  requireArg(
+    'createStrictActor',
+    'machine',
+    isMachine(machineOrChart) || isChartDefinition(machineOrChart),
+    EXPECTED.machineOrChart,
+  );
   requireOptions('createStrictActor', options);
-  return new StrictActor(machine, options);
+  // A chart's event schemas (also found from its machine) and default input.
+  const { machine, chart } = chartAndMachine(machineOrChart);
+  const input = options.input ?? chart?.defaultInput;
+  const schemas = options.schemas ?? chartEvents(chart);
+  return new StrictActor(machine, {
+    ...options,
+    ...(input !== undefined ? { input } : {}),
+    ...(schemas !== undefined ? { schemas } : {}),
+  });
 }

@@ -13,8 +13,8 @@ import { AgentchartsError } from '../core/errors.ts';
 import { invokeOutcomeOf, outcomeEvents } from './invoke-samples.ts';
 
 export type { EventCatalog } from '../core/chart.ts';
-import type { EventCatalog } from '../core/chart.ts';
-import { EXPECTED, isMachine, requireArg } from '../core/options.ts';
+import type { ChartDefinition, EventCatalog } from '../core/chart.ts';
+import { traversalArgs } from './traversal-args.ts';
 
 export interface ExploreOptions<TLogic extends AnyStateMachine> {
   /** Sample payloads per event type. */
@@ -138,28 +138,28 @@ export function historyIds(snapshot: AnyMachineSnapshot): Record<string, string[
   return history;
 }
 
-/** The arguments every traversal takes: a machine and sample events by type. */
-export function checkTraversalArgs(fn: string, machine: unknown, options: unknown): void {
-  requireArg(fn, 'machine', isMachine(machine), EXPECTED.machine);
-  const events = (options as { events?: unknown } | null | undefined)?.events;
-  requireArg(
-    fn,
-    'options.events',
-    typeof events === 'object' && events !== null,
-    "sample events by type ({ START: [{ type: 'START' }] })",
-  );
-}
-
 /**
  * Breadth-first exploration of a machine with sample events, built on
  * `xstate/graph`'s `getAdjacencyMap`. Only enabled transitions are followed;
  * disabled (state, event) pairs are returned as `rejected`.
  */
 export function exploreMachine<TLogic extends AnyStateMachine>(
+  chart: ChartDefinition<TLogic>,
+  options?: Partial<ExploreOptions<TLogic>>,
+): ExploredGraph<TLogic>;
+export function exploreMachine<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: ExploreOptions<TLogic>,
+): ExploredGraph<TLogic>;
+export function exploreMachine<TLogic extends AnyStateMachine>(
+  target: TLogic | ChartDefinition<TLogic>,
+  given?: Partial<ExploreOptions<TLogic>>,
 ): ExploredGraph<TLogic> {
-  checkTraversalArgs('exploreMachine', machine, options);
+  const { machine, options } = traversalArgs<TLogic, ExploreOptions<TLogic>>(
+    'exploreMachine',
+    target,
+    given,
+  );
   // Events a caller sends are tried in every state; invoke outcomes only where enabled.
   const samples: EventObject[] = [];
   const outcomes = new Map<string, readonly EventObject[]>();
@@ -339,10 +339,22 @@ class Trail {
  * compare with the source documents' tables. Delayed events are named `after:<delay>`.
  */
 export function transitionTable<TLogic extends AnyStateMachine>(
+  chart: ChartDefinition<TLogic>,
+  options?: Partial<ExploreOptions<TLogic>>,
+): string[];
+export function transitionTable<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: ExploreOptions<TLogic>,
+): string[];
+export function transitionTable<TLogic extends AnyStateMachine>(
+  target: TLogic | ChartDefinition<TLogic>,
+  given?: Partial<ExploreOptions<TLogic>>,
 ): string[] {
-  requireArg('transitionTable', 'machine', isMachine(machine), EXPECTED.machine);
+  const { machine, options } = traversalArgs<TLogic, ExploreOptions<TLogic>>(
+    'transitionTable',
+    target,
+    given,
+  );
   const graph = exploreMachine(machine, options);
   const rows = new Set<string>();
   for (const e of graph.edges)

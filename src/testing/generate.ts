@@ -25,12 +25,12 @@ import {
 } from './plan.ts';
 import { applyStep, replayPath } from './replay.ts';
 import { checkMigrationCase, planMigrationCases } from './migrations.ts';
-import { defineChart, type ChartDefinition } from '../core/chart.ts';
+import { chartAndMachine, defineChart, type ChartDefinition } from '../core/chart.ts';
 import type { ChartProperty } from '../core/properties.ts';
 import { assertProven } from '../check/assert.ts';
 import { checkChart } from '../check/check-chart.ts';
 import { allChecks } from '../check/format.ts';
-import { EXPECTED, isMachine, isOptionsBag, requireArg } from '../core/options.ts';
+import { traversalArgs } from './traversal-args.ts';
 
 /** Coverage counts a test pins, so that a chart change that alters them is seen. */
 export interface PinnedCoverage {
@@ -156,34 +156,12 @@ export function generateTransitionTests<TLogic extends AnyStateMachine>(
   chartOrMachine: TLogic | ChartDefinition<TLogic>,
   given?: Partial<GenerateOptions<TLogic>>,
 ): TransitionPlan {
-  const isChart = (v: unknown): v is ChartDefinition<TLogic> =>
-    isMachine((v as { machine?: unknown } | null)?.machine) && !isMachine(v);
-  requireArg(
+  const { machine, options } = traversalArgs<TLogic, GenerateOptions<TLogic>>(
     'generateTransitionTests',
-    'chart',
-    isChart(chartOrMachine) || isMachine(chartOrMachine),
-    'a chart (defineChart) or an XState machine',
+    chartOrMachine,
+    given,
   );
-  requireArg('generateTransitionTests', 'options', isOptionsBag(given), EXPECTED.options);
-  const chart = isChart(chartOrMachine) ? chartOrMachine : undefined;
-  const machine = chart ? chart.machine : (chartOrMachine as TLogic);
-  // A chart brings its samples, default input and state identity; options win.
-  const options = {
-    ...(chart
-      ? {
-          events: chart.eventSamples,
-          input: chart.defaultInput,
-          ...(chart.serializeState ? { serializeState: chart.serializeState } : {}),
-        }
-      : {}),
-    ...given,
-  } as GenerateOptions<TLogic>;
-  requireArg(
-    'generateTransitionTests',
-    'options.events',
-    typeof options.events === 'object' && options.events !== null,
-    "sample events by type ({ START: [{ type: 'START' }] })",
-  );
+  const { chart } = chartAndMachine(chartOrMachine);
   const plan = planTransitionTests(machine, options);
   const name = options.describe ?? machine.id;
   const serialize =

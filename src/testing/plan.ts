@@ -10,13 +10,14 @@ import { InvalidEventError } from '../core/errors.ts';
 import { getEventSchemas, getMachineEventTypes, validateEvent } from '../strict/events.ts';
 import { leafPaths, stateLabel } from '../core/state.ts';
 import {
-  checkTraversalArgs,
   eventLabel,
   exploreMachine,
   serializeSnapshotIdentity,
   type ExploreOptions,
 } from './explore.ts';
 import { EXPECTED, requireArg } from '../core/options.ts';
+import type { ChartDefinition } from '../core/chart.ts';
+import { traversalArgs } from './traversal-args.ts';
 import { invokeOutcomeOf, outcomeSampleProblem, unsampledOutcomes } from './invoke-samples.ts';
 
 /**
@@ -197,10 +198,22 @@ function sampleProblem(machine: AnyStateMachine, sample: EventObject): string | 
  * console.log(formatCoverage(machine.id, plan.coverage));
  */
 export function planTransitionTests<TLogic extends AnyStateMachine>(
+  chart: ChartDefinition<TLogic>,
+  options?: Partial<PlanOptions<TLogic>>,
+): TransitionPlan;
+export function planTransitionTests<TLogic extends AnyStateMachine>(
   machine: TLogic,
   options: PlanOptions<TLogic>,
+): TransitionPlan;
+export function planTransitionTests<TLogic extends AnyStateMachine>(
+  target: TLogic | ChartDefinition<TLogic>,
+  given?: Partial<PlanOptions<TLogic>>,
 ): TransitionPlan {
-  checkTraversalArgs('planTransitionTests', machine, options);
+  const { machine, options } = traversalArgs<TLogic, PlanOptions<TLogic>>(
+    'planTransitionTests',
+    target,
+    given,
+  );
   // Samples and event types. Invalid samples are reported and left out of the traversal.
   const problems: PlanProblem[] = [];
   const samplesByType = new Map<string, EventObject[]>();
