@@ -31,7 +31,7 @@ import { machineSpecArb, scriptArb, type ScriptStep } from './support/machine-ge
 import { suiteTempDir } from './support/temp-dir.ts';
 import { caseFiles, type CrashCase } from './fixtures/crash-gen-case.ts';
 import { checkCase } from './fixtures/crash-gen-checks.ts';
-import { runCase, WorkerPool, type KillPlan } from './fixtures/crash-gen-runner.ts';
+import { runCase, WorkerFailure, WorkerPool, type KillPlan } from './fixtures/crash-gen-runner.ts';
 
 const KILLS = Number(process.env['AGENTCHARTS_CRASH_GEN_KILLS'] ?? 24);
 const SEED = Number(process.env['AGENTCHARTS_CRASH_GEN_SEED'] ?? 20_261_126);
@@ -101,7 +101,15 @@ describe('generated machines in a durable worker SIGKILLed at random moments', (
           mkdirSync(files.dir);
           writeFileSync(files.spec, JSON.stringify(crashCase));
           const allowed = Math.min(1 + Math.floor(random() * 4), KILLS - tally.get('kills'));
-          const run = await runCase(pool, files, crashCase.script, random, allowed);
+          const run = await runCase(pool, files, crashCase.script, random, allowed).catch(
+            (error: unknown) => {
+              // A hung or crashed worker fails its case; a long run goes on to the next.
+              if (!(error instanceof WorkerFailure)) throw error;
+              tally.failures.push(describeFailure(name, crashCase, [], [error.message]));
+              return undefined;
+            },
+          );
+          if (run === undefined) continue;
           if (run.skipped) {
             tally.add('too big');
             rmSync(files.dir, { recursive: true, force: true });
@@ -152,3 +160,25 @@ function describeFailure(
     `  case  ${JSON.stringify(crashCase)}`
   );
 }
+
+describe('the crash test never hangs', () => {
+  const dir = suiteTempDir('agentcharts-crash-gen-hang-');
+  const pool = new WorkerPool();
+  afterAll(() => pool.close());
+
+  test('a worker stuck in a synchronous loop is SIGKILLed and fails its case, named', async () => {
+    const files = caseFiles(join(dir(), 'case-spin'));
+    mkdirSync(files.dir);
+    const failure = await runCase(pool, files, [], () => 0, 0, { hangMs: 2_000, spin: true }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(WorkerFailure);
+    expect(String(failure)).toContain(`the worker for ${files.dir} ran for 2 s`);
+    expect(String(failure)).toContain('SIGKILLed');
+    // Gone: signal 0 to its pid finds no process.
+    const pid = (failure as WorkerFailure).pid;
+    expect(pid).toBeTypeOf('number');
+    expect(() => process.kill(pid as number, 0)).toThrow(/ESRCH/);
+  });
+});
