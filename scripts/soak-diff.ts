@@ -38,6 +38,8 @@ const dir = mkdtempSync(join(tmpdir(), 'agentcharts-soak-diff-'));
 let cases = 0;
 let steps = 0;
 let restarts = 0;
+/** The most a case may take (the slowest seen take under 4 s). */
+const CASE_MS = 60_000;
 const started = Date.now();
 try {
   await fc.assert(
@@ -46,16 +48,32 @@ try {
       steps += script.length;
       const file = join(dir, `case-${cases}.db`);
       const memory = kind === 'memory' ? openStore('memory:') : undefined;
-      const result = await runBoth(
-        () => {
-          const gate = new Gate();
-          return { machine: buildMachine(spec, gate), gate };
-        },
-        script,
-        memory
-          ? { open: () => memory, reopens: false }
-          : { open: () => openStore(`sqlite:${file}`), reopens: true },
-      );
+      // A case that runs away (a generated machine whose effects feed themselves)
+      // is a finding of its own: reported with its machine and script, never a hang.
+      let timer: NodeJS.Timeout | undefined;
+      const runaway = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(`a case ran over ${CASE_MS / 1000} s: ${JSON.stringify([spec, script])}`),
+            ),
+          CASE_MS,
+        );
+      });
+      const result = await Promise.race([
+        runBoth(
+          () => {
+            const gate = new Gate();
+            return { machine: buildMachine(spec, gate), gate };
+          },
+          script,
+          memory
+            ? { open: () => memory, reopens: false }
+            : { open: () => openStore(`sqlite:${file}`), reopens: true },
+        ),
+        runaway,
+      ]).finally(() => clearTimeout(timer));
+      await memory?.close();
       restarts += result.restarts;
       if (kind === 'sqlite') rmSync(file, { force: true });
       if (cases % 1000 === 0) {

@@ -59,8 +59,6 @@ function userActor(id: string, userId: string, state: string, at: number): Actor
       chartVersion: null,
       snapshotHash: null,
     },
-    timersSet: [],
-    timersCancel: [],
   };
 }
 

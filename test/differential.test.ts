@@ -45,7 +45,7 @@ describe('durable actors end as plain XState does, step by step', () => {
     vi.spyOn(console, 'warn').mockImplementation(() => {});
   });
 
-  test.prop([cases], { numRuns: 200, seed: SEED })(
+  test.prop([cases], { numRuns: 300, seed: SEED })(
     'on the memory store',
     async ([spec, script]) => {
       const store = openStore('memory:');
@@ -55,7 +55,7 @@ describe('durable actors end as plain XState does, step by step', () => {
     TIMEOUT,
   );
 
-  test.prop([cases], { numRuns: 100, seed: SEED + 1 })(
+  test.prop([cases], { numRuns: 300, seed: SEED + 1 })(
     'on SQLite, restarts reopening the file',
     async ([spec, script]) => {
       const file = join(dir(), `case-${n++}.db`);

@@ -381,8 +381,6 @@ describe('verify checks every delivered message against its sender', () => {
           headHash: transition.hash,
         },
         transition,
-        timersSet: [],
-        timersCancel: [],
       },
     ]);
     expect(error).toBeNull();

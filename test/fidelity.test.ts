@@ -677,6 +677,137 @@ describe('13. a child that completes is no caller mistake', () => {
   });
 });
 
+describe('found by the differential test', () => {
+  const kid = setup({ types: { context: {} as { got: number } } }).createMachine({
+    id: 'kid',
+    context: { got: 0 },
+    initial: 'idle',
+    states: {
+      idle: {
+        on: { FIN: 'done', HIT: { actions: assign({ got: ({ context }) => context.got + 1 }) } },
+      },
+      done: { type: 'final' },
+    },
+  });
+
+  test('a delayed sendTo goes to the child it was sent to, never to one spawned again under its id', async () => {
+    const parent = setup({ actors: { kid } }).createMachine({
+      id: 'relayer',
+      initial: 'a',
+      states: {
+        a: {
+          invoke: { id: 'k', src: 'kid' },
+          on: {
+            LATER: { actions: sendTo('k', { type: 'FIN' }, { delay: 100 }) },
+            AGAIN: { target: 'a', reenter: true },
+          },
+        },
+      },
+    });
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(parent, { id: 'rl', store, clock });
+    await durable.send({ type: 'LATER' });
+    await durable.send({ type: 'AGAIN' });
+    await getRuntime(store).drain();
+    await advance(store, clock, 150);
+    const oracle = plain(parent);
+    oracle.actor.send({ type: 'LATER' });
+    oracle.actor.send({ type: 'AGAIN' });
+    oracle.clock.advance(150);
+    const plainKid = oracle.actor.getSnapshot().children['k']?.getSnapshot() as { value: unknown };
+    expect(plainKid.value).toBe('idle');
+    expect((await openDurableActor(store, 'rl/k')).getSnapshot().value).toBe('idle');
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test('leaving a state whose invoke settled stops nothing: an outer invoke of the same id still delivers', async () => {
+    let releaseOuter: (value: number) => void = () => {};
+    const outer = new Promise<number>((resolve) => (releaseOuter = resolve));
+    const machine = setup({
+      types: { context: {} as { got: number[] } },
+      actors: {
+        slow: fromPromise(() => outer),
+        fast: fromPromise(() => Promise.resolve(1)),
+      },
+    }).createMachine({
+      id: 'nested-ids',
+      context: { got: [] },
+      initial: 'p',
+      states: {
+        p: {
+          invoke: {
+            id: 'work',
+            src: 'slow',
+            onDone: {
+              actions: assign({ got: ({ context, event }) => [...context.got, event.output] }),
+            },
+          },
+          initial: 'c',
+          states: {
+            c: {
+              invoke: {
+                id: 'work',
+                src: 'fast',
+                onDone: {
+                  actions: assign({ got: ({ context, event }) => [...context.got, event.output] }),
+                },
+              },
+              on: { NEXT: 'd' },
+            },
+            d: {},
+          },
+        },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(machine, { id: 'ni', store });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await durable.send({ type: 'NEXT' });
+    releaseOuter(2);
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().context.got).toEqual([1, 2]);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    const oracle = createActor(machine).start();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    oracle.send({ type: 'NEXT' });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(oracle.getSnapshot().context.got).toEqual([1, 2]);
+  });
+
+  test('a history target that enters its source again restarts the child it invokes', async () => {
+    const parent = setup({ actors: { kid } }).createMachine({
+      id: 'again',
+      initial: 'p',
+      states: {
+        p: {
+          initial: 'a',
+          states: {
+            a: { invoke: { id: 'k', src: 'kid' }, on: { BACK: { target: 'h' } } },
+            h: { type: 'history' },
+          },
+        },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'ag', store });
+    await getRuntime(store).drain();
+    await (await openDurableActor(store, 'ag/k')).send({ type: 'HIT' });
+    await durable.send({ type: 'BACK' });
+    await getRuntime(store).drain();
+    const oracle = plain(parent);
+    oracle.actor.getSnapshot().children['k']?.send({ type: 'HIT' });
+    oracle.actor.send({ type: 'BACK' });
+    // XState starts a second child under the id (the first runs on outside
+    // `children`); the durable one is that second child, the first stopped.
+    const plainKid = oracle.actor.getSnapshot().children['k']?.getSnapshot() as {
+      context: unknown;
+    };
+    expect(plainKid.context).toEqual({ got: 0 });
+    expect((await openDurableActor(store, 'ag/k')).getSnapshot().context).toEqual({ got: 0 });
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+});
+
 test('a ConcurrencyError is still what a caller gets when another process moved its actor', async () => {
   // The control for 3: a caller's own send is not retried behind its back.
   const url = `sqlite:${join(dir(), 'caller.db')}`;

@@ -128,8 +128,6 @@ async function populate(store: Store, seed: number, count: number): Promise<Mode
           chartVersion: null,
           snapshotHash: null,
         },
-        timersSet: [],
-        timersCancel: [],
         ...(userId !== null && v === 1 ? { userId } : {}),
       });
       at += Math.floor(rnd() * 20_000);

@@ -69,14 +69,32 @@ interface WriteOptions {
   snapshot?: string;
   at?: number;
   createdAt?: number;
-  timersSet?: Array<{ id: string; dueAt: number }>;
-  timersCancel?: string[];
-  consumeTimer?: string;
+  /** The timers pending after this write, in the order the actor armed them (in its snapshot). */
+  timers?: Array<{ id: string; dueAt: number }>;
   lease?: { owner: string; now: number };
 }
 
 function timer(actorId: string, timerId: string, dueAt: number): TimerRow {
   return { actorId, timerId, event: JSON.stringify({ type: `xstate.after.${timerId}` }), dueAt };
+}
+
+/** A snapshot whose pending timers (under `agentcharts`, as the runtime keeps them) are `timers`. */
+function withTimers(state: string, version: number, timers: Array<{ id: string; dueAt: number }>) {
+  return JSON.stringify({
+    value: state,
+    context: { n: version },
+    agentcharts:
+      timers.length === 0
+        ? {}
+        : {
+            timers: timers.map((t) => ({
+              key: t.id,
+              sendId: t.id,
+              event: { type: `xstate.after.${t.id}` },
+              due: t.dueAt,
+            })),
+          },
+  });
 }
 
 /** The write that moves `actorId` to `version` (1 creates it). */
@@ -90,7 +108,11 @@ function write(actorId: string, version: number, options: WriteOptions = {}): Ac
     version,
     state,
     status: options.status ?? 'active',
-    snapshot: options.snapshot ?? JSON.stringify({ value: state, context: { n: version } }),
+    snapshot:
+      options.snapshot ??
+      (options.timers !== undefined
+        ? withTimers(state, version, options.timers)
+        : JSON.stringify({ value: state, context: { n: version } })),
     createdAt: options.createdAt ?? at,
     updatedAt: at,
     headHash: `h${version}`,
@@ -113,9 +135,9 @@ function write(actorId: string, version: number, options: WriteOptions = {}): Ac
       chartVersion: null,
       snapshotHash: null,
     },
-    timersSet: (options.timersSet ?? []).map((t) => timer(actorId, t.id, t.dueAt)),
-    timersCancel: options.timersCancel ?? [],
-    ...(options.consumeTimer !== undefined ? { consumeTimer: options.consumeTimer } : {}),
+    ...(options.timers !== undefined && options.timers.length > 0
+      ? { nextDueAt: Math.min(...options.timers.map((t) => t.dueAt)) }
+      : {}),
     ...(options.lease !== undefined ? { lease: options.lease } : {}),
   };
 }
@@ -163,18 +185,15 @@ function storeConformance(target: StoreTarget): void {
       });
 
       it('rejects a stale update with the actual version and leaves row, history and timers unchanged', async () => {
-        await commitOk(store, write('a', 1, { timersSet: [{ id: 't1', dueAt: 500 }] }));
-        await commitOk(store, write('a', 2));
+        await commitOk(store, write('a', 1, { timers: [{ id: 't1', dueAt: 500 }] }));
+        await commitOk(store, write('a', 2, { timers: [{ id: 't1', dueAt: 500 }] }));
         const before = {
           actor: await store.loadActor('a'),
           history: await store.history('a'),
           timers: await store.timers('a'),
+          next: await store.nextTimerDue(),
         };
-        const stale = write('a', 2, {
-          state: 'elsewhere',
-          timersSet: [{ id: 't2', dueAt: 600 }],
-          timersCancel: ['t1'],
-        });
+        const stale = write('a', 2, { state: 'elsewhere', timers: [{ id: 't2', dueAt: 100 }] });
         const [error] = await store.commit([stale]);
         expect(error).toBeInstanceOf(ConcurrencyError);
         expect(error).toMatchObject({ actorId: 'a', expectedVersion: 1, actualVersion: 2 });
@@ -182,6 +201,7 @@ function storeConformance(target: StoreTarget): void {
           actor: await store.loadActor('a'),
           history: await store.history('a'),
           timers: await store.timers('a'),
+          next: await store.nextTimerDue(),
         }).toEqual(before);
       });
 
@@ -195,11 +215,11 @@ function storeConformance(target: StoreTarget): void {
       it('rejects a malformed write alone as invalid_write', async () => {
         const skipping = write('a', 1);
         skipping.actor.version = 5;
-        const foreignTimer = write('b', 1, { timersSet: [{ id: 't', dueAt: 1 }] });
-        foreignTimer.timersSet[0] = timer('other', 't', 1);
-        const [skip, foreign, fine] = await store.commit([skipping, foreignTimer, write('c', 1)]);
+        const fractional = write('b', 1, { timers: [{ id: 't', dueAt: 1 }] });
+        fractional.nextDueAt = 1.5;
+        const [skip, due, fine] = await store.commit([skipping, fractional, write('c', 1)]);
         expect(skip).toMatchObject({ kind: 'invalid_write', actorId: 'a' });
-        expect(foreign).toMatchObject({ kind: 'invalid_write', actorId: 'b' });
+        expect(due).toMatchObject({ kind: 'invalid_write', actorId: 'b', detail: /nextDueAt/ });
         expect(fine).toBeNull();
         expect(await store.loadActor('a')).toBeUndefined();
         expect(await store.loadActor('b')).toBeUndefined();
@@ -264,25 +284,26 @@ function storeConformance(target: StoreTarget): void {
     });
 
     describe('timers', () => {
-      it('sets, cancels and replaces timers', async () => {
+      it("reads an actor's timers from its snapshot, earliest first, those due at once as it armed them", async () => {
         await commitOk(
           store,
           write('a', 1, {
-            timersSet: [
-              { id: 't1', dueAt: 100 },
-              { id: 't2', dueAt: 200 },
+            timers: [
+              { id: 't1', dueAt: 200 },
+              { id: 't2', dueAt: 100 },
+              { id: 't0', dueAt: 200 },
             ],
           }),
         );
         expect((await store.timers('a')).map((t) => [t.timerId, t.dueAt])).toEqual([
-          ['t1', 100],
-          ['t2', 200],
+          ['t2', 100],
+          ['t1', 200],
+          ['t0', 200],
         ]);
         await commitOk(
           store,
           write('a', 2, {
-            timersCancel: ['t1', 'never-set'],
-            timersSet: [
+            timers: [
               { id: 't2', dueAt: 300 },
               { id: 't3', dueAt: 250 },
             ],
@@ -296,17 +317,18 @@ function storeConformance(target: StoreTarget): void {
         await commitOk(
           store,
           write('a', 1, {
-            timersSet: [
+            timers: [
               { id: 'late', dueAt: 400 },
               { id: 'x', dueAt: 200 },
             ],
           }),
           write('b', 1, {
-            timersSet: [
+            timers: [
               { id: 'y', dueAt: 100 },
               { id: 'z', dueAt: 200 },
             ],
           }),
+          write('c', 1),
         );
         const ids = (rows: TimerRow[]) => rows.map((t) => `${t.actorId}/${t.timerId}`);
         expect(ids(await store.dueTimers(200, 10))).toEqual(['b/y', 'a/x', 'b/z']);
@@ -318,42 +340,47 @@ function storeConformance(target: StoreTarget): void {
 
       it('reports the earliest pending due time, or undefined', async () => {
         expect(await store.nextTimerDue()).toBeUndefined();
-        await commitOk(store, write('a', 1, { timersSet: [{ id: 't', dueAt: 700 }] }));
-        await commitOk(store, write('b', 1, { timersSet: [{ id: 't', dueAt: 300 }] }));
+        await commitOk(store, write('a', 1, { timers: [{ id: 't', dueAt: 700 }] }));
+        await commitOk(store, write('b', 1, { timers: [{ id: 't', dueAt: 300 }] }));
         expect(await store.nextTimerDue()).toBe(300);
-        await commitOk(store, write('b', 2, { timersCancel: ['t'] }));
+        await commitOk(store, write('b', 2, { timers: [] }));
         expect(await store.nextTimerDue()).toBe(700);
       });
 
-      it('deletes a consumed timer and refuses a second consume of it', async () => {
+      it('finds due timers exactly before and after the read models refresh, as commits arm and clear them', async () => {
+        const due = async () => (await store.dueTimers(1_000, 10)).map((t) => t.actorId);
         await commitOk(
           store,
-          write('a', 1, {
-            timersSet: [
-              { id: 't1', dueAt: 100 },
-              { id: 't2', dueAt: 200 },
-            ],
-          }),
+          write('a', 1, { timers: [{ id: 't', dueAt: 100 }] }),
+          write('b', 1, { timers: [{ id: 't', dueAt: 5_000 }] }),
         );
-        await commitOk(store, write('a', 2, { consumeTimer: 't1' }));
-        expect((await store.timers('a')).map((t) => t.timerId)).toEqual(['t2']);
-        const [error] = await store.commit([
-          write('a', 3, { consumeTimer: 't1', timersCancel: ['t2'] }),
-        ]);
-        expect(error).toBeInstanceOf(ConcurrencyError);
-        expect(error).toMatchObject({ actorId: 'a', expectedVersion: 2 });
-        expect((await store.loadActor('a'))?.version).toBe(2);
-        expect(await store.history('a')).toHaveLength(2);
-        expect((await store.timers('a')).map((t) => t.timerId)).toEqual(['t2']);
+        expect(await due()).toEqual(['a']);
+        await store.refreshReadModels();
+        expect(await due()).toEqual(['a']);
+        // Cleared by one commit and armed by another since the last refresh.
+        await commitOk(store, write('a', 2, { timers: [] }));
+        await commitOk(store, write('b', 2, { timers: [{ id: 't', dueAt: 900 }] }));
+        expect(await due()).toEqual(['b']);
+        expect(await store.nextTimerDue()).toBe(900);
+        await store.refreshReadModels();
+        expect(await due()).toEqual(['b']);
+        expect(await store.nextTimerDue()).toBe(900);
+        await store.rebuildReadModels();
+        expect(await due()).toEqual(['b']);
       });
 
-      it('re-arms a timer it consumes when the same write sets it again', async () => {
-        await commitOk(store, write('a', 1, { timersSet: [{ id: 'tick', dueAt: 100 }] }));
-        await commitOk(
-          store,
-          write('a', 2, { consumeTimer: 'tick', timersSet: [{ id: 'tick', dueAt: 200 }] }),
-        );
-        expect(await store.timers('a')).toEqual([timer('a', 'tick', 200)]);
+      it('fires a timer once: a second writer that fires it at the same version conflicts', async () => {
+        const both = [
+          { id: 't1', dueAt: 100 },
+          { id: 't2', dueAt: 200 },
+        ];
+        await commitOk(store, write('a', 1, { timers: both }));
+        await commitOk(store, write('a', 2, { timers: [{ id: 't2', dueAt: 200 }] }));
+        const [error] = await store.commit([write('a', 2, { timers: [{ id: 't2', dueAt: 200 }] })]);
+        expect(error).toBeInstanceOf(ConcurrencyError);
+        expect(error).toMatchObject({ actorId: 'a', expectedVersion: 1, actualVersion: 2 });
+        expect(await store.history('a')).toHaveLength(2);
+        expect((await store.timers('a')).map((t) => t.timerId)).toEqual(['t2']);
       });
     });
 
@@ -468,7 +495,7 @@ function storeConformance(target: StoreTarget): void {
         const odd = ['b', 'B', 'a', '_', 'é', 'Z', 'a-'];
         await commitOk(
           store,
-          ...odd.map((id) => write(id, 1, { timersSet: [{ id: 't', dueAt: 7 }] })),
+          ...odd.map((id) => write(id, 1, { timers: [{ id: 't', dueAt: 7 }] })),
         );
         const bytes = ['B', 'Z', '_', 'a', 'a-', 'a1', 'a2', 'a3', 'b', 'b1', 'b2', 'é'];
         expect(ids(await store.listActors())).toEqual(bytes);
@@ -604,11 +631,7 @@ function storeConformance(target: StoreTarget): void {
         write(actorId, version, { lease: { owner, now } });
 
       it('fails the fenced write of a worker whose lease was taken over, and commits the rest of the batch', async () => {
-        await commitOk(
-          store,
-          write('a', 1, { timersSet: [{ id: 't', dueAt: 500 }] }),
-          write('b', 1),
-        );
+        await commitOk(store, write('a', 1, { timers: [{ id: 't', dueAt: 500 }] }), write('b', 1));
         await store.acquireLeases({ owner: 'A', now: 1_000, leaseUntil: 1_100, limit: 10 });
         await commitOk(store, fenced('a', 2, 'A', 1_100));
         // A stalls past its lease; B takes the actor over.
@@ -618,7 +641,7 @@ function storeConformance(target: StoreTarget): void {
           history: await store.history('a'),
           timers: await store.timers('a'),
         };
-        const stale = write('a', 3, { consumeTimer: 't', lease: { owner: 'A', now: 1_050 } });
+        const stale = write('a', 3, { timers: [], lease: { owner: 'A', now: 1_050 } });
         const [lost, other] = await store.commit([stale, write('b', 2)]);
         expect(lost).toBeInstanceOf(LeaseLostError);
         expect(lost).toMatchObject({ actorId: 'a', owner: 'A', holder: 'B' });
@@ -629,10 +652,7 @@ function storeConformance(target: StoreTarget): void {
           timers: await store.timers('a'),
         }).toEqual(before);
         expect((await store.loadActor('b'))?.version).toBe(2);
-        await commitOk(
-          store,
-          write('a', 3, { consumeTimer: 't', lease: { owner: 'B', now: 1_250 } }),
-        );
+        await commitOk(store, write('a', 3, { timers: [], lease: { owner: 'B', now: 1_250 } }));
       });
 
       it('fails a fenced write once the lease expired, even if nobody took the actor', async () => {
@@ -674,13 +694,13 @@ function storeConformance(target: StoreTarget): void {
         await commitOk(
           store,
           write('a', 1, {
-            timersSet: [
+            timers: [
               { id: 'x', dueAt: 200 },
               { id: 'late', dueAt: 900 },
             ],
           }),
           write('b', 1, {
-            timersSet: [
+            timers: [
               { id: 'y', dueAt: 100 },
               { id: 'z', dueAt: 200 },
             ],
@@ -688,42 +708,42 @@ function storeConformance(target: StoreTarget): void {
         );
       });
 
-      it('claims due timers earliest first, bounded by now and limit, with owner and claim expiry', async () => {
-        expect(await claim('A', 200, 2)).toEqual([
+      it('claims the due timers of up to limit actors, earliest first, taking their leases', async () => {
+        expect(await claim('A', 200, 1)).toEqual([
           { ...timer('b', 'y', 100), claimedBy: 'A', claimUntil: 250 },
-          { ...timer('a', 'x', 200), claimedBy: 'A', claimUntil: 250 },
+          { ...timer('b', 'z', 200), claimedBy: 'A', claimUntil: 250 },
         ]);
-        expect(keys(await claim('B', 200))).toEqual(['b/z']);
+        expect(await store.lease('b')).toEqual({ actorId: 'b', owner: 'A', leaseUntil: 250 });
+        expect(keys(await claim('B', 200))).toEqual(['a/x']);
         expect(await claim('C', 200)).toEqual([]);
-        // Claims are invisible to the timer rows themselves.
+        // Claims are invisible to the timers themselves.
         expect(await store.timers('b')).toEqual([timer('b', 'y', 100), timer('b', 'z', 200)]);
       });
 
       it('gives concurrent claimers disjoint sets that together cover every due timer', async () => {
         const results = await Promise.all(
-          ['A', 'B', 'C', 'D'].map((owner) => claim(owner, 1_000, 2)),
+          ['A', 'B', 'C', 'D'].map((owner) => claim(owner, 1_000, 1)),
         );
         const all = results.flatMap(keys);
         expect(new Set(all).size).toBe(all.length);
         expect(all.sort()).toEqual(['a/late', 'a/x', 'b/y', 'b/z']);
       });
 
-      it('lets another worker claim a timer again once its claim expired', async () => {
+      it('lets another worker claim an actor again once its lease expired', async () => {
         expect(keys(await claim('A', 100))).toEqual(['b/y']);
         expect(keys(await claim('B', 150))).toEqual([]);
         expect(keys(await claim('B', 151))).toEqual(['b/y']);
       });
 
-      it('drops the claim of a timer that is re-armed, and forgets consumed ones', async () => {
-        await claim('A', 200);
-        await commitOk(
-          store,
-          write('b', 2, { consumeTimer: 'y', timersSet: [{ id: 'z', dueAt: 210 }] }),
-        );
-        expect(await claim('B', 210)).toEqual([
-          { ...timer('b', 'z', 210), claimedBy: 'B', claimUntil: 260 },
-        ]);
-        expect(await store.dueTimers(210, 10)).toHaveLength(2);
+      it('leaves an actor another worker leased to it, and claims again one its owner holds', async () => {
+        await store.acquireLeases({ owner: 'A', now: 0, leaseUntil: 5_000, limit: 1 });
+        expect((await store.lease('a'))?.owner).toBe('A');
+        expect(keys(await claim('B', 1_000))).toEqual(['b/y', 'b/z']);
+        expect(keys(await claim('A', 1_000))).toEqual(['a/x', 'a/late']);
+        // b commits (z moves): B, which claimed it, still holds it; A does not get it.
+        await commitOk(store, write('b', 2, { timers: [{ id: 'z', dueAt: 1_010 }] }));
+        expect(keys(await claim('A', 1_010))).toEqual(['a/x', 'a/late']);
+        expect(keys(await claim('B', 1_010))).toEqual(['b/z']);
       });
     });
 
@@ -990,12 +1010,12 @@ function storeConformance(target: StoreTarget): void {
 
     describe('isolation of returned rows', () => {
       it('returns copies: mutating what goes in or comes out changes nothing stored', async () => {
-        const create = write('a', 1, { timersSet: [{ id: 't', dueAt: 5 }] });
+        const create = write('a', 1, { timers: [{ id: 't', dueAt: 5 }] });
         await commitOk(store, create);
-        const pristine = write('a', 1, { timersSet: [{ id: 't', dueAt: 5 }] });
+        const pristine = write('a', 1, { timers: [{ id: 't', dueAt: 5 }] });
         create.actor.state = 'mutated';
         create.transition.toState = 'mutated';
-        if (create.timersSet[0]) create.timersSet[0].dueAt = 1;
+        create.nextDueAt = 1;
 
         const loaded = await store.loadActor('a');
         if (loaded) loaded.snapshot = 'mutated';
@@ -1026,7 +1046,8 @@ function storeConformance(target: StoreTarget): void {
 
         expect(await store.loadActor('a')).toEqual(pristine.actor);
         expect(await store.history('a')).toEqual([pristine.transition]);
-        expect(await store.timers('a')).toEqual(pristine.timersSet);
+        expect(await store.timers('a')).toEqual([timer('a', 't', 5)]);
+        expect(await store.nextTimerDue()).toBe(5);
         expect((await store.getStep('a:s'))?.status).toBe('executing');
         expect(await store.listRejections()).toEqual([
           { ...rejection, reason: 'invalid_transition' },

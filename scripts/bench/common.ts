@@ -1,12 +1,10 @@
 /**
  * Shared pieces of `npm run bench`: result rows, timing, temp directories, and the
- * raw better-sqlite3 writer the durable figures are compared with.
+ * recording store whose writes the raw baselines replay.
  */
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openStore } from '../../src/store/open.ts';
 import type { ActorWrite, Store } from '../../src/store/types.ts';
 
 /** How a row's figure is judged. `ratio` is ours ÷ baseline for rates, baseline ÷ ours for times. */
@@ -107,86 +105,6 @@ export function recordingStore(inner: Store, batches: ActorWrite[][]): Store {
     return inner.commit(writes);
   };
   return wrapper;
-}
-
-/**
- * A database with the store's schema (created by the store's own migrations),
- * opened raw with the store's pragmas: WAL, synchronous=FULL, foreign keys.
- */
-export async function openRawDatabase(file: string): Promise<Database.Database> {
-  await openStore(`sqlite:${file}`).close();
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma('foreign_keys = ON');
-  return db;
-}
-
-/**
- * The writes of one transition in plain better-sqlite3, with the rows precomputed:
- * the compare-and-set update of the actor (or its insert), the timer deletes and
- * upserts, the audit row. The same SQL the SQLite store runs, without its
- * error mapping (kept identical when the store's statements change).
- */
-export function rawWriter(db: Database.Database): {
-  apply: (write: ActorWrite) => void;
-  commitOne: (write: ActorWrite) => void;
-  commitBatch: (writes: readonly ActorWrite[]) => void;
-} {
-  const insertActor = db.prepare(
-    `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-       created_at, updated_at, head_hash, user_id, state_since)
-     VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-       @createdAt, @updatedAt, @headHash, @userId, @enteredAt)`,
-  );
-  const updateActor = db.prepare(
-    `UPDATE actors SET machine_id = @machineId, chart_version = @chartVersion,
-       version = @version, state = @state, status = @status, snapshot = @snapshot,
-       updated_at = @updatedAt, head_hash = @headHash,
-       state_since = CASE WHEN state = @state THEN state_since ELSE @enteredAt END
-     WHERE id = @id AND version = @expectedVersion`,
-  );
-  const deleteTimer = db.prepare('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?');
-  const upsertTimer = db.prepare(
-    `INSERT INTO timers (actor_id, timer_id, event, due_at)
-     VALUES (@actorId, @timerId, @event, @dueAt)
-     ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
-       due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`,
-  );
-  const insertTransition = db.prepare(
-    `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
-       metadata, prev_hash, hash)
-     VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at,
-       @metadata, @prevHash, @hash)`,
-  );
-  const apply = (write: ActorWrite): void => {
-    if (write.expectedVersion === 0) {
-      insertActor.run({
-        ...write.actor,
-        userId: write.userId ?? null,
-        enteredAt: write.transition.at,
-      });
-    } else if (
-      updateActor.run({
-        ...write.actor,
-        expectedVersion: write.expectedVersion,
-        enteredAt: write.transition.at,
-      }).changes !== 1
-    ) {
-      throw new Error(`raw baseline: version conflict on ${write.actorId}`);
-    }
-    if (write.consumeTimer !== undefined) deleteTimer.run(write.actorId, write.consumeTimer);
-    for (const timerId of write.timersCancel) deleteTimer.run(write.actorId, timerId);
-    for (const timer of write.timersSet) upsertTimer.run(timer);
-    insertTransition.run(write.transition);
-  };
-  const one = db.transaction(apply);
-  const batch = db.transaction((writes: readonly ActorWrite[]) => writes.forEach(apply));
-  return {
-    apply,
-    commitOne: (write) => one.immediate(write),
-    commitBatch: (writes) => batch.immediate(writes),
-  };
 }
 
 /** Formats a number for the table: 3 significant digits, thousands separated. */

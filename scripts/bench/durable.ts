@@ -7,6 +7,7 @@
  * CPU conditions. A second, informational baseline replays the rows through the
  * store's own commit (its SQL, without the runtime): the runtime's own cost.
  */
+import { createActor } from 'xstate';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import type { ActorWrite, Store } from '../../src/store/types.ts';
 import { getRuntime } from '../../src/index.ts';
@@ -20,11 +21,20 @@ import {
   type PairedBlock,
 } from './common.ts';
 import { openMinimal } from './minimal.ts';
-import { COMMITS_PER_TASK, TASK_EVENTS, createTask, runTask, type TaskActor } from './workload.ts';
+import {
+  chart,
+  COMMITS_PER_TASK,
+  TASK_EVENTS,
+  createTask,
+  runTask,
+  type TaskActor,
+} from './workload.ts';
 
 interface Interleaved {
   minimal: PairedBlock[];
   storeSql: PairedBlock[];
+  /** Against the floor: the raw rows plus a started XState actor's sends of the same events. */
+  floor: PairedBlock[];
   commits: number;
 }
 
@@ -36,6 +46,7 @@ async function interleaved(
   options: BenchOptions,
   name: string,
   block: (store: Store, round: number) => Promise<unknown>,
+  plain: (round: number) => void,
   warm: number,
   rounds: number,
 ): Promise<Interleaved> {
@@ -59,9 +70,12 @@ async function interleaved(
     return { minimalMs, storeMs: now() - start };
   };
   try {
-    for (let r = 0; r < warm; r++) await block(store, r);
+    for (let r = 0; r < warm; r++) {
+      await block(store, r);
+      plain(r);
+    }
     await replay();
-    const result: Interleaved = { minimal: [], storeSql: [], commits: 0 };
+    const result: Interleaved = { minimal: [], storeSql: [], floor: [], commits: 0 };
     const first = batches.length;
     for (let r = warm; r < warm + rounds; r++) {
       const from = batches.length;
@@ -70,8 +84,12 @@ async function interleaved(
       const oursMs = now() - start;
       const count = batches.slice(from).reduce((n, b) => n + b.length, 0);
       const { minimalMs, storeMs } = await replay();
+      const plainStart = now();
+      plain(r);
+      const plainMs = now() - plainStart;
       result.minimal.push({ count, oursMs, baseMs: minimalMs });
       result.storeSql.push({ count, oursMs, baseMs: storeMs });
+      result.floor.push({ count, oursMs, baseMs: minimalMs + plainMs });
     }
     result.commits = batches.length - first;
     return result;
@@ -88,10 +106,12 @@ function rows(
   name: string,
   result: Interleaved,
   target: number,
+  floorTarget: number,
   details: Record<string, unknown>,
 ): BenchRow[] {
   const minimal = pairedFigures(result.minimal);
   const storeSql = pairedFigures(result.storeSql);
+  const floor = pairedFigures(result.floor);
   return [
     judge({
       id,
@@ -114,7 +134,26 @@ function rows(
       ratio: storeSql.ratio,
       details: { blocks: storeSql.blocks },
     }),
+    judge({
+      id: `${id}-floor`,
+      name: `${name}: vs its floor`,
+      unit: 'commits/s',
+      value: floor.value,
+      baseline: floor.baseline,
+      baselineName:
+        'floor: the raw write of the same rows + a started XState actor sending the same events',
+      ratio: floor.ratio,
+      target: { on: 'ratio', op: '>=', value: floorTarget },
+      details: { blocks: floor.blocks },
+    }),
   ];
+}
+
+/** A started XState actor of the task chart, as a caller without durability has it. */
+function plainTask(id: string) {
+  return createActor(chart.machine, {
+    input: { taskId: id, backoff: { baseMs: 3_600_000, capMs: 3_600_000 } },
+  }).start();
 }
 
 /** One task after another, each send awaited: one commit (one fsync) per transition. */
@@ -129,6 +168,13 @@ export async function benchSequential(options: BenchOptions): Promise<BenchRow[]
     async (store, round) => {
       for (let i = 0; i < tasksPerBlock; i++) await runTask(store, `seq-${round}-${i}`);
     },
+    (round) => {
+      for (let i = 0; i < tasksPerBlock; i++) {
+        const actor = plainTask(`seq-${round}-${i}`);
+        for (const event of TASK_EVENTS) actor.send(event as never);
+        actor.stop();
+      }
+    },
     warm,
     rounds,
   );
@@ -137,13 +183,14 @@ export async function benchSequential(options: BenchOptions): Promise<BenchRow[]
     'task workload, 1 commit per transition (FULL)',
     result,
     0.9,
+    0.85,
     {
       tasks: tasksPerBlock * rounds,
       commitsPerTask: COMMITS_PER_TASK,
     },
   );
   options.log(
-    `  sequential: ours ${out[0]?.value.toFixed(0)}/s, minimal ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}; vs store SQL ${out[1]?.ratio?.toFixed(2)}`,
+    `  sequential: ours ${out[0]?.value.toFixed(0)}/s, minimal ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}; vs store SQL ${out[1]?.ratio?.toFixed(2)}; vs floor ${out[2]?.ratio?.toFixed(2)}`,
   );
   return out;
 }
@@ -166,16 +213,36 @@ export async function benchGroupCommit(options: BenchOptions): Promise<BenchRow[
     step = (step + 1) % COMMITS_PER_TASK;
     if (step === 0) for (const a of actors) a.detach();
   };
+  // The same rounds on started XState actors: created, then one event to each.
+  let plainActors: ReturnType<typeof plainTask>[] = [];
+  let plainStep = 0;
+  const plain = (round: number): void => {
+    if (plainStep === 0) {
+      plainActors = Array.from({ length: tasks }, (_, i) => plainTask(`group-${round}-${i}`));
+    } else {
+      const event = TASK_EVENTS[plainStep - 1];
+      for (const a of plainActors) a.send(event as never);
+    }
+    plainStep = (plainStep + 1) % COMMITS_PER_TASK;
+    if (plainStep === 0) for (const a of plainActors) a.stop();
+  };
   const warm = COMMITS_PER_TASK * Math.ceil(3_000 / (tasks * TASK_EVENTS.length));
-  const result = await interleaved(options, 'group', block, warm, rounds);
+  const result = await interleaved(options, 'group', block, plain, warm, rounds);
   const commitsPerRound = result.commits / rounds;
-  const out = rows('durable-group-commit', `group commit, ${tasks} concurrent sends`, result, 0.5, {
-    tasks,
-    rounds,
-    commitsPerRound,
-  });
+  const out = rows(
+    'durable-group-commit',
+    `group commit, ${tasks} concurrent sends`,
+    result,
+    0.5,
+    0.7,
+    {
+      tasks,
+      rounds,
+      commitsPerRound,
+    },
+  );
   options.log(
-    `  group commit: ours ${out[0]?.value.toFixed(0)}/s, minimal batched ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}, ${commitsPerRound} commit(s) per round of ${tasks}`,
+    `  group commit: ours ${out[0]?.value.toFixed(0)}/s, minimal batched ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}, ${commitsPerRound} commit(s) per round of ${tasks}; vs floor ${out[2]?.ratio?.toFixed(2)}`,
   );
   return out;
 }

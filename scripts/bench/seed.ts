@@ -68,18 +68,15 @@ export async function seedActors(
   db.pragma('synchronous = OFF');
   const insertActor = db.prepare(
     `INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-       created_at, updated_at, head_hash, state_since)
+       created_at, updated_at, head_hash, state_since, next_due_at)
      VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-       @createdAt, @updatedAt, @headHash, @updatedAt)`,
+       @createdAt, @updatedAt, @headHash, @updatedAt, @nextDueAt)`,
   );
   const insertTransition = db.prepare(
     `INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
        metadata, prev_hash, hash, chart_version, snapshot_hash)
      VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at,
        @metadata, @prevHash, @hash, @chartVersion, @snapshotHash)`,
-  );
-  const insertTimer = db.prepare(
-    `INSERT INTO timers (actor_id, timer_id, event, due_at) VALUES (@actorId, @timerId, @event, @dueAt)`,
   );
   const ids = new Map<string, string[]>([...idle, done].map((t) => [t.chart, []]));
   const clone = (tpl: Template, id: string) => {
@@ -90,9 +87,10 @@ export async function seedActors(
       prevHash = hashTransition(content);
       return { ...content, hash: prevHash };
     });
-    insertActor.run({ ...tpl.actor, id, headHash: prevHash });
+    // Its timers are in the snapshot; the row keeps the next one due.
+    const nextDueAt = tpl.timers.length > 0 ? Math.min(...tpl.timers.map((t) => t.dueAt)) : null;
+    insertActor.run({ ...tpl.actor, id, headHash: prevHash, nextDueAt });
     for (const row of rows) insertTransition.run(row);
-    for (const timer of tpl.timers) insertTimer.run({ ...timer, actorId: id });
     ids.get(tpl.chart)?.push(id);
   };
   const insertMany = db.transaction((from: number, to: number) => {

@@ -143,8 +143,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
         // Another process may have set it since this one last read the actor.
         if (!timer && (await movedElsewhere(core))) timer = pendingTimer(core.ledger, timerId);
         if (!timer) {
-          // Not pending: a row left behind (an actor that finished keeps none).
-          await this.runtime.store.dropTimer(this.id, timerId);
+          // Not pending (fired or cancelled meanwhile): only its wake-up is left.
           this.runtime.unschedule(this.id, timerId);
           return false;
         }

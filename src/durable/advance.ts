@@ -25,6 +25,7 @@ import {
   pendingTimer,
   TO_PARENT,
   withoutFired,
+  withoutSettled,
   type Ledger,
 } from './ledger.ts';
 import type { EventSource } from './notices.ts';
@@ -102,7 +103,7 @@ export function advance(f: StepFacts): Step {
   } else if (delivery.source === 'invoke') {
     const invoke = pendingInvoke(ledger, delivery.key);
     if (!invoke) return { kind: 'gone', reason: 'the invoke is not awaited in this entry' };
-    ledger = { ...ledger, invokes: ledger.invokes.filter((i) => i !== invoke) };
+    ledger = withoutSettled(ledger, invoke);
   }
 
   let next: AnyMachineSnapshot;

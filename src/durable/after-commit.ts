@@ -37,19 +37,28 @@ export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
   if (out !== undefined && out.length > 0) runtime.courier.notify(new Set(out.map((m) => m.to)));
 }
 
-export function armTimers(runtime: DurableRuntime, write: ActorWrite, effects: Effects): void {
-  if (write.consumeTimer !== undefined) runtime.unschedule(write.actorId, write.consumeTimer);
-  if (write.cancelAllTimers === true) {
-    runtime.timers.unscheduleAll(write.actorId);
+/**
+ * After the commit: the in-process wake-ups follow the timers the transition
+ * armed, moved, renamed or cleared (`fired`: the timer this transition delivered).
+ */
+export function armTimers(
+  runtime: DurableRuntime,
+  actorId: string,
+  effects: Effects,
+  fired?: string,
+): void {
+  if (fired !== undefined) runtime.unschedule(actorId, fired);
+  if (effects.cancelAllTimers) {
+    runtime.timers.unscheduleAll(actorId);
     return;
   }
   // A timer that lost its id keeps its wake-up (and its place among timers due at once).
   const kept = new Set<string>();
   for (const [from, to] of effects.timersRenamed) {
-    if (runtime.timers.rename(write.actorId, from, to)) kept.add(to);
+    if (runtime.timers.rename(actorId, from, to)) kept.add(to);
   }
-  for (const id of write.timersCancel) if (!kept.has(id)) runtime.unschedule(write.actorId, id);
-  for (const t of write.timersSet) if (!kept.has(t.timerId)) runtime.schedule(t);
+  for (const id of effects.timersCancel) if (!kept.has(id)) runtime.unschedule(actorId, id);
+  for (const t of effects.timersSet) if (!kept.has(t.timerId)) runtime.schedule(t);
 }
 
 /** Logs a failed commit, tells observers, and marks the actor stale after a lost race. */

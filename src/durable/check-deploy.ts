@@ -8,7 +8,8 @@ import { AgentchartsError, SnapshotVersionError } from '../core/errors.ts';
 import { EXPECTED, isStore, requireArg, requireObject } from '../core/options.ts';
 import { stateLabel } from '../core/state.ts';
 import type { ActorRow, Store } from '../store/types.ts';
-import { decodeActorRow } from './codec.ts';
+import { decodeActor, decodeActorRow } from './codec.ts';
+import type { Ledger } from './ledger.ts';
 
 /** Why an actor would be stranded by the new version. */
 export type StrandKind =
@@ -122,15 +123,18 @@ async function checkActor(
     return [strand('newer_version', `stored by version ${row.chartVersion}`)];
   }
   let snapshot: AnyMachineSnapshot;
+  let ledger: Ledger | undefined;
   try {
-    snapshot = decodeActorRow(chart.machine, chart, row);
+    ({ snapshot, ledger } = decodeActor(chart.machine, chart, row));
   } catch (error) {
     return [strand(...decodeFailure(error, row.chartVersion, chart))];
   }
   if (row.status !== 'active') return [];
   const found: StrandedActor[] = [];
   const delayed = new Set(acceptedEvents(snapshot, true));
-  for (const timer of await store.timers(row.id)) {
+  // Its pending timers are in its row; an actor written before they were has rows of them.
+  const timers = ledger?.timers.map((t) => ({ timerId: t.key })) ?? (await store.timers(row.id));
+  for (const timer of timers) {
     if (timer.timerId.startsWith('xstate.after.') && !delayed.has(timer.timerId)) {
       found.push(
         strand(

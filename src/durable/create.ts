@@ -11,7 +11,7 @@ import { DurableActor } from './actor.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
 import { advance } from './advance.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
-import { EMPTY_LEDGER } from './ledger.ts';
+import { EMPTY_LEDGER, nextDue } from './ledger.ts';
 import type { DurableActorOptions } from './options.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
@@ -78,8 +78,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
     expectedVersion: 0,
     actor: row,
     transition,
-    timersSet: effects.timersSet,
-    timersCancel: [],
+    nextDueAt: nextDue(effects.ledger),
     stepsBegin: stepsBegun(options.id, effects, now),
     userId: options.userId,
     ...(effects.messages.length > 0 ? { messagesOut: effects.messages } : {}),

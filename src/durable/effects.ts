@@ -64,7 +64,7 @@ export interface SpawnBody {
 export interface Effects {
   /** What is pending after the transition. */
   ledger: Ledger;
-  /** Timer rows to insert or move (by key) and keys to delete, for the store's due-time index. */
+  /** Timers the transition armed or moved (by key) and keys it removed: the wake-ups follow them. */
   timersSet: TimerRow[];
   timersCancel: string[];
   /**
@@ -73,7 +73,7 @@ export interface Effects {
    * instant is their original one, as in XState's scheduler).
    */
   timersRenamed: Array<[string, string]>;
-  /** The actor finished: every timer row goes. */
+  /** The actor finished: every wake-up goes. */
   cancelAllTimers: boolean;
   invokesStart: InvokeStart[];
   /** Step keys of running invokes whose state was left: aborted, their result never delivered. */
@@ -145,6 +145,8 @@ export function planEffects(t: TransitionFacts): Effects {
 class Planner {
   private readonly timers: PendingTimer[];
   private readonly invokes: PendingInvoke[];
+  /** Ids held in `children` by a settled invoke (see {@link Ledger.settled}). */
+  private readonly settled: Set<string>;
   private readonly messages: Array<Omit<OutgoingMessage, 'idx'>> = [];
   private readonly invokesStart: InvokeStart[] = [];
   private readonly invokesStop: string[] = [];
@@ -163,6 +165,7 @@ class Planner {
   constructor(private readonly t: TransitionFacts) {
     this.timers = [...t.ledger.timers];
     this.invokes = [...t.ledger.invokes];
+    this.settled = new Set(t.ledger.settled);
   }
 
   plan(): Effects {
@@ -201,10 +204,13 @@ class Planner {
       this.invokes.length = 0;
       this.completion();
     }
+    if (finished) this.settled.clear();
     const ledger: Ledger =
-      this.timers.length === 0 && this.invokes.length === 0
-        ? EMPTY_LEDGER
-        : { timers: this.timers, invokes: this.invokes };
+      this.settled.size > 0
+        ? { timers: this.timers, invokes: this.invokes, settled: [...this.settled] }
+        : this.timers.length === 0 && this.invokes.length === 0
+          ? EMPTY_LEDGER
+          : { timers: this.timers, invokes: this.invokes };
     const { timersSet, timersCancel } = finished
       ? { timersSet: [], timersCancel: [] }
       : this.timerRows(ledger);
@@ -280,6 +286,7 @@ class Planner {
       let key = invokeKey(t.actorId, id, t.seq);
       const twins = this.invokesStart.filter((i) => i.id === id).length;
       if (twins > 0) key = `${key}.${twins}`;
+      this.settled.delete(id); // the new invoke takes the id's place in `children`
       const pending: PendingInvoke = { id, key };
       if (typeof ref.src === 'string') pending.src = ref.src;
       if (input !== undefined) pending.input = input;
@@ -313,7 +320,9 @@ class Planner {
 
   private stop(ref: ChildRef, id: string): void {
     if (actorKind(ref.logic) === 'promise') {
-      // The one `children` holds under that id: the last of that id to start.
+      // The one `children` holds under that id: a settled one (nothing to stop), or
+      // else the last of that id to start.
+      if (this.settled.delete(id)) return;
       const i = this.invokes.findLastIndex((invoke) => invoke.id === id);
       if (i >= 0) {
         this.invokesStop.push((this.invokes[i] as PendingInvoke).key);
@@ -326,6 +335,11 @@ class Planner {
       kind: 'stop',
       body: '{"type":"xstate.stop"}',
     });
+    // A delayed `sendTo` holds the child it was sent to: XState delivers it to that
+    // stopped actor, which ignores it, never to a child spawned again under its id.
+    for (let i = this.timers.length - 1; i >= 0; i--) {
+      if (this.timers[i]?.to === id) this.timers.splice(i, 1);
+    }
   }
 
   /** `sendTo`/`sendParent`/`forwardTo`: a message now, or a timer when delayed. */
@@ -447,7 +461,7 @@ class Planner {
     this.messages.push({ to: t.parentId, kind: 'event', body: JSON.stringify(event) });
   }
 
-  /** The store's timer rows: what the transition armed or moved, and what it removed. */
+  /** What the transition armed or moved, and what it removed (for the in-process wake-ups). */
   private timerRows(ledger: Ledger): { timersSet: TimerRow[]; timersCancel: string[] } {
     const { actorId } = this.t;
     const before = new Map(this.t.ledger.timers.map((timer) => [timer.key, timer]));

@@ -96,7 +96,24 @@ export async function runInvoke(
   claimed = false,
 ): Promise<void> {
   const { store, clock } = core.runtime;
-  if (!claimed && !(await store.startStep(invoke.key, clock.now()))) return;
+  if (!claimed) {
+    // Claiming is store work, not the invoke's own: `drain({ invokes: 'settled' })`
+    // waits for it, so what it drains to has every invoke running its promise.
+    const claiming = store.startStep(invoke.key, clock.now());
+    const settling = core.runtime.invokesSettling;
+    const tracked = claiming.then(
+      () => {},
+      () => {},
+    );
+    settling.add(tracked);
+    let won: boolean;
+    try {
+      won = await claiming;
+    } finally {
+      settling.delete(tracked);
+    }
+    if (!won) return;
+  }
   const controller = new AbortController();
   (core.invokes ??= new Map()).set(invoke.key, controller);
   const outcome = await settle(invoke.logic, {

@@ -11,6 +11,7 @@
  * XState's `restoreSnapshot` ignores it.
  */
 import type { EventObject } from 'xstate';
+import { PENDING_KEY } from '../store/pending-timers.ts';
 
 /** A delayed event (`after`, `raise` or `sendTo` with a delay) not yet delivered. */
 export interface PendingTimer {
@@ -50,6 +51,12 @@ export interface PendingInvoke {
 export interface Ledger {
   readonly timers: readonly PendingTimer[];
   readonly invokes: readonly PendingInvoke[];
+  /**
+   * Invoke ids whose place in XState's `children` is held by an invoke that has
+   * settled (a settled promise stays there until its state is left): a stop of
+   * that id stops nothing that runs, and no earlier invoke of the id.
+   */
+  readonly settled?: readonly string[] | undefined;
 }
 
 /** The receiver of a delayed `sendTo(parent)`. */
@@ -61,8 +68,8 @@ export const EMPTY_LEDGER: Ledger = Object.freeze({
   invokes: Object.freeze([]),
 });
 
-/** The snapshot JSON key that holds the ledger. */
-export const LEDGER_KEY = 'agentcharts';
+/** The snapshot JSON key that holds the ledger (the stores read the timers there). */
+export const LEDGER_KEY = PENDING_KEY;
 
 export function isEmptyLedger(ledger: Ledger): boolean {
   return ledger.timers.length === 0 && ledger.invokes.length === 0;
@@ -71,17 +78,35 @@ export function isEmptyLedger(ledger: Ledger): boolean {
 /** The ledger a persisted snapshot carries; undefined when it has none (written before ledgers). */
 export function ledgerOf(persisted: unknown): Ledger | undefined {
   const raw = (persisted as Record<string, unknown> | null)?.[LEDGER_KEY] as
-    { timers?: unknown; invokes?: unknown } | undefined;
+    { timers?: unknown; invokes?: unknown; settled?: unknown } | undefined;
   if (raw === undefined) return undefined;
   if (raw === null || typeof raw !== 'object') return EMPTY_LEDGER;
   const timers = Array.isArray(raw.timers) ? (raw.timers as PendingTimer[]) : [];
   const invokes = Array.isArray(raw.invokes) ? (raw.invokes as PendingInvoke[]) : [];
+  const settled = Array.isArray(raw.settled) ? (raw.settled as string[]) : [];
+  if (settled.length > 0) return { timers, invokes, settled };
   return timers.length === 0 && invokes.length === 0 ? EMPTY_LEDGER : { timers, invokes };
+}
+
+/**
+ * The ledger after the outcome of `invoke` is taken: it is no longer awaited, and
+ * when it was the last of its id to start, its id's place in `children` is held
+ * by a settled invoke.
+ */
+export function withoutSettled(ledger: Ledger, invoke: PendingInvoke): Ledger {
+  const invokes = ledger.invokes.filter((i) => i !== invoke);
+  const holder = ledger.invokes.findLast((i) => i.id === invoke.id) === invoke;
+  const settled = ledger.settled ?? [];
+  return {
+    ...ledger,
+    invokes,
+    settled: holder && !settled.includes(invoke.id) ? [...settled, invoke.id] : settled,
+  };
 }
 
 /** The JSON value stored for a ledger (`{}` when nothing is pending). */
 export function ledgerJson(ledger: Ledger): unknown {
-  const out: { timers?: unknown; invokes?: unknown } = {};
+  const out: { timers?: unknown; invokes?: unknown; settled?: unknown } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
       const entry: Record<string, unknown> = { key: t.key };
@@ -101,7 +126,15 @@ export function ledgerJson(ledger: Ledger): unknown {
       return entry;
     });
   }
+  if (ledger.settled !== undefined && ledger.settled.length > 0) out.settled = ledger.settled;
   return out;
+}
+
+/** The earliest due time among the pending timers (the actor row's next due), if any. */
+export function nextDue(ledger: Ledger): number | undefined {
+  let next: number | undefined;
+  for (const timer of ledger.timers) if (next === undefined || timer.due < next) next = timer.due;
+  return next;
 }
 
 /**

@@ -14,7 +14,7 @@ import { stateLabel } from '../core/state.ts';
 import type { ActorHead, ActorRow } from '../store/types.ts';
 import { decodeActor, encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { legacyLedger } from './legacy.ts';
-import type { Ledger } from './ledger.ts';
+import { nextDue, type Ledger } from './ledger.ts';
 import { buildTransitionRow, checkHead } from './row.ts';
 import type { DurableRuntime } from './runtime.ts';
 
@@ -123,8 +123,7 @@ async function commitMigration(
     expectedVersion: row.version,
     actor,
     transition,
-    timersSet: [],
-    timersCancel: [],
+    nextDueAt: nextDue(ledger),
     previous: { state: row.state, status: row.status, chartVersion: row.chartVersion },
   });
   runtime.logger.info(

@@ -87,14 +87,6 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     return rows;
   };
 
-  // Every pending timer, by actor, earliest first: one indexed scan, O(pending work).
-  const timers = new Map<string, TimerRow[]>();
-  for (const t of await store.dueTimers(Number.MAX_SAFE_INTEGER, 2 ** 31 - 1)) {
-    const list = timers.get(t.actorId);
-    if (list) list.push(t);
-    else timers.set(t.actorId, [t]);
-  }
-
   // Every recovered actor: uncertain steps, overdue timers, then the policy on what is
   // still stale. No live actor is built for one that only resumes.
   for (;;) {
@@ -114,7 +106,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       };
       report.actors.push(entry);
       try {
-        const invokes = await recoverOne(runtime, row, timers.get(row.id) ?? [], entry, {
+        const invokes = await recoverOne(runtime, row, entry, {
           startedAt,
           reconcile: options.reconcile,
         });
@@ -182,20 +174,20 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
 async function recoverOne(
   runtime: DurableRuntime,
   row: ActorRow,
-  timers: readonly TimerRow[],
   entry: RecoveryEntry,
   options: { startedAt: number; reconcile: ReconcileHook | undefined },
 ): Promise<InvokeRecovery[]> {
   const now = runtime.clock.now();
   const stored = parseStored(row);
-  // In the order the actor armed them (its ledger), due times first: timers due at the
-  // same instant fire as XState's scheduler would fire them.
+  // Its timers are in its row (the ledger): in the order the actor armed them, due
+  // times first, so timers due at the same instant fire as XState's scheduler would
+  // fire them. An actor written before timers moved into snapshots has rows of them.
   const ledger = ledgerOf(stored);
-  const pending = ledger
+  const pending: ReadonlyArray<Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'>> = ledger
     ? [...ledger.timers]
         .sort((a, b) => a.due - b.due)
         .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due }))
-    : timers;
+    : await runtime.store.timers(row.id);
   const overdue = pending.filter((t) => t.dueAt <= now);
   let state = row.state;
   let snapshot: RecoverySnapshot;

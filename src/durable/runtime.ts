@@ -292,7 +292,7 @@ export class DurableRuntime {
 
   /** Invoked promises running in this process (see {@link drain}). */
   readonly invokesRunning = new Set<Promise<void>>();
-  /** Invoked promises that have settled and are recording and delivering their outcome. */
+  /** Invokes doing store work: claiming their step, or recording and delivering their outcome. */
   readonly invokesSettling = new Set<Promise<void>>();
 
   /**

@@ -21,6 +21,7 @@ import {
   stepsBegun,
 } from './after-commit.ts';
 import { encodeSnapshot } from './codec.ts';
+import { nextDue } from './ledger.ts';
 import type { EventSource } from './notices.ts';
 import { rejectEvent } from './reject.ts';
 import { movedElsewhere, reload } from './reload.ts';
@@ -109,7 +110,7 @@ export async function processEvent(
   core.row = write.actor;
   core.snapshot = next;
   core.ledger = step.effects.ledger;
-  armTimers(runtime, write, step.effects);
+  armTimers(runtime, core.id, step.effects, options.timer);
   startInvokes(core, step.effects);
   postMessages(runtime, write);
   afterCommit(core, step.effects, () => ({
@@ -208,11 +209,8 @@ function buildWrite(
       headHash: transition.hash,
     },
     transition,
-    timersSet: effects.timersSet,
-    timersCancel: effects.timersCancel,
-    cancelAllTimers: effects.cancelAllTimers,
+    nextDueAt: nextDue(effects.ledger),
     stepsBegin: stepsBegun(core.id, effects, now),
-    consumeTimer: options.timer,
     consumeMessage: options.consumeMessage,
     lease: options.fenced ? core.runtime.fence() : undefined,
     previous: row,

@@ -16,7 +16,6 @@ import type {
   StateEntryQuery,
   StatesQuery,
   StepRow,
-  TimerRow,
   TransitionFeedQuery,
   TransitionFeedRow,
   TransitionRow,
@@ -27,15 +26,14 @@ export interface MemoryTables {
   actors: Map<string, ActorRow>;
   /** Transition rows by actor, in seq order. */
   transitions: Map<string, TransitionRow[]>;
-  timers: Map<string, Map<string, TimerRow>>;
+  /** The earliest due time of each actor with pending timers (ActorWrite.nextDueAt). */
+  nextDue: Map<string, number>;
   steps: Map<string, StepRow>;
   rejections: RejectionRow[];
   /** The user an actor works for (set at creation) and when it entered its current state. */
   meta: Map<string, { userId: string | null; stateSince: number }>;
   /** Lease columns of actors (absent: unowned). */
   leases: Map<string, Omit<LeaseRow, 'actorId'>>;
-  /** Claims of timers by actor and timer id; dropped when the timer is set or deleted. */
-  claims: Map<string, { claimedBy: string; claimUntil: number }>;
   /** Pending messages by id (ids grow in commit order). */
   messages: Map<number, MessageRow>;
   nextMessageId: number;
@@ -47,12 +45,11 @@ export function newTables(): MemoryTables {
   return {
     actors: new Map(),
     transitions: new Map(),
-    timers: new Map(),
+    nextDue: new Map(),
     steps: new Map(),
     rejections: [],
     meta: new Map(),
     leases: new Map(),
-    claims: new Map(),
     messages: new Map(),
     nextMessageId: 1,
     parents: new Map(),

@@ -3,6 +3,7 @@
  * Store contract (with the shared rules in ./rules.ts).
  */
 import { ConcurrencyError, StoreError, type StoreOperation } from '../core/errors.ts';
+import { dueOf, snapshotTimers } from './pending-timers.ts';
 import * as rules from './rules.ts';
 import {
   actorsInStates,
@@ -64,9 +65,6 @@ export class MemoryStore implements S.Store {
       if (current === undefined) return rules.actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
     }
-    if (write.consumeTimer !== undefined && !this.t.timers.get(actorId)?.has(write.consumeTimer)) {
-      return new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
-    }
     // Rows are appended in seq order: only the last one can collide (O(1), whatever the history).
     const last = this.t.transitions.get(actorId)?.at(-1);
     if (last !== undefined && last.seq >= write.transition.seq) {
@@ -97,14 +95,8 @@ export class MemoryStore implements S.Store {
         const history = this.t.transitions.get(actorId) ?? [];
         history.push({ ...write.transition });
         this.t.transitions.set(actorId, history);
-        const timers = this.t.timers.get(actorId) ?? new Map<string, S.TimerRow>();
-        const drop = (timerId: string) => {
-          timers.delete(timerId);
-          this.t.claims.delete(timerKey(actorId, timerId));
-        };
-        if (write.consumeTimer !== undefined) drop(write.consumeTimer);
-        for (const id of write.timersCancel) drop(id);
-        if (write.cancelAllTimers === true) for (const id of [...timers.keys()]) drop(id);
+        if (write.nextDueAt === undefined) this.t.nextDue.delete(actorId);
+        else this.t.nextDue.set(actorId, write.nextDueAt);
         if (write.consumeMessage !== undefined) this.t.messages.delete(write.consumeMessage);
         for (const m of write.messagesOut ?? []) {
           const id = this.t.nextMessageId++;
@@ -130,12 +122,6 @@ export class MemoryStore implements S.Store {
             attempts: 0,
           });
         }
-        for (const t of write.timersSet) {
-          // A re-armed timer is a new firing: any claim on the old one lapses.
-          this.t.claims.delete(timerKey(actorId, t.timerId));
-          timers.set(t.timerId, { ...t });
-        }
-        this.t.timers.set(actorId, timers);
         return null;
       });
     });
@@ -203,9 +189,7 @@ export class MemoryStore implements S.Store {
         actor: { ...actor },
         parentId: this.t.parents.get(actorId),
         rows: (this.t.transitions.get(actorId) ?? []).map((t) => ({ ...t })),
-        timers: [...(this.t.timers.get(actorId)?.values() ?? [])]
-          .map((t) => ({ ...t }))
-          .sort(rules.byTimer),
+        nextDueAt: this.t.nextDue.get(actorId),
       };
     });
   }
@@ -217,31 +201,42 @@ export class MemoryStore implements S.Store {
   }
 
   timers(actorId: string): Promise<S.TimerRow[]> {
-    return this.run('timer', actorId, () =>
-      [...(this.t.timers.get(actorId)?.values() ?? [])].map((t) => ({ ...t })).sort(rules.byTimer),
-    );
+    return this.run('timer', actorId, () => this.pendingTimers(actorId).sort(rules.byTimer));
   }
 
   dueTimers(now: number, limit: number): Promise<S.TimerRow[]> {
     return this.run('timer', undefined, () => {
       rules.checkLimit(limit, 'timer');
-      return this.allTimers()
-        .filter((t) => t.dueAt <= now)
-        .sort(rules.byTimer)
-        .slice(0, limit)
-        .map((t) => ({ ...t }));
+      return dueOf(this.dueActors(now, limit), () => [], now, limit);
     });
   }
 
   nextTimerDue(): Promise<number | undefined> {
     return this.run('timer', undefined, () => {
-      const due = this.allTimers().map((t) => t.dueAt);
-      return due.length === 0 ? undefined : Math.min(...due);
+      let next: number | undefined;
+      for (const due of this.t.nextDue.values()) if (next === undefined || due < next) next = due;
+      return next;
     });
   }
 
-  private allTimers(): S.TimerRow[] {
-    return [...this.t.timers.values()].flatMap((m) => [...m.values()]);
+  /** The actor's pending timers, as its snapshot has them. */
+  private pendingTimers(actorId: string): S.TimerRow[] {
+    const actor = this.t.actors.get(actorId);
+    return (actor && snapshotTimers(actorId, actor.snapshot)) ?? [];
+  }
+
+  /** Actors with a timer due at `now` (and that pass `take`), earliest first, at most `limit`. */
+  private dueActors(
+    now: number,
+    limit: number,
+    take: (actorId: string) => boolean = () => true,
+  ): S.ActorRow[] {
+    return [...this.t.nextDue]
+      .filter(([id, due]) => due <= now && take(id))
+      .sort(([a, x], [b, y]) => x - y || rules.compareText(a, b))
+      .slice(0, limit)
+      .map(([id]) => this.t.actors.get(id))
+      .filter((a): a is S.ActorRow => a !== undefined);
   }
 
   getStep(key: string): Promise<S.StepRow | undefined> {
@@ -298,13 +293,6 @@ export class MemoryStore implements S.Store {
         rows.push({ ...m });
       }
       return rows;
-    });
-  }
-
-  dropTimer(actorId: string, timerId: string): Promise<boolean> {
-    return this.run('timer', actorId, () => {
-      this.t.claims.delete(timerKey(actorId, timerId));
-      return this.t.timers.get(actorId)?.delete(timerId) === true;
     });
   }
 
@@ -417,17 +405,17 @@ export class MemoryStore implements S.Store {
     return this.run('timer', undefined, () => {
       rules.checkLeaseRequest('timer', request);
       const { owner, now, claimUntil, limit } = request;
-      return this.allTimers()
-        .filter((t) => {
-          const claim = this.t.claims.get(timerKey(t.actorId, t.timerId));
-          return t.dueAt <= now && (claim === undefined || claim.claimUntil < now);
-        })
-        .sort(rules.byTimer)
-        .slice(0, limit)
-        .map((t) => {
-          this.t.claims.set(timerKey(t.actorId, t.timerId), { claimedBy: owner, claimUntil });
-          return { ...t, claimedBy: owner, claimUntil };
-        });
+      const free = (id: string) => {
+        const held = this.t.leases.get(id);
+        return held === undefined || held.leaseUntil < now || held.owner === owner;
+      };
+      const actors = this.dueActors(now, limit, free);
+      for (const a of actors) this.t.leases.set(a.id, { owner, leaseUntil: claimUntil });
+      return dueOf(actors, () => [], now, Number.MAX_SAFE_INTEGER).map((t) => ({
+        ...t,
+        claimedBy: owner,
+        claimUntil,
+      }));
     });
   }
 
@@ -503,10 +491,6 @@ export class MemoryStore implements S.Store {
     this.closed = true;
     return Promise.resolve();
   }
-}
-
-function timerKey(actorId: string, timerId: string): string {
-  return `${actorId}\u0000${timerId}`;
 }
 
 /** Runs synchronous work as a promise, so a throw becomes a rejection. */

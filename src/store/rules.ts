@@ -39,10 +39,8 @@ function writeProblem(write: ActorWrite): string | undefined {
     notInteger('actor.updatedAt', actor.updatedAt) ??
     notInteger('transition.at', transition.at);
   if (problem !== undefined) return problem;
-  for (let i = 0; i < write.timersSet.length; i++) {
-    const timer = write.timersSet[i] as (typeof write.timersSet)[number];
-    if (timer.actorId !== actorId) return 'a timer of timersSet belongs to another actor';
-    const bad = notInteger(`timersSet[${i}].dueAt`, timer.dueAt);
+  if (write.nextDueAt !== undefined) {
+    const bad = notInteger('nextDueAt', write.nextDueAt);
     if (bad !== undefined) return bad;
   }
   if (write.expectedVersion < 0) return 'expectedVersion is negative';
@@ -124,11 +122,12 @@ export function checkLeaseRequest(
   if (request.limit !== undefined) checkLimit(request.limit, operation);
 }
 
-/** Timer order of every store: due time, then actor id, then timer id (byte order). */
+/**
+ * Timer order of every store: due time, then actor id (byte order); an actor's
+ * timers due at once keep the order it armed them in (sort stably).
+ */
 export function byTimer(a: TimerRow, b: TimerRow): number {
-  return (
-    a.dueAt - b.dueAt || compareText(a.actorId, b.actorId) || compareText(a.timerId, b.timerId)
-  );
+  return a.dueAt - b.dueAt || compareText(a.actorId, b.actorId);
 }
 
 /** Validates a history page: `afterSeq` and `limit` non-negative integers. */

@@ -6,17 +6,67 @@
 
 /** `actor_index`'s columns after its key, in table order. */
 export const INDEX_COLUMNS =
-  'machine_id, state, status, user_id, state_since, created_at, updated_at';
+  'machine_id, state, status, user_id, state_since, created_at, updated_at, next_due_at';
 
 /** The same columns read from `actors`, `state_since` falling back to `updated_at` where unset. */
 export const ACTOR_AS_INDEX = `machine_id, state, status, user_id, COALESCE(state_since, updated_at),
-  created_at, updated_at`;
+  created_at, updated_at, next_due_at`;
 
 /** The tail of an `INSERT INTO actor_index …` that replaces the rows of actors already in it. */
 export const REPLACE_INDEXED = `ON CONFLICT (actor_id) DO UPDATE SET machine_id = excluded.machine_id,
   state = excluded.state, status = excluded.status, user_id = excluded.user_id,
   state_since = excluded.state_since, created_at = excluded.created_at,
-  updated_at = excluded.updated_at`;
+  updated_at = excluded.updated_at, next_due_at = excluded.next_due_at`;
+
+/**
+ * The common table expression `dirty`, for a `WITH`: the actors written since the
+ * read models' watermark (`changedSince` picks the transitions written since).
+ * Every commit writes a transition row, so no other actor differs from its row in
+ * the projection.
+ */
+export function dirtyActors(changedSince: string): string {
+  return `dirty(id) AS (SELECT DISTINCT actor_id FROM transitions WHERE ${changedSince})`;
+}
+
+/**
+ * The common table expression `due(id, due)` (after `dirty`): up to `limit`
+ * actors with a timer due at or before `now`, earliest first — found through the
+ * projection's index of next due times, with the dirty actors read from their rows.
+ * `also` adds a condition on the actor row `a` (a lease that may be taken).
+ */
+export function dueActors(now: string, limit: string, also = 'TRUE'): string {
+  return `due(id, due) AS (
+    SELECT * FROM (SELECT i.actor_id, i.next_due_at FROM actor_index i
+      JOIN actors a ON a.id = i.actor_id
+      WHERE i.next_due_at <= ${now} AND i.actor_id NOT IN (SELECT id FROM dirty) AND ${also}
+      ORDER BY i.next_due_at, i.actor_id LIMIT ${limit}) projected
+    UNION ALL
+    SELECT a.id, a.next_due_at FROM actors a
+      WHERE a.id IN (SELECT id FROM dirty) AND a.next_due_at <= ${now} AND ${also})`;
+}
+
+/**
+ * The common table expression `picked(id)` (after `dirty`): up to `limit` actors
+ * of status `status` (an SQL literal: a partial index serves `'active'`) with ids
+ * greater than `afterId`, by id, that pass `also` (conditions on the actor row
+ * `a`) — found through the projection, the dirty actors read from their rows.
+ */
+export function actorsByStatus(
+  status: string,
+  afterId: string,
+  limit: string,
+  also = 'TRUE',
+): string {
+  return `picked(id) AS (
+    SELECT * FROM (SELECT i.actor_id FROM actor_index i JOIN actors a ON a.id = i.actor_id
+      WHERE i.status = ${status} AND i.actor_id > ${afterId}
+        AND i.actor_id NOT IN (SELECT id FROM dirty) AND ${also}
+      ORDER BY i.actor_id LIMIT ${limit}) projected
+    UNION ALL
+    SELECT a.id FROM actors a
+      WHERE a.id IN (SELECT id FROM dirty) AND a.status = ${status} AND a.id > ${afterId}
+        AND ${also})`;
+}
 
 /**
  * The common table expressions `dirty` and `current`, for a `WITH`: actors as the
@@ -25,7 +75,7 @@ export const REPLACE_INDEXED = `ON CONFLICT (actor_id) DO UPDATE SET machine_id 
  */
 export function currentActors(changedSince: string): string {
   return `
-  dirty(id) AS (SELECT DISTINCT actor_id FROM transitions WHERE ${changedSince}),
+  ${dirtyActors(changedSince)},
   current(actor_id, ${INDEX_COLUMNS}) AS (
     SELECT actor_id, ${INDEX_COLUMNS} FROM actor_index
       WHERE actor_id NOT IN (SELECT id FROM dirty)

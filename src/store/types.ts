@@ -4,8 +4,17 @@
  * tests; one conformance suite (test/store-conformance.test.ts) runs against all.
  *
  * Stores move opaque JSON text: the runtime builds rows (including the hash chain)
- * and parses snapshots, so every store writes byte-identical data.
+ * and parses snapshots, so every store writes byte-identical data. The one thing a
+ * store reads inside a snapshot is the actor's pending timers (see {@link TimerFacet}
+ * and ./pending-timers.ts).
+ *
+ * The contract is grouped by facet, each documented once at its interface:
+ * {@link ActorFacet} (actors, the commit and the log), {@link TimerFacet},
+ * {@link StepFacet}, {@link MessageFacet}, {@link LeaseFacet},
+ * {@link ReadModelFacet} and {@link RejectionFacet}; {@link Store} is all of them.
  */
+
+// ---- actors and log -------------------------------------------------------------
 
 /** Status of the actor's machine snapshot (XState's `snapshot.status`). */
 export type ActorStatus = 'active' | 'done' | 'error' | 'stopped';
@@ -22,7 +31,7 @@ export interface ActorRow {
   /** State label of the snapshot (`running`, `EXECUTION.working`). */
   state: string;
   status: ActorStatus;
-  /** JSON text of the persisted XState snapshot. */
+  /** JSON text of the persisted XState snapshot (with what the actor has pending). */
   snapshot: string;
   createdAt: number;
   updatedAt: number;
@@ -58,31 +67,29 @@ export interface TransitionRow {
   snapshotHash: string | null;
 }
 
-/** A pending durable timer (an XState delayed event) with an absolute due time. */
-export interface TimerRow {
-  actorId: string;
-  /** XState send id (for `after`, the `xstate.after.*` event type). */
-  timerId: string;
-  /** JSON text of the event to deliver. */
-  event: string;
-  dueAt: number;
-}
-
-/** Everything one transition writes, applied atomically. */
+/**
+ * Everything one transition writes, applied atomically: the actor row
+ * (compare-and-set on its version) and its transition row, plus only what the
+ * transition itself creates — steps it begins, messages it sends or delivers.
+ * Timers need nothing more: they are in the snapshot, their earliest due time on
+ * the row (`nextDueAt`).
+ */
 export interface ActorWrite {
   actorId: string;
   /** The version the runtime read; 0 creates the actor (fails if it exists). */
   expectedVersion: number;
   actor: ActorRow;
   transition: TransitionRow;
-  /** Timers to insert or replace (same actorId + timerId). */
-  timersSet: TimerRow[];
-  /** Timer ids of this actor to delete. */
-  timersCancel: string[];
+  /**
+   * The earliest due time (ms) among the timers pending in `actor.snapshot`;
+   * absent when none is. Stored on the actor row, so that due timers are found
+   * without reading snapshots ({@link TimerFacet}).
+   */
+  nextDueAt?: number | undefined;
   /**
    * Steps this transition begins (an invoked promise entered with its state): each
    * is inserted `executing` with 0 attempts — not started yet — unless its key
-   * exists. The runtime then claims its first run with {@link Store.startStep}.
+   * exists. The runtime then claims its first run with {@link StepFacet.startStep}.
    */
   stepsBegin?: ReadonlyArray<{ key: string; name: string; startedAt: number }> | undefined;
   /**
@@ -98,20 +105,12 @@ export interface ActorWrite {
   consumeMessage?: number | undefined;
   /** Creation only: the actor that spawned this one (its parent). */
   parentId?: string | undefined;
-  /** Delete every timer of this actor (it finished): no read of its timers first. */
-  cancelAllTimers?: boolean | undefined;
   /**
    * Updates only: the stored row's state, status and chart version as the runtime
    * read them (compare-and-set guarantees they are current when the write matches).
-   * The store rewrites only what changed, so a send that keeps its status touches
-   * no index keyed on it. Absent: everything is rewritten.
+   * The store rewrites only what changed. Absent: everything is rewritten.
    */
   previous?: Pick<ActorRow, 'state' | 'status' | 'chartVersion'> | undefined;
-  /**
-   * The timer this transition consumes (a timer firing): it must still exist and is
-   * deleted; if it is gone the write fails with ConcurrencyError.
-   */
-  consumeTimer?: string | undefined;
   /**
    * Fencing for owner duties (timer firings, recovery actions): when set, the write
    * fails with LeaseLostError unless `owner` holds the actor's lease and it has not
@@ -120,12 +119,198 @@ export interface ActorWrite {
   lease?: { owner: string; now: number } | undefined;
   /**
    * Creation only (`expectedVersion` 0): the user the actor works for (the `user_id`
-   * of “Agent State Machine” (v1.0)), recorded once in an indexed column and ignored
-   * on updates. Read back through {@link Store.countActors} and
-   * {@link Store.actorsInStates}, not on ActorRow.
+   * of “Agent State Machine” (v1.0)), recorded once and ignored on updates. Read
+   * back through {@link ReadModelFacet.countActors} and
+   * {@link ReadModelFacet.actorsInStates}, not on ActorRow.
    */
   userId?: string | undefined;
 }
+
+export interface ActorQuery {
+  machineId?: string | undefined;
+  state?: string | undefined;
+  /** Any of these state labels (an empty list matches nothing); with `state`, both must hold. */
+  states?: readonly string[] | undefined;
+  /** Only actors created for this user ({@link ActorWrite.userId}). */
+  userId?: string | undefined;
+  status?: ActorStatus | undefined;
+  /** Keyset pagination: ids strictly greater than this. */
+  afterId?: string | undefined;
+  /** Default 100. */
+  limit?: number | undefined;
+}
+
+/** A page of an actor's history. */
+export interface HistoryPage {
+  /** Rows with `seq` greater than this (default 0: from the start). */
+  afterSeq?: number | undefined;
+  /** At most this many rows (default: all). */
+  limit?: number | undefined;
+}
+
+/** An actor row, the head of its chain, and the actor that spawned it (if any). */
+export interface ActorHead {
+  actor: ActorRow;
+  head: TransitionRow | undefined;
+  parentId?: string | undefined;
+}
+
+/** Everything stored about one actor, read at one moment ({@link ActorFacet.readActorLog}). */
+export interface ActorLog {
+  actor: ActorRow;
+  parentId: string | undefined;
+  rows: TransitionRow[];
+  /** The earliest due time the row records for its pending timers ({@link ActorWrite.nextDueAt}). */
+  nextDueAt: number | undefined;
+}
+
+/**
+ * Actors and their log: the commit that moves an actor (its row and its
+ * hash-chained transition row in one transaction), and reading both back.
+ */
+export interface ActorFacet {
+  /**
+   * Applies each write atomically, all in one transaction where the store can
+   * (group commit). Returns, per write, `null` on success or the error that
+   * rejected that write alone (ConcurrencyError on a version conflict or a message
+   * already delivered, LeaseLostError on a fenced write without the lease). A
+   * failure of the whole transaction rejects the promise with a StoreError and
+   * nothing is written.
+   */
+  commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>>;
+  loadActor(actorId: string): Promise<ActorRow | undefined>;
+  /**
+   * The actor row and the transition row at its version (the head of its chain), in
+   * one read: loading checks that they agree before writing on top of them.
+   */
+  loadActorHead(actorId: string): Promise<ActorHead | undefined>;
+  listActors(query?: ActorQuery): Promise<ActorRow[]>;
+  /** The actors `parentId` spawned, by id. */
+  childrenOf(parentId: string): Promise<ActorRow[]>;
+  /** Transition rows of one actor in `seq` order; a page with `afterSeq`/`limit`. */
+  history(actorId: string, page?: HistoryPage): Promise<TransitionRow[]>;
+  /** Every actor id that has transition rows (for verify), in order. */
+  actorIdsWithHistory(): Promise<string[]>;
+  /**
+   * An actor row, its parent, its whole log and its next timer due, read in one
+   * consistent snapshot of the store (a writer committing meanwhile is seen
+   * entirely or not at all): what `verify` checks against each other.
+   */
+  readActorLog(actorId: string): Promise<ActorLog | undefined>;
+}
+
+// ---- timers ---------------------------------------------------------------------
+
+/** A pending durable timer (an XState delayed event) with an absolute due time. */
+export interface TimerRow {
+  actorId: string;
+  /** Its key among the actor's pending timers (for `after`, the `xstate.after.*` event type). */
+  timerId: string;
+  /** JSON text of the event to deliver. */
+  event: string;
+  dueAt: number;
+}
+
+/** The due timers of an actor whose lease one worker took to fire them. */
+export interface TimerClaim extends TimerRow {
+  claimedBy: string;
+  claimUntil: number;
+}
+
+/** Due timers to claim ({@link TimerFacet.claimDueTimers}). */
+export interface TimerClaimRequest {
+  owner: string;
+  now: number;
+  claimUntil: number;
+  /** At most this many actors. */
+  limit: number;
+}
+
+/**
+ * Durable timers. An actor's pending timers are part of its snapshot (under its
+ * `agentcharts` key: `{ timers: [{ key, event, due, … }] }`), written in the commit that arms or clears them; the actor
+ * row keeps only the earliest due time ({@link ActorWrite.nextDueAt}). The index
+ * that finds due actors is a read model, refreshed off the commit path with the
+ * others ({@link ReadModelFacet}) and exact at any time, so arming, moving or
+ * clearing a timer writes nothing beyond the actor row. A timer fires through its
+ * actor's send path: the commit that delivers it removes it from the snapshot,
+ * and compare-and-set on the version makes that exactly once.
+ *
+ * Actors written before timers moved into snapshots keep their timer rows (read
+ * through these methods as well) until their next commit.
+ */
+export interface TimerFacet {
+  /** The actor's pending timers, earliest first (then in the order it armed them). */
+  timers(actorId: string): Promise<TimerRow[]>;
+  /** Timers due at or before `now`, earliest first (then by actor), at most `limit`. */
+  dueTimers(now: number, limit: number): Promise<TimerRow[]>;
+  /** The earliest pending due time, if any. */
+  nextTimerDue(): Promise<number | undefined>;
+  /**
+   * Takes, for `owner` until `claimUntil`, the leases of up to `limit` actors with a
+   * timer due at or before `now` that are unowned, whose lease expired, or that
+   * `owner` already holds, earliest due first; returns their due timers. Concurrent
+   * callers get disjoint sets (row locks / SKIP LOCKED). Firing still commits
+   * through the actor's send path, fenced by that lease.
+   */
+  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]>;
+}
+
+// ---- steps ----------------------------------------------------------------------
+
+/** How a step ended: `done` or `failed`. */
+export type StepEnd = 'done' | 'failed';
+
+export type StepStatus = 'executing' | StepEnd;
+
+/** An idempotent step (“Agent State Machine Design” §5), keyed `<actorId>:<name>`. */
+export interface StepRow {
+  key: string;
+  actorId: string;
+  name: string;
+  status: StepStatus;
+  /** JSON text of the result (done) or of the error (failed); null while executing. */
+  result: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  /** Executions started for this key (1 normally; >1 only through explicit reconcile → rerun). */
+  attempts: number;
+}
+
+/** A step to begin ({@link StepFacet.beginStep}). */
+export interface NewStep {
+  key: string;
+  actorId: string;
+  name: string;
+  startedAt: number;
+}
+
+/**
+ * Idempotent steps: `actor.step(name, fn)` and invoked promises, each marked
+ * `executing`, then `done` or `failed` with its result, durably; one found
+ * `executing` after a crash is uncertain and reconciled, never blindly re-run.
+ */
+export interface StepFacet {
+  getStep(key: string): Promise<StepRow | undefined>;
+  /**
+   * Inserts the step as `executing` if absent and returns `{ row, created: true }`;
+   * otherwise returns the existing row untouched with `created: false`.
+   */
+  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }>;
+  /** Marks an executing step done or failed. */
+  finishStep(key: string, status: StepEnd, result: string, at: number): Promise<void>;
+  /**
+   * Claims the first run of a step a commit began (`executing`, 0 attempts):
+   * attempts become 1 and `startedAt` is set. False when it was already started,
+   * settled, or does not exist: exactly one caller runs it.
+   */
+  startStep(key: string, startedAt: number): Promise<boolean>;
+  /** Re-arms an uncertain step for another execution (reconcile said `rerun`), attempts + 1. */
+  restartStep(key: string, startedAt: number): Promise<void>;
+  listSteps(query?: { actorId?: string; status?: StepStatus }): Promise<StepRow[]>;
+}
+
+// ---- messages -------------------------------------------------------------------
 
 /** What a message carries: a spawn (create the child), an event, or a stop. */
 export type MessageKind = 'spawn' | 'event' | 'stop';
@@ -150,6 +335,32 @@ export interface MessageRow extends OutgoingMessage {
   at: number;
 }
 
+/** Which pending messages {@link MessageFacet.pendingMessages} returns. */
+export interface MessageQuery {
+  /** Only messages to this actor; absent: to anyone. */
+  to?: string | undefined;
+  /** Only messages with a greater id. */
+  afterId?: number | undefined;
+  limit: number;
+}
+
+/**
+ * Messages between actors (spawns, `sendTo`/`sendParent`, a child's completion):
+ * written in the sender's commit ({@link ActorWrite.messagesOut}), deleted in the
+ * receiver's ({@link ActorWrite.consumeMessage}), so each is delivered exactly once.
+ */
+export interface MessageFacet {
+  /**
+   * Pending messages, oldest first: to one receiver, or (without `to`) to anyone,
+   * after message id `afterId`.
+   */
+  pendingMessages(query: MessageQuery): Promise<MessageRow[]>;
+  /** Deletes a pending message delivered without a transition (refused by its receiver). */
+  dropMessage(id: number): Promise<boolean>;
+}
+
+// ---- leases ---------------------------------------------------------------------
+
 /** Who is responsible for an actor's timers and recovery, until when. */
 export interface LeaseRow {
   actorId: string;
@@ -158,55 +369,47 @@ export interface LeaseRow {
   leaseUntil: number;
 }
 
-/** A due timer claimed by one worker so others skip it while it fires. */
-export interface TimerClaim extends TimerRow {
-  claimedBy: string;
-  claimUntil: number;
+/** Leases to take ({@link LeaseFacet.acquireLeases}). */
+export interface LeaseRequest {
+  owner: string;
+  now: number;
+  leaseUntil: number;
+  limit: number;
+  /** These actors only; absent: any active actor that is free. */
+  actorIds?: readonly string[] | undefined;
 }
 
-/** How a step ended: `done` or `failed`. */
-export type StepEnd = 'done' | 'failed';
-
-export type StepStatus = 'executing' | StepEnd;
-
-/** An idempotent step (“Agent State Machine Design” §5), keyed `<actorId>:<name>`. */
-export interface StepRow {
-  key: string;
-  actorId: string;
-  name: string;
-  status: StepStatus;
-  /** JSON text of the result (done) or of the error (failed); null while executing. */
-  result: string | null;
-  startedAt: number;
-  finishedAt: number | null;
-  /** Executions started for this key (1 normally; >1 only through explicit reconcile → rerun). */
-  attempts: number;
+/** Leases to extend ({@link LeaseFacet.renewLeases}). */
+export interface LeaseRenewal {
+  owner: string;
+  now: number;
+  leaseUntil: number;
+  actorIds: readonly string[];
 }
 
-/** An event refused by the strict layer, kept for metrics and alerts. */
-export interface RejectionRow {
-  actorId: string;
-  machineId: string;
-  state: string;
-  eventType: string;
-  /** `invalid_transition` or an InvalidEventError reason. */
-  reason: string;
-  at: number;
+/**
+ * Leases for several workers on one store: the holder of an actor's lease fires
+ * its timers and runs its recovery, and those writes are fenced by it
+ * ({@link ActorWrite.lease}). Plain sends carry no lease: compare-and-set orders them.
+ */
+export interface LeaseFacet {
+  /**
+   * Without `actorIds`: takes up to `limit` active actors that are unowned or whose
+   * lease expired before `now` (never ones `owner` already holds, so repeated calls
+   * page through the rest). With `actorIds`: takes or renews each listed actor (any
+   * status) that is unowned, expired, or already held by `owner`. Sets owner and
+   * `leaseUntil`; returns the leases taken. Concurrent callers never take the same
+   * actor (row locks / SKIP LOCKED).
+   */
+  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]>;
+  /** Extends leases `owner` still holds (unexpired at `now`); returns the ids renewed. */
+  renewLeases(request: LeaseRenewal): Promise<string[]>;
+  /** Gives up leases (e.g. on clean shutdown). */
+  releaseLeases(owner: string, actorIds: readonly string[]): Promise<void>;
+  lease(actorId: string): Promise<LeaseRow | undefined>;
 }
 
-export interface ActorQuery {
-  machineId?: string | undefined;
-  state?: string | undefined;
-  /** Any of these state labels (an empty list matches nothing); with `state`, both must hold. */
-  states?: readonly string[] | undefined;
-  /** Only actors created for this user ({@link ActorWrite.userId}). */
-  userId?: string | undefined;
-  status?: ActorStatus | undefined;
-  /** Keyset pagination: ids strictly greater than this. */
-  afterId?: string | undefined;
-  /** Default 100. */
-  limit?: number | undefined;
-}
+// ---- read models ----------------------------------------------------------------
 
 /** How many actors stand in one (machine, state, status), for statistics without loading actors. */
 export interface ActorCount {
@@ -275,108 +478,20 @@ export interface TransitionFeedRow extends TransitionRow {
   machineId: string;
 }
 
-export interface Store {
-  /** `sqlite`, `postgres` or `memory`. */
-  readonly kind: string;
-  /** Where the data lives, printable (no credentials). */
-  readonly location: string;
+/** Which transition rows {@link ReadModelFacet.transitionsSince} returns. */
+export interface TransitionFeedQuery {
+  since: number;
+  machineId?: string | undefined;
+  limit?: number | undefined;
+}
 
-  /**
-   * Applies each write atomically, all in one transaction where the store can
-   * (group commit). Returns, per write, `null` on success or the error that
-   * rejected that write alone (ConcurrencyError on a version or timer conflict).
-   * A failure of the whole transaction rejects the promise with a StoreError and
-   * nothing is written.
-   */
-  commit(writes: readonly ActorWrite[]): Promise<Array<Error | null>>;
-
-  loadActor(actorId: string): Promise<ActorRow | undefined>;
-  /**
-   * The actor row and the transition row at its version (the head of its chain), in
-   * one read: loading checks that they agree before writing on top of them.
-   */
-  loadActorHead(actorId: string): Promise<ActorHead | undefined>;
-  listActors(query?: ActorQuery): Promise<ActorRow[]>;
-  /** Transition rows of one actor in `seq` order; a page with `afterSeq`/`limit`. */
-  history(actorId: string, page?: HistoryPage): Promise<TransitionRow[]>;
-  /** Every actor id that has transition rows (for verify), in order. */
-  actorIdsWithHistory(): Promise<string[]>;
-  /**
-   * An actor row, its parent, its whole log and its timer rows, read in one
-   * consistent snapshot of the store (a writer committing meanwhile is seen
-   * entirely or not at all): what `verify` checks against each other.
-   */
-  readActorLog(actorId: string): Promise<ActorLog | undefined>;
-
-  timers(actorId: string): Promise<TimerRow[]>;
-  /** Timers due at or before `now`, earliest first. */
-  dueTimers(now: number, limit: number): Promise<TimerRow[]>;
-  /** The earliest pending due time, if any. */
-  nextTimerDue(): Promise<number | undefined>;
-  /**
-   * Deletes a timer row its actor no longer has pending (the actor's ledger is the
-   * truth; a row it lacks would otherwise be polled forever). True when one went.
-   */
-  dropTimer(actorId: string, timerId: string): Promise<boolean>;
-
-  getStep(key: string): Promise<StepRow | undefined>;
-  /**
-   * Inserts the step as `executing` if absent and returns `{ row, created: true }`;
-   * otherwise returns the existing row untouched with `created: false`.
-   */
-  beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }>;
-  /** Marks an executing step done or failed. */
-  finishStep(key: string, status: StepEnd, result: string, at: number): Promise<void>;
-  /**
-   * Claims the first run of a step a commit began (`executing`, 0 attempts):
-   * attempts become 1 and `startedAt` is set. False when it was already started,
-   * settled, or does not exist: exactly one caller runs it.
-   */
-  startStep(key: string, startedAt: number): Promise<boolean>;
-  /**
-   * Pending messages, oldest first: to one receiver, or (without `to`) to anyone,
-   * after message id `afterId`.
-   */
-  pendingMessages(query: MessageQuery): Promise<MessageRow[]>;
-  /** Deletes a pending message delivered without a transition (refused by its receiver). */
-  dropMessage(id: number): Promise<boolean>;
-  /** The actors `parentId` spawned, by id. */
-  childrenOf(parentId: string): Promise<ActorRow[]>;
-  /** Re-arms an uncertain step for another execution (reconcile said `rerun`), attempts + 1. */
-  restartStep(key: string, startedAt: number): Promise<void>;
-  listSteps(query?: { actorId?: string; status?: StepStatus }): Promise<StepRow[]>;
-
-  /**
-   * Without `actorIds`: takes up to `limit` active actors that are unowned or whose
-   * lease expired before `now` (never ones `owner` already holds, so repeated calls
-   * page through the rest). With `actorIds`: takes or renews each listed actor (any
-   * status) that is unowned, expired, or already held by `owner`. Sets owner and
-   * `leaseUntil`; returns the leases taken. Concurrent callers never take the same
-   * actor (row locks / SKIP LOCKED).
-   */
-  acquireLeases(request: LeaseRequest): Promise<LeaseRow[]>;
-  /** Extends leases `owner` still holds (unexpired at `now`); returns the ids renewed. */
-  renewLeases(request: LeaseRenewal): Promise<string[]>;
-  /** Gives up leases (e.g. on clean shutdown). */
-  releaseLeases(owner: string, actorIds: readonly string[]): Promise<void>;
-  lease(actorId: string): Promise<LeaseRow | undefined>;
-  /**
-   * Claims up to `limit` due timers (due at or before `now`, unclaimed or whose claim
-   * expired) for `owner` until `claimUntil`, earliest first. Concurrent callers get
-   * disjoint sets. Firing still consumes the row in the transition's commit.
-   */
-  claimDueTimers(request: TimerClaimRequest): Promise<TimerClaim[]>;
-
-  recordRejection(row: RejectionRow): Promise<void>;
-  listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;
-  /** How many rejections at or after `since` (and before `until`), optionally of one `reason`. */
-  countRejections(query: { since: number; until?: number; reason?: string }): Promise<number>;
-  /**
-   * Retention of rejection rows: deletes those recorded before `before`, then all
-   * but the newest `keep` (by time, then insertion). Returns how many went.
-   */
-  pruneRejections(query: { before?: number; keep?: number }): Promise<number>;
-
+/**
+ * Read models: lookups by state, status, user and due time, statistics, alert
+ * inputs and the transition feed. Derived from the actor rows and the log and
+ * refreshed off the commit path (the commit never writes them), yet exact at any
+ * time: a query overlays what changed since the last refresh.
+ */
+export interface ReadModelFacet {
   /**
    * Actor counts grouped by machine, state and status (the collection statistics of
    * “Agent Status Models”), computed by the store over an index; ordered by machine,
@@ -396,34 +511,43 @@ export interface Store {
   countStateEntries(query: StateEntryQuery): Promise<StateEntryCount[]>;
   /** Transition rows at or after `since`, by time, actor id and seq, up to `limit` (default 1000). */
   transitionsSince(query: TransitionFeedQuery): Promise<TransitionFeedRow[]>;
-
   /**
-   * Brings the derived read models (state and user lookups, statistics, state
-   * entries) up to date with the log now. Queries are exact without it (they
-   * overlay what changed since the last refresh); stores also refresh on their own,
-   * off the commit path.
+   * Brings the derived read models up to date with the log now. Queries are exact
+   * without it (they overlay what changed since the last refresh); stores also
+   * refresh on their own, off the commit path.
    */
   refreshReadModels(): Promise<void>;
   /** Rebuilds the derived read models from the authoritative tables (`agentcharts reindex`). */
   rebuildReadModels(): Promise<{ actors: number; entries: number }>;
-
-  /**
-   * Remembers a signed request (`key` id + `nonce`, its signature) until `expiresAt`
-   * (ms), so that a captured request is refused after a restart too and by every
-   * server on the store. `replayed` when it was already remembered and has not
-   * expired. Expired entries are dropped as `now` (ms) passes them.
-   */
-  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'>;
-
-  /**
-   * Calls `listener` soon after commits by any process sharing the store, where
-   * the store can tell (PostgreSQL: LISTEN/NOTIFY); absent otherwise, and
-   * followers poll. Returns the unsubscribe.
-   */
-  onCommits?(listener: () => void): () => void;
-
-  close(): Promise<void>;
 }
+
+// ---- rejections -----------------------------------------------------------------
+
+/** An event refused by the strict layer, kept for metrics and alerts. */
+export interface RejectionRow {
+  actorId: string;
+  machineId: string;
+  state: string;
+  eventType: string;
+  /** `invalid_transition` or an InvalidEventError reason. */
+  reason: string;
+  at: number;
+}
+
+/** Events refused before any transition (invalid payloads, illegal transitions), for metrics and alerts. */
+export interface RejectionFacet {
+  recordRejection(row: RejectionRow): Promise<void>;
+  listRejections(query?: { since?: number; actorId?: string }): Promise<RejectionRow[]>;
+  /** How many rejections at or after `since` (and before `until`), optionally of one `reason`. */
+  countRejections(query: { since: number; until?: number; reason?: string }): Promise<number>;
+  /**
+   * Retention of rejection rows: deletes those recorded before `before`, then all
+   * but the newest `keep` (by time, then insertion). Returns how many went.
+   */
+  pruneRejections(query: { before?: number; keep?: number }): Promise<number>;
+}
+
+// ---- the store ------------------------------------------------------------------
 
 /** A signed request to remember: its key, its nonce (signature), until when (ms), and now (ms). */
 export interface RememberedRequest {
@@ -433,75 +557,32 @@ export interface RememberedRequest {
   now: number;
 }
 
-/** Everything stored about one actor, read at one moment ({@link Store.readActorLog}). */
-export interface ActorLog {
-  actor: ActorRow;
-  parentId: string | undefined;
-  rows: TransitionRow[];
-  timers: TimerRow[];
-}
-
-/** An actor row, the head of its chain, and the actor that spawned it (if any). */
-export interface ActorHead {
-  actor: ActorRow;
-  head: TransitionRow | undefined;
-  parentId?: string | undefined;
-}
-
-/** A page of an actor's history. */
-export interface HistoryPage {
-  /** Rows with `seq` greater than this (default 0: from the start). */
-  afterSeq?: number | undefined;
-  /** At most this many rows (default: all). */
-  limit?: number | undefined;
-}
-
-/** A step to begin ({@link Store.beginStep}). */
-export interface NewStep {
-  key: string;
-  actorId: string;
-  name: string;
-  startedAt: number;
-}
-
-/** Which pending messages {@link Store.pendingMessages} returns. */
-export interface MessageQuery {
-  /** Only messages to this actor; absent: to anyone. */
-  to?: string | undefined;
-  /** Only messages with a greater id. */
-  afterId?: number | undefined;
-  limit: number;
-}
-
-/** Leases to take ({@link Store.acquireLeases}). */
-export interface LeaseRequest {
-  owner: string;
-  now: number;
-  leaseUntil: number;
-  limit: number;
-  /** These actors only; absent: any active actor that is free. */
-  actorIds?: readonly string[] | undefined;
-}
-
-/** Leases to extend ({@link Store.renewLeases}). */
-export interface LeaseRenewal {
-  owner: string;
-  now: number;
-  leaseUntil: number;
-  actorIds: readonly string[];
-}
-
-/** Due timers to claim ({@link Store.claimDueTimers}). */
-export interface TimerClaimRequest {
-  owner: string;
-  now: number;
-  claimUntil: number;
-  limit: number;
-}
-
-/** Which transition rows {@link Store.transitionsSince} returns. */
-export interface TransitionFeedQuery {
-  since: number;
-  machineId?: string | undefined;
-  limit?: number | undefined;
+/** Every facet of the contract, and what belongs to the store as a whole. */
+export interface Store
+  extends
+    ActorFacet,
+    TimerFacet,
+    StepFacet,
+    MessageFacet,
+    LeaseFacet,
+    ReadModelFacet,
+    RejectionFacet {
+  /** `sqlite`, `postgres` or `memory`. */
+  readonly kind: string;
+  /** Where the data lives, printable (no credentials). */
+  readonly location: string;
+  /**
+   * Remembers a signed request (`key` id + `nonce`, its signature) until `expiresAt`
+   * (ms), so that a captured request is refused after a restart too and by every
+   * server on the store. `replayed` when it was already remembered and has not
+   * expired. Expired entries are dropped as `now` (ms) passes them.
+   */
+  rememberRequest(request: RememberedRequest): Promise<'new' | 'replayed'>;
+  /**
+   * Calls `listener` soon after commits by any process sharing the store, where
+   * the store can tell (PostgreSQL: LISTEN/NOTIFY); absent otherwise, and
+   * followers poll. Returns the unsubscribe.
+   */
+  onCommits?(listener: () => void): () => void;
+  close(): Promise<void>;
 }

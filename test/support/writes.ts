@@ -32,7 +32,5 @@ export function write(actorId: string, version: number, snapshot = '{"value":"s"
       chartVersion: null,
       snapshotHash: null,
     },
-    timersSet: [],
-    timersCancel: [],
   };
 }

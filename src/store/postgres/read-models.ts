@@ -9,10 +9,16 @@
  */
 import type * as S from '../types.ts';
 import { checkLimit } from '../rules.ts';
+import type { Query } from './connection.ts';
 import { boundConditions, whereClause } from './filters.ts';
-import { ACTOR_AS_INDEX, currentActors, INDEX_COLUMNS, REPLACE_INDEXED } from '../sql-common.ts';
+import {
+  ACTOR_AS_INDEX,
+  currentActors,
+  dirtyActors,
+  INDEX_COLUMNS,
+  REPLACE_INDEXED,
+} from '../sql-common.ts';
 
-type Query = <R>(text: string, values?: unknown[]) => Promise<R[]>;
 type Transaction = <T>(work: (query: Query) => Promise<T>) => Promise<T>;
 
 /** An advisory lock key serialising refreshes ('agentcharts read models'). */
@@ -22,6 +28,9 @@ const APPLIED = `(SELECT applied FROM read_model WHERE name = 'transitions')`;
 
 /** Actors as the read models see them: the projection, actors written since overlaid. */
 const CURRENT = currentActors(`tx >= ${APPLIED}`);
+
+/** The common table expression `dirty`: actors written at or after the watermark. */
+export const PG_DIRTY = dirtyActors(`tx >= ${APPLIED}`);
 
 export class PostgresReadModels {
   constructor(
@@ -51,6 +60,13 @@ export class PostgresReadModels {
          SELECT id, ${ACTOR_AS_INDEX} FROM actors
          WHERE id IN (SELECT actor_id FROM transitions WHERE tx >= $1::xid8 AND tx < $2::xid8)
          ${REPLACE_INDEXED}`,
+        range,
+      );
+      // An actor that committed keeps its timers in its snapshot from then on.
+      await q(
+        `DELETE FROM legacy_timers WHERE actor_id IN
+           (SELECT actor_id FROM transitions WHERE tx >= $1::xid8 AND tx < $2::xid8)
+           AND EXISTS (SELECT 1 FROM legacy_timers)`,
         range,
       );
       await q(`UPDATE read_model SET applied = $1::xid8 WHERE name = 'transitions'`, [

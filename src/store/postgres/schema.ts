@@ -265,6 +265,69 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX request_nonces_expiry ON request_nonces (expires_at);
     `,
   },
+  {
+    version: 8,
+    description:
+      'a commit writes two rows: timers live in the snapshot, the actor row keeps the next one due; the indexes of due and unfinished actors move to the projection refreshed off the commit path',
+    sql: `
+      -- What a snapshot keeps pending (its "agentcharts" key), NULL when it keeps
+      -- nothing of its own (written before it did) or is not JSON; and the earliest
+      -- due time of its timers. Used by this migration only.
+      CREATE FUNCTION agentcharts_v8_pending(snapshot text) RETURNS jsonb
+        LANGUAGE plpgsql IMMUTABLE AS $$
+      BEGIN
+        RETURN snapshot::jsonb -> 'agentcharts';
+      EXCEPTION WHEN others THEN
+        RETURN NULL;
+      END
+      $$;
+      CREATE FUNCTION agentcharts_v8_next_due(pending jsonb) RETURNS bigint
+        LANGUAGE plpgsql IMMUTABLE AS $$
+      BEGIN
+        RETURN (SELECT MIN((j ->> 'due')::numeric)::bigint
+                FROM jsonb_array_elements(pending -> 'timers') j);
+      EXCEPTION WHEN others THEN
+        RETURN NULL;
+      END
+      $$;
+
+      ALTER TABLE actors ADD COLUMN next_due_at BIGINT;
+      UPDATE actors a SET next_due_at = CASE WHEN p.pending IS NOT NULL
+          THEN agentcharts_v8_next_due(p.pending)
+          ELSE (SELECT MIN(t.due_at) FROM timers t WHERE t.actor_id = a.id)
+        END
+        FROM (SELECT id, agentcharts_v8_pending(snapshot) AS pending FROM actors
+              WHERE status = 'active') p
+        WHERE a.id = p.id;
+
+      -- Timer rows stay only for actors whose snapshot keeps no timers of its own
+      -- (read when such an actor loads; gone once it commits).
+      CREATE TABLE legacy_timers (
+        actor_id TEXT COLLATE "C" NOT NULL,
+        timer_id TEXT COLLATE "C" NOT NULL,
+        event TEXT NOT NULL,
+        due_at BIGINT NOT NULL,
+        PRIMARY KEY (actor_id, timer_id)
+      );
+      INSERT INTO legacy_timers
+        SELECT t.actor_id, t.timer_id, t.event, t.due_at FROM timers t
+        JOIN actors a ON a.id = t.actor_id
+        WHERE a.status = 'active' AND agentcharts_v8_pending(a.snapshot) IS NULL;
+      DROP TABLE timers;
+      DROP FUNCTION agentcharts_v8_next_due(jsonb);
+      DROP FUNCTION agentcharts_v8_pending(text);
+
+      -- Due and unfinished actors are found through the projection: no index of
+      -- actors holds a column a commit changes, so every update is heap-only.
+      ALTER TABLE actor_index ADD COLUMN next_due_at BIGINT;
+      UPDATE actor_index i SET next_due_at = a.next_due_at FROM actors a
+        WHERE a.id = i.actor_id AND a.next_due_at IS NOT NULL;
+      CREATE INDEX actor_index_due ON actor_index (next_due_at, actor_id)
+        WHERE next_due_at IS NOT NULL;
+      CREATE INDEX actor_index_active ON actor_index (actor_id) WHERE status = 'active';
+      DROP INDEX actors_active;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -1,7 +1,9 @@
 /**
- * Applying ActorWrites to SQLite: the compare-and-set of the actor row, its audit
- * row and its timer changes, for a batch of writes in one transaction (group
- * commit). Only what must survive a crash is written here; read models are
+ * Applying ActorWrites to SQLite: the compare-and-set of the actor row and its
+ * audit row (plus the steps and messages a transition has, when it has them), for
+ * a batch of writes in one transaction (group commit). Only what must survive a
+ * crash is written here: timers are in the snapshot, the row keeps the next one
+ * due, and every index that finds due or unfinished actors is a read model
  * derived later (./read-models.ts).
  */
 import type Database from 'better-sqlite3';
@@ -11,9 +13,9 @@ import type { ActorWrite } from '../types.ts';
 import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
 
 const INSERT_ACTOR = `INSERT INTO actors (id, machine_id, chart_version, version, state, status,
-    snapshot, created_at, updated_at, head_hash, user_id, state_since, parent_id)
+    snapshot, created_at, updated_at, head_hash, user_id, state_since, parent_id, next_due_at)
   VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-    @createdAt, @updatedAt, @headHash, @userId, @enteredAt, @parentId)
+    @createdAt, @updatedAt, @headHash, @userId, @enteredAt, @parentId, @nextDueAt)
   ON CONFLICT (id) DO NOTHING`;
 
 const INSERT_MESSAGE = `INSERT INTO messages (to_actor, from_actor, from_seq, idx, kind, body, at)
@@ -24,11 +26,6 @@ const INSERT_TRANSITION = `INSERT INTO transitions (actor_id, seq, from_state, t
   VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at, @metadata,
     @prevHash, @hash, @chartVersion, @snapshotHash)`;
 
-const UPSERT_TIMER = `INSERT INTO timers (actor_id, timer_id, event, due_at)
-  VALUES (@actorId, @timerId, @event, @dueAt)
-  ON CONFLICT (actor_id, timer_id) DO UPDATE SET event = excluded.event,
-    due_at = excluded.due_at, claimed_by = NULL, claim_until = NULL`;
-
 const BEGIN_STEP = `INSERT INTO steps (key, actor_id, name, status, result, started_at,
     finished_at, attempts)
   VALUES (@key, @actorId, @name, 'executing', NULL, @startedAt, NULL, 0)
@@ -37,12 +34,13 @@ const BEGIN_STEP = `INSERT INTO steps (key, actor_id, name, status, result, star
 /**
  * The UPDATE of the actor row, setting only the columns that change. SQLite
  * rewrites an index entry when the UPDATE names one of its columns, whether or not
- * the value changes: a send that keeps its status must not name `status`.
+ * the value changes; no index of `actors` holds a column a send changes, and this
+ * keeps it so should one be added.
  */
 function updateActorSql(write: ActorWrite): string {
   const previous = write.previous;
   const set = ['version = @version', 'snapshot = @snapshot', 'updated_at = @updatedAt'];
-  set.push('head_hash = @headHash');
+  set.push('head_hash = @headHash', 'next_due_at = @nextDueAt');
   if (previous === undefined) {
     set.push(
       'state = @state',
@@ -147,6 +145,7 @@ export class SqliteCommitter {
         userId: write.userId ?? null,
         enteredAt: transition.at,
         parentId: write.parentId ?? null,
+        nextDueAt: write.nextDueAt ?? null,
       });
       if (changes === 0) {
         throw new ConcurrencyError({
@@ -166,6 +165,7 @@ export class SqliteCommitter {
         status: actor.status,
         chartVersion: actor.chartVersion,
         enteredAt: transition.at,
+        nextDueAt: write.nextDueAt ?? null,
         expectedVersion,
       });
       if (changes === 0) {
@@ -174,7 +174,6 @@ export class SqliteCommitter {
         throw new ConcurrencyError({ actorId, expectedVersion, actualVersion });
       }
     }
-    this.applyTimers(write);
     this.applyMessages(write);
     if (write.stepsBegin !== undefined && write.stepsBegin.length > 0) {
       const begin = this.sql.get(BEGIN_STEP);
@@ -198,28 +197,6 @@ export class SqliteCommitter {
     const insert = this.sql.get(INSERT_MESSAGE);
     for (const m of write.messagesOut) {
       insert.run({ ...m, from: actorId, fromSeq: transition.seq, at: transition.at });
-    }
-  }
-
-  private applyTimers(write: ActorWrite): void {
-    const { actorId, expectedVersion } = write;
-    const deleteTimer = this.sql.get('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?');
-    if (
-      write.consumeTimer !== undefined &&
-      deleteTimer.run(actorId, write.consumeTimer).changes !== 1
-    ) {
-      // The CAS matched, so the actor stood at expectedVersion: the timer was
-      // consumed by another writer at that version.
-      throw new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
-    }
-    if (write.cancelAllTimers === true) {
-      this.sql.get('DELETE FROM timers WHERE actor_id = ?').run(actorId);
-    } else {
-      for (const timerId of write.timersCancel) deleteTimer.run(actorId, timerId);
-    }
-    if (write.timersSet.length > 0) {
-      const upsert = this.sql.get(UPSERT_TIMER);
-      for (const timer of write.timersSet) upsert.run(timer);
     }
   }
 }

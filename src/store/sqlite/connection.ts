@@ -4,6 +4,7 @@
  */
 import Database from 'better-sqlite3';
 import { StoreError, type StoreOperation } from '../../core/errors.ts';
+import { wrapStoreError } from '../store-error.ts';
 import { migrateSqlite } from './schema.ts';
 
 /** How the SQLite store opens its file. */
@@ -66,16 +67,7 @@ export function toStoreError(
   operation: StoreOperation,
   actorId?: string,
 ): StoreError {
-  if (error instanceof StoreError) return error;
-  const code =
-    typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
-      ? `${error.code}: `
-      : '';
-  const message = error instanceof Error ? error.message : String(error);
-  return new StoreError(
-    { operation, kind: classifySqliteError(error), actorId, detail: `${code}${message}` },
-    { cause: error },
-  );
+  return wrapStoreError(error, operation, classifySqliteError, actorId);
 }
 
 /** Opens `file` with the store's pragmas and brings its schema up to date. */

@@ -1,24 +1,21 @@
 /**
- * Leases on actors and claims on due timers in SQLite, each taken under the write
- * lock (BEGIN IMMEDIATE) so two workers never take the same one.
+ * Leases on actors in SQLite, each taken under the write lock (BEGIN IMMEDIATE) so
+ * two workers never take the same one. Unfinished actors are found through the
+ * projection (its partial index), with the actors written since its last refresh
+ * read from their rows.
  */
 import type Database from 'better-sqlite3';
-import { byTimer, checkLeaseRequest, compareText } from '../rules.ts';
-import type {
-  LeaseRenewal,
-  LeaseRequest,
-  LeaseRow,
-  TimerClaim,
-  TimerClaimRequest,
-} from '../types.ts';
+import { checkLeaseRequest, compareText } from '../rules.ts';
+import { actorsByStatus, dirtyActors } from '../sql-common.ts';
+import type { LeaseRenewal, LeaseRequest, LeaseRow } from '../types.ts';
 import type { Statements } from './connection.ts';
-
-const TIMER_COLUMNS = 'actor_id AS actorId, timer_id AS timerId, event, due_at AS dueAt';
 
 export class SqliteLeases {
   constructor(
     private readonly db: Database.Database,
     private readonly sql: Statements,
+    /** The read models' watermark (see SqliteReadModels.mark). */
+    private readonly applied: () => number,
   ) {}
 
   private immediate<T>(work: () => T): T {
@@ -28,27 +25,28 @@ export class SqliteLeases {
   acquire(request: LeaseRequest): LeaseRow[] {
     checkLeaseRequest('commit', request);
     const { owner, now, leaseUntil, limit, actorIds } = request;
-    const free = '(owner IS NULL OR lease_until IS NULL OR lease_until < @now)';
-    // `status = 'active'` as a literal: the partial index of unfinished actors serves it.
-    const pick =
+    const free = '(a.owner IS NULL OR a.lease_until IS NULL OR a.lease_until < @now)';
+    // `'active'` as a literal: the partial index of unfinished actors serves it.
+    const sql =
       actorIds === undefined
-        ? `SELECT id FROM actors WHERE status = 'active' AND ${free} ORDER BY id LIMIT @limit`
-        : `SELECT id FROM actors WHERE id IN (SELECT value FROM json_each(@ids))
-             AND (${free} OR owner = @owner) ORDER BY id LIMIT @limit`;
+        ? `WITH ${dirtyActors('rowid > @applied')}, ${actorsByStatus("'active'", "''", '@limit', free)}
+           UPDATE actors SET owner = @owner, lease_until = @leaseUntil
+           WHERE id IN (SELECT id FROM picked ORDER BY id LIMIT @limit)
+           RETURNING id AS actorId, owner, lease_until AS leaseUntil`
+        : `UPDATE actors SET owner = @owner, lease_until = @leaseUntil WHERE id IN (
+             SELECT id FROM actors a WHERE id IN (SELECT value FROM json_each(@ids))
+               AND (${free} OR owner = @owner) ORDER BY id LIMIT @limit)
+           RETURNING id AS actorId, owner, lease_until AS leaseUntil`;
     const rows = this.immediate(
       () =>
-        this.sql
-          .get(
-            `UPDATE actors SET owner = @owner, lease_until = @leaseUntil WHERE id IN (${pick})
-             RETURNING id AS actorId, owner, lease_until AS leaseUntil`,
-          )
-          .all({
-            owner,
-            now,
-            leaseUntil,
-            limit,
-            ids: JSON.stringify(actorIds ?? []),
-          }) as LeaseRow[],
+        this.sql.get(sql).all({
+          owner,
+          now,
+          leaseUntil,
+          limit,
+          ids: JSON.stringify(actorIds ?? []),
+          applied: actorIds === undefined ? this.applied() : 0,
+        }) as LeaseRow[],
     );
     return rows.sort((a, b) => compareText(a.actorId, b.actorId));
   }
@@ -88,24 +86,5 @@ export class SqliteLeases {
          WHERE id = ? AND owner IS NOT NULL AND lease_until IS NOT NULL`,
       )
       .get(actorId) as LeaseRow | undefined;
-  }
-
-  claimDueTimers(request: TimerClaimRequest): TimerClaim[] {
-    checkLeaseRequest('timer', request);
-    const rows = this.immediate(
-      () =>
-        this.sql
-          .get(
-            `UPDATE timers SET claimed_by = @owner, claim_until = @claimUntil
-             WHERE (actor_id, timer_id) IN (
-               SELECT actor_id, timer_id FROM timers
-               WHERE due_at <= @now
-                 AND (claimed_by IS NULL OR claim_until IS NULL OR claim_until < @now)
-               ORDER BY due_at, actor_id, timer_id LIMIT @limit)
-             RETURNING ${TIMER_COLUMNS}, claimed_by AS claimedBy, claim_until AS claimUntil`,
-          )
-          .all(request) as TimerClaim[],
-    );
-    return rows.sort(byTimer);
   }
 }

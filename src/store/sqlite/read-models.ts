@@ -32,11 +32,20 @@ const FEED_COLUMNS = `t.actor_id AS actorId, t.seq, t.from_state AS fromState,
 const CURRENT_ACTORS = currentActors('rowid > @applied');
 
 export class SqliteReadModels {
+  /** Whether timer rows of actors written before timers moved into snapshots remain. */
+  private legacyTimers: boolean;
+
   constructor(
     private readonly db: Database.Database,
     private readonly sql: Statements,
     private readonly writable: boolean,
-  ) {}
+  ) {
+    this.legacyTimers = writable && this.hasLegacyTimers();
+  }
+
+  private hasLegacyTimers(): boolean {
+    return this.sql.get('SELECT EXISTS (SELECT 1 FROM legacy_timers)').pluck().get() === 1;
+  }
 
   private applied(): number {
     return this.sql
@@ -50,7 +59,7 @@ export class SqliteReadModels {
   }
 
   /** The applied mark, after folding a large overlay in when this connection may write. */
-  private mark(): number {
+  mark(): number {
     const applied = this.applied();
     if (this.writable && this.head() - applied > STALE_AFTER) {
       this.refresh();
@@ -91,9 +100,19 @@ export class SqliteReadModels {
                ${REPLACE_INDEXED}`,
             )
             .run(applied, to);
+          if (this.legacyTimers) {
+            // An actor that committed keeps its timers in its snapshot from then on.
+            this.sql
+              .get(
+                `DELETE FROM legacy_timers WHERE actor_id IN
+                   (SELECT actor_id FROM transitions WHERE rowid > ? AND rowid <= ?)`,
+              )
+              .run(applied, to);
+          }
           applied = to;
         }
         this.sql.get(`UPDATE read_model SET applied = ? WHERE name = 'transitions'`).run(head);
+        if (this.legacyTimers) this.legacyTimers = this.hasLegacyTimers();
         return head - from;
       })
       .immediate();

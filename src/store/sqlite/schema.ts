@@ -283,6 +283,51 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX request_nonces_expiry ON request_nonces (expires_at);
     `,
   },
+  {
+    version: 7,
+    description:
+      'a commit writes two rows: timers live in the snapshot, the actor row keeps the next one due; the indexes of due and unfinished actors move to the projection refreshed off the commit path',
+    sql: `
+      -- The earliest due time of the actor's pending timers: from the timers its
+      -- snapshot keeps (under "agentcharts"), or, for an actor written before it
+      -- kept them there, from its timer rows. Finished actors have none.
+      ALTER TABLE actors ADD COLUMN next_due_at INTEGER;
+      UPDATE actors SET next_due_at = CASE
+          WHEN json_valid(snapshot) AND json_type(snapshot, '$.agentcharts') IS NOT NULL
+          THEN (SELECT MIN(json_extract(j.value, '$.due'))
+                FROM json_each(snapshot, '$.agentcharts.timers') j)
+          ELSE (SELECT MIN(t.due_at) FROM timers t WHERE t.actor_id = actors.id)
+        END
+        WHERE status = 'active';
+
+      -- Timer rows stay only for actors whose snapshot keeps no timers of its own
+      -- (read when such an actor loads; gone once it commits). The others' rows are
+      -- what their snapshot already says.
+      CREATE TABLE legacy_timers (
+        actor_id TEXT NOT NULL,
+        timer_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        PRIMARY KEY (actor_id, timer_id)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO legacy_timers
+        SELECT t.actor_id, t.timer_id, t.event, t.due_at FROM timers t
+        JOIN actors a ON a.id = t.actor_id
+        WHERE a.status = 'active' AND CASE WHEN json_valid(a.snapshot)
+          THEN json_type(a.snapshot, '$.agentcharts') IS NULL ELSE 1 END;
+      DROP TABLE timers;
+
+      -- Due and unfinished actors are found through the projection: arming,
+      -- moving or clearing a timer, creating or finishing an actor, touch no index
+      -- in the commit.
+      ALTER TABLE actor_index ADD COLUMN next_due_at INTEGER;
+      UPDATE actor_index
+        SET next_due_at = (SELECT a.next_due_at FROM actors a WHERE a.id = actor_index.actor_id);
+      CREATE INDEX actor_index_due ON actor_index (next_due_at) WHERE next_due_at IS NOT NULL;
+      CREATE INDEX actor_index_active ON actor_index (actor_id) WHERE status = 'active';
+      DROP INDEX actors_active;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

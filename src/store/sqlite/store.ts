@@ -14,6 +14,8 @@ import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from 
 import { SqliteLeases } from './leases.ts';
 import { SqliteReadModels } from './read-models.ts';
 import { SqliteSteps } from './steps.ts';
+import { SqliteTimers } from './timers.ts';
+import { actorsByStatus, dirtyActors } from '../sql-common.ts';
 import { requireOptions, requireText } from '../../core/options.ts';
 
 export { classifySqliteError, type SqliteStoreOptions } from './connection.ts';
@@ -23,7 +25,6 @@ const ACTOR_COLUMNS = `id, machine_id AS machineId, chart_version AS chartVersio
 const TRANSITION_COLUMNS = `actor_id AS actorId, seq, from_state AS fromState, to_state AS toState,
   event_type AS eventType, event, at, metadata, prev_hash AS prevHash, hash,
   chart_version AS chartVersion, snapshot_hash AS snapshotHash`;
-const TIMER_COLUMNS = 'actor_id AS actorId, timer_id AS timerId, event, due_at AS dueAt';
 const REJECTION_COLUMNS = `actor_id AS actorId, machine_id AS machineId, state,
   event_type AS eventType, reason, at`;
 
@@ -46,6 +47,7 @@ export class SqliteStore implements S.Store {
   private readonly readModels: SqliteReadModels;
   private readonly steps: SqliteSteps;
   private readonly leases: SqliteLeases;
+  private readonly timerRows: SqliteTimers;
   private readonly refreshes: RefreshSchedule;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
@@ -58,7 +60,9 @@ export class SqliteStore implements S.Store {
     const writable = !(options.readonly ?? false);
     this.readModels = new SqliteReadModels(this.db, this.statements, writable);
     this.steps = new SqliteSteps(this.statements);
-    this.leases = new SqliteLeases(this.db, this.statements);
+    const applied = () => this.readModels.mark();
+    this.leases = new SqliteLeases(this.db, this.statements, applied);
+    this.timerRows = new SqliteTimers(this.db, this.statements, applied);
     this.refreshes = new RefreshSchedule(writable ? (options.readModelRefreshMs ?? 250) : 0, () =>
       this.readModels.refresh(),
     );
@@ -165,9 +169,9 @@ export class SqliteStore implements S.Store {
     return this.query(() => {
       const filters: string[] = [];
       const params: Params = { limit: checkLimit(query.limit ?? 100, 'query') };
-      const filter = (column: string, name: string, value: string | undefined, op = '=') => {
+      const filter = (column: string, name: string, value: string | undefined) => {
         if (value === undefined) return;
-        filters.push(`${column} ${op} @${name}`);
+        filters.push(`a.${column} = @${name}`);
         params[name] = value;
       };
       filter('machine_id', 'machineId', query.machineId);
@@ -179,16 +183,29 @@ export class SqliteStore implements S.Store {
           params[`s${i}`] = s;
           return `@s${i}`;
         });
-        filters.push(`state IN (${names.join(', ')})`);
+        filters.push(`a.state IN (${names.join(', ')})`);
       }
-      // A literal, not a parameter: only then can SQLite use the partial index of
-      // unfinished actors (recovery pages through them).
-      if (query.status !== undefined) filters.push(`status = '${checkStatus(query.status)}'`);
-      filter('id', 'afterId', query.afterId, '>');
-      const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
-      return this.sql(`SELECT ${ACTOR_COLUMNS} FROM actors ${where} ORDER BY id LIMIT @limit`).all(
-        params,
-      ) as S.ActorRow[];
+      const also = filters.length > 0 ? filters.join(' AND ') : 'TRUE';
+      if (query.status === undefined) {
+        if (query.afterId !== undefined) filters.push('a.id > @afterId');
+        params['afterId'] = query.afterId;
+        const where = filters.length > 0 ? `WHERE ${filters.join(' AND ')}` : '';
+        return this.sql(
+          `SELECT ${ACTOR_COLUMNS} FROM actors a ${where} ORDER BY a.id LIMIT @limit`,
+        ).all(params) as S.ActorRow[];
+      }
+      // Ids are never empty: '' precedes them all.
+      params['afterId'] = query.afterId ?? '';
+      // By status through the projection (a literal: only then does SQLite use the
+      // partial index of unfinished actors, which recovery pages through).
+      params['applied'] = this.readModels.mark();
+      const status = `'${checkStatus(query.status)}'`;
+      return this.sql(
+        `WITH ${dirtyActors('rowid > @applied')},
+           ${actorsByStatus(status, '@afterId', '@limit', also)}
+         SELECT ${ACTOR_COLUMNS} FROM actors WHERE id IN (SELECT id FROM picked)
+         ORDER BY id LIMIT @limit`,
+      ).all(params) as S.ActorRow[];
     });
   }
 
@@ -207,17 +224,16 @@ export class SqliteStore implements S.Store {
     // seen by all of them or none (WAL readers keep their snapshot).
     const read = this.db.transaction(() => {
       const found = this.sql(
-        `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId FROM actors WHERE id = ?`,
-      ).get(actorId) as (S.ActorRow & { parentId: string | null }) | undefined;
+        `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId, next_due_at AS nextDueAt
+         FROM actors WHERE id = ?`,
+      ).get(actorId) as
+        (S.ActorRow & { parentId: string | null; nextDueAt: number | null }) | undefined;
       if (found === undefined) return undefined;
-      const { parentId, ...actor } = found;
+      const { parentId, nextDueAt, ...actor } = found;
       const rows = this.sql(
         `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? ORDER BY seq`,
       ).all(actorId) as S.TransitionRow[];
-      const timers = this.sql(
-        `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = ? ORDER BY due_at, timer_id`,
-      ).all(actorId) as S.TimerRow[];
-      return { actor, parentId: parentId ?? undefined, rows, timers };
+      return { actor, parentId: parentId ?? undefined, rows, nextDueAt: nextDueAt ?? undefined };
     });
     return this.run('query', actorId, () => read());
   }
@@ -232,27 +248,19 @@ export class SqliteStore implements S.Store {
   }
 
   timers(actorId: string): Promise<S.TimerRow[]> {
-    const sql = `SELECT ${TIMER_COLUMNS} FROM timers WHERE actor_id = ? ORDER BY due_at, timer_id`;
-    return this.allRows<S.TimerRow>('timer', actorId, sql, actorId);
+    return this.run('timer', actorId, () => this.timerRows.timers(actorId));
   }
 
   dueTimers(now: number, limit: number): Promise<S.TimerRow[]> {
-    return this.run(
-      'timer',
-      undefined,
-      () =>
-        this.sql(
-          `SELECT ${TIMER_COLUMNS} FROM timers WHERE due_at <= ?
-           ORDER BY due_at, actor_id, timer_id LIMIT ?`,
-        ).all(now, checkLimit(limit, 'timer')) as S.TimerRow[],
-    );
+    return this.run('timer', undefined, () => this.timerRows.dueTimers(now, limit));
   }
 
   nextTimerDue(): Promise<number | undefined> {
-    return this.run('timer', undefined, () => {
-      const due = this.sql('SELECT MIN(due_at) FROM timers').pluck().get() as number | null;
-      return due ?? undefined;
-    });
+    return this.run('timer', undefined, () => this.timerRows.nextTimerDue());
+  }
+
+  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
+    return this.run('timer', undefined, () => this.timerRows.claimDueTimers(request));
   }
 
   getStep(key: string): Promise<S.StepRow | undefined> {
@@ -280,16 +288,6 @@ export class SqliteStore implements S.Store {
         limit: checkLimit(query.limit, 'query'),
       }) as S.MessageRow[];
     });
-  }
-
-  dropTimer(actorId: string, timerId: string): Promise<boolean> {
-    return this.run(
-      'timer',
-      actorId,
-      () =>
-        this.sql('DELETE FROM timers WHERE actor_id = ? AND timer_id = ?').run(actorId, timerId)
-          .changes === 1,
-    );
   }
 
   dropMessage(id: number): Promise<boolean> {
@@ -332,10 +330,6 @@ export class SqliteStore implements S.Store {
 
   lease(actorId: string): Promise<S.LeaseRow | undefined> {
     return this.run('load', actorId, () => this.leases.lease(actorId));
-  }
-
-  claimDueTimers(request: S.TimerClaimRequest): Promise<S.TimerClaim[]> {
-    return this.run('timer', undefined, () => this.leases.claimDueTimers(request));
   }
 
   recordRejection(row: S.RejectionRow): Promise<void> {
