@@ -68,7 +68,7 @@ export class StepClock implements Clock {
 }
 
 /** What one actor looks like, for comparison. */
-interface ActorView {
+export interface ActorView {
   value: unknown;
   context: unknown;
   status: string;
@@ -112,12 +112,207 @@ export class Divergence extends Error {
   }
 }
 
-const START = 1_000_000;
-const ROOT = 'root';
+/** Where both sides' clocks start. */
+export const START = 1_000_000;
+/** The durable root actor's id (its child machines are `root/<id>`). */
+export const ROOT = 'root';
 
 /** Settles plain XState: its promise actors resolve in microtasks. */
-async function settlePlain(): Promise<void> {
+export async function settlePlain(): Promise<void> {
   for (let i = 0; i < 4; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** One actor as compared: its view and the events it consumed from effects, in order. */
+export interface ActorRecord {
+  view: ActorView;
+  consumed: string[];
+}
+
+/**
+ * One side after a step, plain data (the crash test carries a durable one across
+ * processes): the root, and each of its child machines by id. On the plain side a
+ * child spawned and stopped in one macrostep (a final state reached) is marked
+ * `neverStarted`: XState never starts it (its snapshot still reads active) and no
+ * durable actor is made. On the durable side `undefined` is a child the store
+ * does not have. Promises (`work`) are compared by their results.
+ */
+export interface World {
+  root: ActorRecord;
+  kids: Record<string, (ActorRecord & { neverStarted?: true }) | undefined>;
+}
+
+/** Throws a Divergence at the first difference of the two sides after `step`. */
+export function compareWorlds(step: number, plain: World, durable: World): void {
+  const [a, b] = [plain.root.view, durable.root.view];
+  if (!isDeepStrictEqual(a, b)) throw new Divergence(step, 'the actor', a, b);
+  for (const id of a.children) {
+    const plainKid = plain.kids[id];
+    if (plainKid === undefined) continue; // a promise
+    const durableKid = durable.kids[id];
+    // The durable actor of that id, if any, is an earlier child, stopped.
+    if (plainKid.neverStarted && (!durableKid || durableKid.view.status === 'stopped')) continue;
+    if (!durableKid) throw new Divergence(step, `child ${id}`, plainKid.view, 'missing');
+    if (!isDeepStrictEqual(plainKid.view, durableKid.view)) {
+      throw new Divergence(step, `child ${id}`, plainKid.view, durableKid.view);
+    }
+    if (!isDeepStrictEqual(plainKid.consumed, durableKid.consumed)) {
+      const what = `the effects child ${id} consumed`;
+      throw new Divergence(step, what, plainKid.consumed, durableKid.consumed);
+    }
+  }
+  if (!isDeepStrictEqual(plain.root.consumed, durable.root.consumed)) {
+    const what = 'the effects the actor consumed';
+    throw new Divergence(step, what, plain.root.consumed, durable.root.consumed);
+  }
+}
+
+/**
+ * The plain half: `createActor` on a StepClock, driven by the script's steps (a
+ * `restart` is nothing to it), recording the events from effects each actor
+ * consumed. Each is relayed to it (queued in its mailbox) and consumed when XState
+ * reports the snapshot it led to; the mailbox is first in, first out, so a report
+ * of the head of the queue consumes it. (Events are matched by identity: one
+ * `sendParent` of many children may relay the same object.)
+ */
+export class PlainSide {
+  readonly clock = new StepClock(START);
+  readonly root: AnyActorRef;
+  private readonly queued = new Map<unknown, object[]>();
+  private readonly consumed = new Map<unknown, string[]>();
+  private readonly erroredWithSnapshot = new Set<unknown>();
+
+  constructor(
+    machine: AnyStateMachine,
+    private readonly gate: Gate,
+  ) {
+    this.root = createActor(machine, {
+      clock: this.clock,
+      inspect: (event: InspectionEvent) => this.inspect(event),
+    });
+    this.root.subscribe({ error: () => {} });
+  }
+
+  async start(): Promise<void> {
+    this.root.start();
+    await settlePlain();
+  }
+
+  /**
+   * Runs one step and settles. `kid`: the child a kid step was sent to (the
+   * durable side sends to the same); `parted`: a caller's event whose transition
+   * threw failed the actor (a durable actor refuses it instead, by design).
+   */
+  async step(step: ScriptStep): Promise<{ kid?: string; parted?: true }> {
+    const root = this.root;
+    const result: { kid?: string; parted?: true } = {};
+    if ('send' in step && !('kid' in step)) {
+      const wasActive = this.status(root) === 'active';
+      root.send({ type: step.send, k: step.k });
+      if (wasActive && this.status(root) === 'error') result.parted = true;
+    } else if ('kid' in step) {
+      const children = this.children();
+      const id = Object.keys(children)
+        .filter((key) => key !== 'work')
+        .sort()[step.kid];
+      const ref = id === undefined ? undefined : children[id];
+      if (id !== undefined && ref && !neverStarted(ref) && this.status(ref) === 'active') {
+        ref.send({ type: step.send });
+        result.kid = id;
+      }
+    } else if ('settle' in step) {
+      root.send({ type: 'SETTLE' });
+      const epoch = (root.getSnapshot() as { context: { epoch: number } }).context.epoch;
+      await this.gate.openTo(epoch, settlePlain);
+    } else if ('wait' in step) {
+      await this.clock.advance(step.wait, settlePlain);
+    }
+    await settlePlain();
+    return result;
+  }
+
+  /** The root, and its child machines by id. */
+  world(): World {
+    const kids: World['kids'] = {};
+    for (const [id, ref] of Object.entries(this.children())) {
+      if (id === 'work' || !ref) continue;
+      kids[id] = {
+        view: viewOf(ref.getSnapshot() as never),
+        consumed: this.consumedBy(ref),
+        ...(neverStarted(ref) ? { neverStarted: true as const } : {}),
+      };
+    }
+    const root = {
+      view: viewOf(this.root.getSnapshot() as never),
+      consumed: this.consumedBy(this.root),
+    };
+    return { root, kids };
+  }
+
+  stop(): void {
+    this.root.stop();
+  }
+
+  private inspect(event: InspectionEvent): void {
+    if (event.type === '@xstate.snapshot') {
+      const queue = this.queued.get(event.actorRef);
+      if (queue !== undefined && queue[0] === event.event) {
+        queue.shift();
+        const list = this.consumed.get(event.actorRef) ?? [];
+        list.push(event.event.type);
+        this.consumed.set(event.actorRef, list);
+      }
+      if ((event.snapshot as { status?: string }).status === 'error') {
+        this.erroredWithSnapshot.add(event.actorRef);
+      }
+      return;
+    }
+    if (event.type !== '@xstate.event' || event.sourceRef === undefined) return;
+    const target = event.actorRef;
+    if (this.status(target) !== 'active' || event.event.type === 'xstate.init') return;
+    const queue = this.queued.get(target) ?? [];
+    queue.push(event.event);
+    this.queued.set(target, queue);
+  }
+
+  /**
+   * What a plain actor consumed; when its transition threw, the event it threw on
+   * too (XState reports no snapshot for that one).
+   */
+  private consumedBy(ref: AnyActorRef): string[] {
+    const out = [...(this.consumed.get(ref) ?? [])];
+    const threw = this.queued.get(ref)?.[0] as { type: string } | undefined;
+    if (this.status(ref) === 'error' && !this.erroredWithSnapshot.has(ref) && threw) {
+      out.push(threw.type);
+    }
+    return out;
+  }
+
+  private status(ref: { getSnapshot(): unknown }): string | undefined {
+    return (ref.getSnapshot() as { status?: string } | undefined)?.status;
+  }
+
+  private children(): Record<string, AnyActorRef | undefined> {
+    return (this.root.getSnapshot() as { children: Record<string, AnyActorRef | undefined> })
+      .children;
+  }
+}
+
+/** The durable side as stored: the root and its child machines (`root/<id>`). */
+export async function durableWorld(store: Store): Promise<World> {
+  const snapshot = (await openDurableActor(store, ROOT)).getSnapshot();
+  const root = { view: viewOf(snapshot), consumed: await consumedDurable(store, ROOT) };
+  const kids: World['kids'] = {};
+  for (const id of root.view.children) {
+    if (id === 'work') continue;
+    const actorId = `${ROOT}/${id}`;
+    kids[id] = (await store.loadActor(actorId))
+      ? {
+          view: viewOf((await openDurableActor(store, actorId)).getSnapshot()),
+          consumed: await consumedDurable(store, actorId),
+        }
+      : undefined;
+  }
+  return { root, kids };
 }
 
 /** How the durable side gets its store: opened again after each restart, or kept (memory). */
@@ -137,55 +332,8 @@ export async function runBoth(
   const { machine: plainMachine, gate: plainGate } = make();
   const { machine, gate } = make();
   const chart = defineChart(machine);
-  // Plain: what each actor consumed from effects, in order.
-  // Plain: the events from effects each actor consumed. Each is relayed to it (queued
-  // in its mailbox) and consumed when XState reports the snapshot it led to; the
-  // mailbox is first in, first out, so a report of the head of the queue consumes
-  // it. (Events are matched by identity: one `sendParent` of many children may
-  // relay the same object.)
-  const queued = new Map<unknown, object[]>();
-  const consumed = new Map<unknown, string[]>();
-  const erroredWithSnapshot = new Set<unknown>();
-  const plainClock = new StepClock(START);
-  const root = createActor(plainMachine, {
-    clock: plainClock,
-    inspect: (event: InspectionEvent) => {
-      if (event.type === '@xstate.snapshot') {
-        const queue = queued.get(event.actorRef);
-        if (queue !== undefined && queue[0] === event.event) {
-          queue.shift();
-          const list = consumed.get(event.actorRef) ?? [];
-          list.push(event.event.type);
-          consumed.set(event.actorRef, list);
-        }
-        if ((event.snapshot as { status?: string }).status === 'error') {
-          erroredWithSnapshot.add(event.actorRef);
-        }
-        return;
-      }
-      if (event.type !== '@xstate.event' || event.sourceRef === undefined) return;
-      const target = event.actorRef;
-      const snapshot = target.getSnapshot() as { status?: string } | undefined;
-      if (snapshot?.status !== 'active' || event.event.type === 'xstate.init') return;
-      const queue = queued.get(target) ?? [];
-      queue.push(event.event);
-      queued.set(target, queue);
-    },
-  });
-  /**
-   * What a plain actor consumed; when its transition threw, the event it threw on
-   * too (XState reports no snapshot for that one).
-   */
-  const consumedPlain = (ref: AnyActorRef): string[] => {
-    const out = [...(consumed.get(ref) ?? [])];
-    const status = (ref.getSnapshot() as { status?: string }).status;
-    const threw = queued.get(ref)?.[0] as { type: string } | undefined;
-    if (status === 'error' && !erroredWithSnapshot.has(ref) && threw) out.push(threw.type);
-    return out;
-  };
-  root.subscribe({ error: () => {} });
-  root.start();
-  await settlePlain();
+  const plain = new PlainSide(plainMachine, plainGate);
+  await plain.start();
 
   const durableClock = new StepClock(START);
   let store = source.open();
@@ -199,84 +347,39 @@ export async function runBoth(
   await settleDurable();
 
   let restarts = 0;
-  const compare = async (step: number): Promise<void> => {
-    const plainRoot = root.getSnapshot();
-    const durableRoot = (await openDurableActor(store, ROOT)).getSnapshot();
-    const a = viewOf(plainRoot);
-    const b = viewOf(durableRoot);
-    if (!isDeepStrictEqual(a, b)) throw new Divergence(step, 'the actor', a, b);
-    for (const id of a.children) {
-      const ref = plainRoot.children[id] as AnyActorRef & { logic: { config?: unknown } };
-      if (id === 'work') continue; // a promise: compared by its results
-      const plainKid = viewOf(ref.getSnapshot() as never);
-      const stored = await store.loadActor(`${ROOT}/${id}`);
-      // Spawned and stopped in one macrostep (a final state reached): XState never
-      // starts it (its snapshot still reads active), and no durable actor is made;
-      // the durable actor of that id, if any, is an earlier child, stopped.
-      if (neverStarted(ref) && (!stored || stored.status === 'stopped')) continue;
-      if (!stored) throw new Divergence(step, `child ${id}`, plainKid, 'missing');
-      const durableKid = viewOf((await openDurableActor(store, `${ROOT}/${id}`)).getSnapshot());
-      if (!isDeepStrictEqual(plainKid, durableKid)) {
-        throw new Divergence(step, `child ${id}`, plainKid, durableKid);
-      }
-      const plainEvents = consumedPlain(ref);
-      const durableEvents = await consumedDurable(store, `${ROOT}/${id}`);
-      if (!isDeepStrictEqual(plainEvents, durableEvents)) {
-        throw new Divergence(step, `the effects child ${id} consumed`, plainEvents, durableEvents);
-      }
-    }
-    const plainEvents = consumedPlain(root);
-    const durableEvents = await consumedDurable(store, ROOT);
-    if (!isDeepStrictEqual(plainEvents, durableEvents)) {
-      throw new Divergence(step, 'the effects the actor consumed', plainEvents, durableEvents);
-    }
-  };
+  const compare = async (step: number): Promise<void> =>
+    compareWorlds(step, plain.world(), await durableWorld(store));
   await compare(0);
 
   for (const [i, step] of script.entries()) {
+    const { kid, parted } = await plain.step(step);
     if ('send' in step && !('kid' in step)) {
-      const event = { type: step.send, k: step.k };
-      const wasActive = root.getSnapshot().status === 'active';
-      root.send(event);
       try {
-        await (await openDurableActor(store, ROOT)).send(event);
+        await (await openDurableActor(store, ROOT)).send({ type: step.send, k: step.k });
       } catch (error) {
         // A caller's event whose transition throws: refused by the durable actor,
         // failing the plain one (by design, docs/durability.md). The two part there.
-        if (wasActive && root.getSnapshot().status === 'error' && !refused(error)) break;
+        if (parted && !refused(error)) break;
         if (!refused(error)) throw error;
       }
     } else if ('kid' in step) {
-      const children = root.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-      const id = Object.keys(children)
-        .filter((key) => key !== 'work')
-        .sort()[step.kid];
-      const ref = id === undefined ? undefined : children[id];
-      const active =
-        ref !== undefined &&
-        !neverStarted(ref) &&
-        (ref.getSnapshot() as { status?: string }).status === 'active';
-      if (ref && active) {
-        ref.send({ type: step.send });
+      if (kid !== undefined) {
         try {
-          await (await openDurableActor(store, `${ROOT}/${id}`)).send({ type: step.send });
+          await (await openDurableActor(store, `${ROOT}/${kid}`)).send({ type: step.send });
         } catch (error) {
           if (!refused(error)) throw error;
         }
       }
     } else if ('settle' in step) {
-      root.send({ type: 'SETTLE' });
       const durable = await openDurableActor(store, ROOT);
       try {
         await durable.send({ type: 'SETTLE' });
       } catch (error) {
         if (!refused(error)) throw error;
       }
-      const epoch = (root.getSnapshot().context as { epoch: number }).epoch;
-      await plainGate.openTo(epoch, settlePlain);
+      const epoch = (plain.root.getSnapshot() as { context: { epoch: number } }).context.epoch;
       await gate.openTo(epoch, settleDurable);
     } else if ('wait' in step) {
-      await plainClock.advance(step.wait, settlePlain);
       await durableClock.advance(step.wait, settleDurable);
     } else {
       // Timers of different actors due at the same instant fire in the order they
@@ -304,7 +407,7 @@ export async function runBoth(
   await getRuntime(store).close();
   // A store that survives restarts is this run's to close; a kept one is the caller's.
   if (source.reopens) await store.close();
-  root.stop();
+  plain.stop();
   return { restarts };
 }
 
@@ -334,7 +437,7 @@ function neverStarted(ref: AnyActorRef): boolean {
 }
 
 /** A caller's event the durable actor refuses where plain XState ignores it. */
-function refused(error: unknown): boolean {
+export function refused(error: unknown): boolean {
   return (
     error instanceof InvalidTransitionError ||
     (error instanceof InvalidEventError && error.reason === 'unknown_type')
