@@ -34,6 +34,7 @@ export interface JsonWalkOptions {
   actorRefs?: boolean | undefined;
 }
 
+/** `bytes`: the JSON text's UTF-8 size, counted when a budget is given (else 0). */
 export type JsonWalk =
   { ok: true; value: unknown; bytes: number } | { ok: false; problem: JsonProblem };
 
@@ -85,6 +86,8 @@ function describe(value: unknown): string {
  */
 export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWalk {
   const budget = options.budget ?? Number.POSITIVE_INFINITY;
+  // Sizes are counted only against a budget (the per-transition context check has none).
+  const measure = Number.isFinite(budget);
   const forbid = options.refuseForbiddenKeys === true;
   const copy = options.copy === true;
   const actorRefs = options.actorRefs === true;
@@ -105,11 +108,11 @@ export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWal
     if (bytes > budget) return fail('oversize', []);
     switch (typeof v) {
       case 'string':
-        bytes += jsonStringBytes(v);
+        if (measure) bytes += jsonStringBytes(v);
         return v;
       case 'number':
         if (!Number.isFinite(v)) return fail('invalid_field', at(), describe(v));
-        bytes += String(v).length;
+        if (measure) bytes += String(v).length;
         return v;
       case 'boolean':
         bytes += v ? 4 : 5;
@@ -150,7 +153,7 @@ export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWal
           const child = (v as Record<string, unknown>)[key];
           if (child === undefined) continue; // dropped by JSON, as optional fields are
           members++;
-          bytes += jsonStringBytes(key) + 1; // "key":
+          if (measure) bytes += jsonStringBytes(key) + 1; // "key":
           path.push(key);
           const done = walk(child);
           path.pop();
