@@ -85,91 +85,115 @@ function describe(value: unknown): string {
  * object properties are dropped, as JSON drops them (an absent optional field).
  */
 export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWalk {
-  const budget = options.budget ?? Number.POSITIVE_INFINITY;
-  // Sizes are counted only against a budget (the per-transition context check has none).
-  const measure = Number.isFinite(budget);
-  const forbid = options.refuseForbiddenKeys === true;
-  const copy = options.copy === true;
-  const actorRefs = options.actorRefs === true;
-  const open = new Set<object>();
-  let bytes = 0;
-  let problem: JsonProblem | undefined;
-  const fail = (reason: JsonProblem['reason'], path: string[], detail?: string): undefined => {
-    problem = { reason, path, detail };
-    return undefined;
-  };
-
-  // The keys from the root to the value being walked (one array, pushed and popped).
-  const path: string[] = [];
-  const at = (key?: string): string[] => (key === undefined ? [...path] : [...path, key]);
-
-  // Returns the (copied) value, or undefined after setting `problem`.
-  const walk = (v: unknown): unknown => {
-    if (bytes > budget) return fail('oversize', []);
-    switch (typeof v) {
-      case 'string':
-        if (measure) bytes += jsonStringBytes(v);
-        return v;
-      case 'number':
-        if (!Number.isFinite(v)) return fail('invalid_field', at(), describe(v));
-        if (measure) bytes += String(v).length;
-        return v;
-      case 'boolean':
-        bytes += v ? 4 : 5;
-        return v;
-      case 'object': {
-        if (v === null) {
-          bytes += 4;
-          return v;
-        }
-        if (path.length > MAX_JSON_DEPTH) return fail('invalid_field', at(), 'nested too deeply');
-        if (open.has(v)) return fail('invalid_field', at(), 'a cycle (JSON cannot hold one)');
-        if (Array.isArray(v)) {
-          open.add(v);
-          const out: unknown[] | undefined = copy ? new Array<unknown>(v.length) : undefined;
-          bytes += v.length > 0 ? 1 + v.length : 2; // brackets and the commas between
-          for (let i = 0; i < v.length; i++) {
-            const item: unknown = v[i];
-            if (item === undefined) return fail('invalid_field', at(String(i)), 'undefined');
-            path.push(String(i));
-            const done = walk(item);
-            path.pop();
-            if (problem) return undefined;
-            if (out) out[i] = done;
-          }
-          open.delete(v);
-          return out ?? v;
-        }
-        if (actorRefs && 'sessionId' in v && 'send' in v && 'ref' in v) return v;
-        const proto = Object.getPrototypeOf(v) as unknown;
-        if (proto !== Object.prototype && proto !== null) {
-          return fail('invalid_field', at(), describe(v));
-        }
-        open.add(v);
-        const out: Record<string, unknown> | undefined = copy ? {} : undefined;
-        let members = 0;
-        for (const key of Object.keys(v)) {
-          if (forbid && FORBIDDEN_KEYS.has(key)) return fail('forbidden_key', at(key));
-          const child = (v as Record<string, unknown>)[key];
-          if (child === undefined) continue; // dropped by JSON, as optional fields are
-          members++;
-          if (measure) bytes += jsonStringBytes(key) + 1; // "key":
-          path.push(key);
-          const done = walk(child);
-          path.pop();
-          if (problem) return undefined;
-          if (out) out[key] = done;
-        }
-        bytes += members > 0 ? 1 + members : 2; // braces and the commas between
-        open.delete(v);
-        return out ?? v;
-      }
-      default:
-        return fail('invalid_field', at(), describe(v));
-    }
-  };
-  const result = walk(value);
+  const walker = new Walker(options);
+  const result = walker.walk(value);
+  const { problem, bytes, budget } = walker;
   if (problem) return { ok: false, problem };
   if (bytes > budget) return { ok: false, problem: { reason: 'oversize', path: [] } };
   return { ok: true, value: result, bytes };
+}
+
+/** One walk's state (a class, not closures: the context check runs on every transition). */
+class Walker {
+  readonly budget: number;
+  /** Sizes are counted only against a budget (the per-transition context check has none). */
+  private readonly measure: boolean;
+  private readonly forbid: boolean;
+  private readonly copy: boolean;
+  private readonly actorRefs: boolean;
+  /** The objects open from the root to the value being walked (a cycle meets one again). */
+  private readonly open: object[] = [];
+  /** The keys from the root to the value being walked (pushed and popped). */
+  private readonly path: string[] = [];
+  bytes = 0;
+  problem: JsonProblem | undefined;
+
+  constructor(options: JsonWalkOptions) {
+    this.budget = options.budget ?? Number.POSITIVE_INFINITY;
+    this.measure = Number.isFinite(this.budget);
+    this.forbid = options.refuseForbiddenKeys === true;
+    this.copy = options.copy === true;
+    this.actorRefs = options.actorRefs === true;
+  }
+
+  private fail(reason: JsonProblem['reason'], path: string[], detail?: string): undefined {
+    this.problem = { reason, path, detail };
+    return undefined;
+  }
+
+  private at(key?: string): string[] {
+    return key === undefined ? [...this.path] : [...this.path, key];
+  }
+
+  /** The (copied) value, or undefined after setting `problem`. */
+  walk(v: unknown): unknown {
+    if (this.bytes > this.budget) return this.fail('oversize', []);
+    switch (typeof v) {
+      case 'string':
+        if (this.measure) this.bytes += jsonStringBytes(v);
+        return v;
+      case 'number':
+        if (!Number.isFinite(v)) return this.fail('invalid_field', this.at(), describe(v));
+        if (this.measure) this.bytes += String(v).length;
+        return v;
+      case 'boolean':
+        this.bytes += v ? 4 : 5;
+        return v;
+      case 'object':
+        if (v === null) {
+          this.bytes += 4;
+          return v;
+        }
+        return this.object(v);
+      default:
+        return this.fail('invalid_field', this.at(), describe(v));
+    }
+  }
+
+  private object(v: object): unknown {
+    const { path, open } = this;
+    if (path.length > MAX_JSON_DEPTH)
+      return this.fail('invalid_field', this.at(), 'nested too deeply');
+    if (open.includes(v))
+      return this.fail('invalid_field', this.at(), 'a cycle (JSON cannot hold one)');
+    if (Array.isArray(v)) {
+      open.push(v);
+      const out: unknown[] | undefined = this.copy ? new Array<unknown>(v.length) : undefined;
+      this.bytes += v.length > 0 ? 1 + v.length : 2; // brackets and the commas between
+      for (let i = 0; i < v.length; i++) {
+        const item: unknown = v[i];
+        if (item === undefined) return this.fail('invalid_field', this.at(String(i)), 'undefined');
+        path.push(String(i));
+        const done = this.walk(item);
+        path.pop();
+        if (this.problem) return undefined;
+        if (out) out[i] = done;
+      }
+      open.pop();
+      return out ?? v;
+    }
+    if (this.actorRefs && 'sessionId' in v && 'send' in v && 'ref' in v) return v;
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (proto !== Object.prototype && proto !== null) {
+      return this.fail('invalid_field', this.at(), describe(v));
+    }
+    open.push(v);
+    const out: Record<string, unknown> | undefined = this.copy ? {} : undefined;
+    let members = 0;
+    for (const key of Object.keys(v)) {
+      if (this.forbid && FORBIDDEN_KEYS.has(key)) return this.fail('forbidden_key', this.at(key));
+      const child = (v as Record<string, unknown>)[key];
+      if (child === undefined) continue; // dropped by JSON, as optional fields are
+      members++;
+      if (this.measure) this.bytes += jsonStringBytes(key) + 1; // "key":
+      path.push(key);
+      const done = this.walk(child);
+      path.pop();
+      if (this.problem) return undefined;
+      if (out) out[key] = done;
+    }
+    this.bytes += members > 0 ? 1 + members : 2; // braces and the commas between
+    open.pop();
+    return out ?? v;
+  }
 }
