@@ -16,6 +16,7 @@ import {
   sendTo,
   setup,
   spawnChild,
+  stopChild,
   type AnyStateMachine,
 } from 'xstate';
 import {
@@ -804,6 +805,103 @@ describe('found by the differential test', () => {
     };
     expect(plainKid.context).toEqual({ got: 0 });
     expect((await openDurableActor(store, 'ag/k')).getSnapshot().context).toEqual({ got: 0 });
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+});
+
+describe("14. messages reach their receivers in XState's order", () => {
+  const kid = setup({}).createMachine({
+    id: 'kid',
+    initial: 'idle',
+    entry: sendParent({ type: 'HELLO' }),
+    states: { idle: { on: { FIN: 'done' } }, done: { type: 'final' } },
+  });
+  const logged = assign({
+    log: ({ context, event }: { context: { log: string[] }; event: { type: string } }) => [
+      ...context.log,
+      event.type,
+    ],
+  });
+
+  test("a new child's greeting and a finishing child's done event arrive as XState sends them", async () => {
+    // Found by the differential soak: the two were delivered concurrently and the
+    // done event, a shorter path than a stop and a creation, overtook the greeting.
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid },
+    }).createMachine({
+      id: 'order',
+      context: { log: [] },
+      entry: [spawnChild('kid', { id: 'old' }), spawnChild('kid', { id: 'k' })],
+      on: {
+        GO: {
+          actions: [stopChild('k'), spawnChild('kid', { id: 'k' }), sendTo('old', { type: 'FIN' })],
+        },
+        HELLO: { actions: logged },
+        'xstate.done.actor.old': { actions: logged },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'or', store });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'GO' });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'GO' });
+    expect(oracle.getSnapshot().context.log).toEqual([
+      'HELLO',
+      'HELLO',
+      'HELLO',
+      'xstate.done.actor.old',
+    ]);
+    expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
+  });
+
+  test("a receiver's own messages are delivered before its sender's next one (depth first)", async () => {
+    // P sends M1 to a and M2 to b in one transition. a passes M1 to its child,
+    // whose answer a hears before b hears M2 (XState delivers synchronously, depth
+    // first), so a's DONE reaches P before b's; in message-id order it would not.
+    const leaf = setup({}).createMachine({
+      id: 'leaf',
+      on: { N: { actions: sendParent({ type: 'R' }) } },
+    });
+    const middle = setup({ actors: { leaf } }).createMachine({
+      id: 'middle',
+      invoke: { id: 'leaf', src: 'leaf' },
+      on: {
+        M: { actions: sendTo('leaf', { type: 'N' }) },
+        R: { actions: sendParent({ type: 'DONE_A' }) },
+      },
+    });
+    const other = setup({}).createMachine({
+      id: 'other',
+      on: { M: { actions: sendParent({ type: 'DONE_B' }) } },
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { middle, other },
+    }).createMachine({
+      id: 'depth',
+      context: { log: [] },
+      invoke: [
+        { id: 'a', src: 'middle' },
+        { id: 'b', src: 'other' },
+      ],
+      on: {
+        GO: { actions: [sendTo('a', { type: 'M' }), sendTo('b', { type: 'M' })] },
+        DONE_A: { actions: logged },
+        DONE_B: { actions: logged },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'dp', store });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'GO' });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'GO' });
+    expect(oracle.getSnapshot().context.log).toEqual(['DONE_A', 'DONE_B']);
+    expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 });

@@ -34,7 +34,9 @@ export function startInvokes(core: ActorCore, effects: Effects): void {
 /** After the commit: the receivers of the transition's messages get them delivered. */
 export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
   const out = write.messagesOut;
-  if (out !== undefined && out.length > 0) runtime.courier.notify(new Set(out.map((m) => m.to)));
+  if (out !== undefined && out.length > 0) {
+    runtime.courier.post({ from: write.actorId, fromSeq: write.transition.seq, messages: out });
+  }
 }
 
 /**

@@ -1,14 +1,23 @@
 /**
- * Delivers pending messages to the actors this runtime owns, in message order per
- * receiver: a spawn creates the child actor, an event or a stop goes through the
- * receiver's send path. Each delivery consumes its message row in the receiver's
- * commit (exactly once across processes), whatever the receiver does with it: a
- * message its state does not take is consumed and logged as dropped, as XState
- * drops it; one to an actor that has finished is consumed without a row.
+ * Delivers pending messages to the actors this runtime owns, in the order plain
+ * XState's synchronous system would: a transition's messages are delivered one
+ * after another in the order its actions sent them, and each receiver's own
+ * messages are delivered (depth first) before the sender's next one, while an
+ * actor that is still delivering its own messages — XState's "processing" — gets
+ * what is sent to it queued until it is done. So two actors answering a third
+ * reach it in XState's order, not in whichever commit finished first.
+ *
+ * Each delivery consumes its message row in the receiver's commit (exactly once
+ * across processes), whatever the receiver does with it: a spawn creates the
+ * child, an event or a stop goes through the receiver's send path, a message its
+ * state does not take is consumed and logged as dropped, as XState drops it; one
+ * to an actor that has finished is consumed without a row. Messages left pending
+ * by a crash or by another process are delivered by {@link Courier.deliverAll},
+ * oldest first.
  */
 import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import type { MessageRow, Store } from '../store/types.ts';
+import type { MessageRow, OutgoingMessage, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
 
 export interface CourierHooks {
@@ -22,36 +31,80 @@ export interface CourierHooks {
   spawn(message: MessageRow): Promise<void>;
 }
 
+/** A message known by the commit that posted it: sender, its transition, place. */
+interface Posted {
+  readonly to: string;
+  readonly from: string;
+  readonly fromSeq: number;
+  readonly idx: number;
+  /** The row, when it was read from the store rather than posted here. */
+  readonly row?: MessageRow;
+}
+
+/** What one commit posted: its sender, the sender's transition, its messages in order. */
+export interface PostedBatch {
+  readonly from: string;
+  readonly fromSeq: number;
+  readonly messages: readonly OutgoingMessage[];
+}
+
+const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
+  `${m.fromSeq}:${m.idx}:${m.from}`;
+
+/** How many pending rows of one receiver are read at a time when looking for one. */
+const PAGE = 64;
+
 export class Courier {
-  private readonly running = new Map<string, Promise<void>>();
-  private readonly again = new Set<string>();
+  /** Per actor, the messages queued for it in XState's order (its mailbox). */
+  private readonly mailboxes = new Map<string, Posted[]>();
+  /** Actors delivering or being delivered to: what is sent to them waits in their mailbox. */
+  private readonly processing = new Set<string>();
+  /** Messages in a mailbox or being delivered (never queued twice). */
+  private readonly claimed = new Set<string>();
+  /** Per receiver being delivered to, what its commits posted meanwhile. */
+  private readonly frames = new Map<string, Posted[]>();
+  /** Per sender, its posted batches not yet delivered (one sender's batches in order). */
+  private readonly senders = new Map<string, Promise<void>>();
+  private readonly tasks = new Set<Promise<unknown>>();
   private closed = false;
 
   constructor(private readonly hooks: CourierHooks) {}
 
-  /** Delivers what is pending for these receivers (soon, in this process). */
-  notify(receivers: Iterable<string>): void {
-    for (const to of receivers) {
-      if (this.running.has(to)) {
-        this.again.add(to);
-        continue;
-      }
-      const run = this.drain(to).finally(() => {
-        this.running.delete(to);
-        if (this.again.delete(to)) this.notify([to]);
-      });
-      this.running.set(to, run);
+  /**
+   * A commit posted these messages: delivered soon, in this process. Posted while
+   * the sender was itself being delivered a message, they follow that delivery
+   * depth first; otherwise they start a delivery of their own.
+   */
+  post(batch: PostedBatch): void {
+    const posted = batch.messages.map((m) => ({
+      to: m.to,
+      from: batch.from,
+      fromSeq: batch.fromSeq,
+      idx: m.idx,
+    }));
+    const frame = this.frames.get(batch.from);
+    if (frame !== undefined) {
+      frame.push(...posted);
+      return;
     }
+    const previous = this.senders.get(batch.from) ?? Promise.resolve();
+    const run = previous.then(() => this.fromSender(batch.from, posted));
+    this.senders.set(batch.from, run);
+    this.track(
+      run.finally(() => {
+        if (this.senders.get(batch.from) === run) this.senders.delete(batch.from);
+      }),
+    );
   }
 
   /** Whether a delivery is under way. */
   get busy(): boolean {
-    return this.running.size > 0;
+    return this.tasks.size > 0;
   }
 
   /** Waits until every delivery under way has finished. */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+    while (this.tasks.size > 0) await Promise.all([...this.tasks]);
   }
 
   /** Delivers every pending message of the store this runtime owns, oldest first. */
@@ -61,8 +114,23 @@ export class Courier {
     for (;;) {
       const page = await this.hooks.store.pendingMessages({ afterId, limit });
       if (page.length === 0) return delivered;
-      const receivers = new Set(page.map((m) => m.to));
-      for (const to of receivers) delivered += await this.drainNow(to);
+      const owned = new Map<string, boolean>();
+      const receivers: string[] = [];
+      for (const row of page) {
+        const key = keyOf(row);
+        if (this.claimed.has(key)) continue;
+        if (row.kind !== 'spawn') {
+          let mine = owned.get(row.to);
+          if (mine === undefined) owned.set(row.to, (mine = await this.hooks.owns(row.to)));
+          if (!mine) continue;
+        }
+        if (this.claimed.has(key)) continue;
+        this.queue({ to: row.to, from: row.from, fromSeq: row.fromSeq, idx: row.idx, row });
+        receivers.push(row.to);
+      }
+      for (const to of new Set(receivers)) {
+        if (!this.processing.has(to)) delivered += await this.flush(to);
+      }
       afterId = page.at(-1)?.id ?? afterId;
     }
   }
@@ -71,40 +139,110 @@ export class Courier {
     this.closed = true;
   }
 
-  private async drain(to: string): Promise<void> {
-    try {
-      await this.drainNow(to);
-    } catch (error) {
-      this.hooks.logger.error(
-        { actorId: to, err: error },
-        'message delivery failed; it stays pending',
-      );
-    }
+  private track(task: Promise<unknown>): void {
+    this.tasks.add(task);
+    void task.finally(() => this.tasks.delete(task));
   }
 
-  /** Delivers the receiver's pending messages one by one, in order. */
-  private async drainNow(to: string): Promise<number> {
+  /**
+   * A sender's messages from a commit made outside a delivery (a caller's event, a
+   * timer, an invoke's outcome, a creation): the sender counts as processing until
+   * they are delivered, as in XState, so answers to it wait for its later messages.
+   */
+  private async fromSender(from: string, posted: readonly Posted[]): Promise<void> {
+    const hold = !this.processing.has(from);
+    if (hold) this.processing.add(from);
+    try {
+      for (const p of posted) await this.send(p);
+    } finally {
+      if (hold) this.processing.delete(from);
+    }
+    if (hold && (this.mailboxes.get(from)?.length ?? 0) > 0) await this.flush(from);
+  }
+
+  /** Queues a message in its receiver's mailbox; delivers it now unless the receiver is busy. */
+  private async send(p: Posted): Promise<void> {
+    if (!this.queue(p)) return;
+    if (!this.processing.has(p.to)) await this.flush(p.to);
+  }
+
+  private queue(p: Posted): boolean {
+    const key = keyOf(p);
+    if (this.claimed.has(key)) return false;
+    this.claimed.add(key);
+    const box = this.mailboxes.get(p.to);
+    if (box === undefined) this.mailboxes.set(p.to, [p]);
+    else box.push(p);
+    return true;
+  }
+
+  /** Delivers the receiver's mailbox, each message followed by what its commit sent. */
+  private async flush(to: string): Promise<number> {
     let delivered = 0;
-    while (!this.closed) {
-      const [next] = await this.hooks.store.pendingMessages({ to, limit: 1 });
-      if (!next) return delivered;
-      if (next.kind !== 'spawn' && !(await this.hooks.owns(to))) return delivered;
-      if (!(await this.deliverOne(next))) return delivered;
-      delivered++;
+    this.processing.add(to);
+    try {
+      for (;;) {
+        const box = this.mailboxes.get(to);
+        const next = box?.shift();
+        if (next === undefined) break;
+        const posted = await this.deliver(next);
+        if (posted === undefined) continue;
+        delivered++;
+        for (const p of posted) await this.send(p);
+      }
+    } finally {
+      this.processing.delete(to);
+      const box = this.mailboxes.get(to);
+      if (box !== undefined && box.length === 0) this.mailboxes.delete(to);
     }
     return delivered;
   }
 
-  /** False when the message stays pending (another worker delivers it). */
-  private async deliverOne(message: MessageRow): Promise<boolean> {
+  /**
+   * Delivers one message; returns what the receiver's commit posted, or undefined
+   * when the message was not delivered here (delivered elsewhere; its receiver is
+   * another worker's; or the delivery failed, logged: it stays pending).
+   */
+  private async deliver(p: Posted): Promise<Posted[] | undefined> {
+    const key = keyOf(p);
+    const frame: Posted[] = [];
     try {
-      if (message.kind === 'spawn') await this.hooks.spawn(message);
-      else await (await this.hooks.actor(message.to)).deliverMessage(message);
-      return true;
+      if (this.closed) return undefined;
+      const row = p.row ?? (await this.find(p));
+      if (row === undefined) return undefined;
+      if (p.row === undefined && row.kind !== 'spawn' && !(await this.hooks.owns(row.to))) {
+        return undefined;
+      }
+      this.frames.set(p.to, frame);
+      try {
+        if (row.kind === 'spawn') await this.hooks.spawn(row);
+        else await (await this.hooks.actor(row.to)).deliverMessage(row);
+      } catch (error) {
+        if (error instanceof LeaseLostError) return undefined;
+        if (!(error instanceof ConcurrencyError)) throw error; // else delivered elsewhere
+      } finally {
+        this.frames.delete(p.to);
+      }
+      return frame;
     } catch (error) {
-      if (error instanceof LeaseLostError) return false;
-      if (error instanceof ConcurrencyError) return true; // delivered elsewhere; look again
-      throw error;
+      this.hooks.logger.error(
+        { actorId: p.to, err: error },
+        'message delivery failed; it stays pending',
+      );
+      return undefined;
+    } finally {
+      this.claimed.delete(key);
+    }
+  }
+
+  /** The pending row of a posted message, if it is still pending. */
+  private async find(p: Posted): Promise<MessageRow | undefined> {
+    let afterId = 0;
+    for (;;) {
+      const page = await this.hooks.store.pendingMessages({ to: p.to, afterId, limit: PAGE });
+      const row = page.find((m) => m.from === p.from && m.fromSeq === p.fromSeq && m.idx === p.idx);
+      if (row !== undefined || page.length < PAGE) return row;
+      afterId = page.at(-1)?.id ?? afterId;
     }
   }
 }
