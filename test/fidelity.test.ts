@@ -816,12 +816,6 @@ describe("14. messages reach their receivers in XState's order", () => {
     entry: sendParent({ type: 'HELLO' }),
     states: { idle: { on: { FIN: 'done' } }, done: { type: 'final' } },
   });
-  const logged = assign({
-    log: ({ context, event }: { context: { log: string[] }; event: { type: string } }) => [
-      ...context.log,
-      event.type,
-    ],
-  });
 
   test("a new child's greeting and a finishing child's done event arrive as XState sends them", async () => {
     // Found by the differential soak: the two were delivered concurrently and the
@@ -837,8 +831,10 @@ describe("14. messages reach their receivers in XState's order", () => {
         GO: {
           actions: [stopChild('k'), spawnChild('kid', { id: 'k' }), sendTo('old', { type: 'FIN' })],
         },
-        HELLO: { actions: logged },
-        'xstate.done.actor.old': { actions: logged },
+        HELLO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        'xstate.done.actor.old': {
+          actions: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+        },
       },
     });
     const { store } = clocked();
@@ -889,8 +885,8 @@ describe("14. messages reach their receivers in XState's order", () => {
       ],
       on: {
         GO: { actions: [sendTo('a', { type: 'M' }), sendTo('b', { type: 'M' })] },
-        DONE_A: { actions: logged },
-        DONE_B: { actions: logged },
+        DONE_A: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        DONE_B: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
       },
     });
     const { store } = clocked();
@@ -903,6 +899,127 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect(oracle.getSnapshot().context.log).toEqual(['DONE_A', 'DONE_B']);
     expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+});
+
+describe('15. a delayed send whose id a later one took over outlives its sender', () => {
+  // XState cancels a stopping actor's delayed events by id; the earlier of two sends
+  // under one id no longer holds it, escapes, and still reaches a receiver that runs.
+  const kid = setup({ types: { context: {} as { got: number } } }).createMachine({
+    id: 'kid',
+    context: { got: 0 },
+    on: {
+      HIT: { actions: assign({ got: ({ context }) => context.got + 1 }) },
+      PING: { actions: sendParent({ type: 'BAD' }) },
+    },
+  });
+  const parent = setup({ actors: { kid } }).createMachine({
+    id: 'outlives',
+    invoke: { id: 'c', src: 'kid' },
+    on: {
+      FIRST: { actions: sendTo('c', { type: 'HIT' }, { delay: 100, id: 'x' }) },
+      SECOND: { actions: sendTo('c', { type: 'HIT' }, { delay: 200, id: 'x' }) },
+      FAIL: { actions: sendTo('c', { type: 'PING' }) },
+      BAD: {
+        actions: assign(() => {
+          throw new Error('boom');
+        }),
+      },
+    },
+  });
+
+  /** Plain XState: the sender fails; its child gets the escaped send only. */
+  function oracleHits(): number {
+    const clock = new ManualClock(1_000_000);
+    const actor = createActor(parent, { clock });
+    actor.subscribe({ error: () => {} });
+    actor.start();
+    for (const type of ['FIRST', 'SECOND', 'FAIL']) actor.send({ type });
+    clock.advance(300);
+    expect(actor.getSnapshot().status).toBe('error');
+    const c = actor.getSnapshot().children['c']?.getSnapshot() as { context: { got: number } };
+    return c.context.got;
+  }
+
+  test("a failed sender's escaped sendTo reaches its running child; the cancelled one does not", async () => {
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(parent, { id: 'ol', store, schemas: false });
+    for (const type of ['FIRST', 'SECOND', 'FAIL']) await durable.send({ type });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().status).toBe('error');
+    await advance(store, clock, 300);
+    expect(oracleHits()).toBe(1);
+    expect((await openDurableActor(store, 'ol/c')).getSnapshot().context).toEqual({ got: 1 });
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test('on SQLite across a restart, recover() relays it once', async () => {
+    const url = `sqlite:${join(dir(), 'outlives.db')}`;
+    const clock = new ManualClock(1_000_000);
+    const first = openStore(url);
+    getRuntime(first, { clock });
+    const durable = await createDurableActor(parent, { id: 'ol', store: first, schemas: false });
+    for (const type of ['FIRST', 'SECOND', 'FAIL']) await durable.send({ type });
+    await getRuntime(first).drain();
+    await getRuntime(first).close();
+    await first.close();
+    clock.advance(300);
+    const store = track(openStore(url));
+    getRuntime(store, { clock });
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain();
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain();
+    expect((await openDurableActor(store, 'ol/c')).getSnapshot().context).toEqual({ got: 1 });
+    expect(oracleHits()).toBe(1);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test("a finished child's escaped sendParent reaches its parent", async () => {
+    const child = setup({}).createMachine({
+      id: 'leaver',
+      initial: 'on',
+      states: {
+        on: {
+          on: {
+            FIRST: { actions: sendParent({ type: 'HI' }, { delay: 100, id: 'x' }) },
+            SECOND: { actions: sendParent({ type: 'HI' }, { delay: 200, id: 'x' }) },
+            FIN: 'off',
+          },
+        },
+        off: { type: 'final' },
+      },
+    });
+    const host = setup({
+      types: { context: {} as { hi: number } },
+      actors: { child },
+    }).createMachine({
+      id: 'host',
+      context: { hi: 0 },
+      entry: spawnChild('child', { id: 'c' }),
+      on: {
+        HI: { actions: assign({ hi: ({ context }) => context.hi + 1 }) },
+        GO: {
+          actions: [
+            sendTo('c', { type: 'FIRST' }),
+            sendTo('c', { type: 'SECOND' }),
+            sendTo('c', { type: 'FIN' }),
+          ],
+        },
+      },
+    });
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(host, { id: 'h', store, schemas: false });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'GO' });
+    await getRuntime(store).drain();
+    await advance(store, clock, 300);
+    const oracle = plain(host);
+    oracle.actor.send({ type: 'GO' });
+    oracle.clock.advance(300);
+    expect(oracle.actor.getSnapshot().context).toEqual({ hi: 1 });
+    expect(durable.getSnapshot().context).toEqual({ hi: 1 });
+    expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
   });
 });
 

@@ -89,6 +89,13 @@ export function advance(f: StepFacts): Step {
   }
   const caller = fromCaller(delivery.source);
   const snapshot = f.snapshot;
+  if (snapshot && snapshot.status !== 'active' && delivery.source === 'timer') {
+    // A delayed send that outlived its sender's stop (see effects.ts) is relayed.
+    const timer = pendingTimer(f.ledger, delivery.key);
+    if (timer?.to !== undefined) {
+      return relay(f, snapshot, withoutFired(f.ledger, timer), timer.event, timer.to);
+    }
+  }
   if (!snapshot || snapshot.status !== 'active') {
     return caller ? { kind: 'refused' } : { kind: 'gone', reason: 'the actor has finished' };
   }

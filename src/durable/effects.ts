@@ -198,9 +198,12 @@ class Planner {
 
     const finished = t.next.status !== 'active';
     if (finished) {
-      // XState cancels every delayed event of an actor that stops; no result can be
-      // taken any more.
+      // XState cancels every delayed event of an actor that stops, by id: one whose id
+      // a later one took over escapes, and still reaches a receiver that runs on (see
+      // {@link escapesStop}). No result can be taken any more.
+      const kept = this.timers.filter((timer) => this.escapesStop(timer));
       this.timers.length = 0;
+      this.timers.push(...kept);
       this.invokes.length = 0;
       this.completion();
     }
@@ -211,15 +214,16 @@ class Planner {
         : this.timers.length === 0 && this.invokes.length === 0
           ? EMPTY_LEDGER
           : { timers: this.timers, invokes: this.invokes };
-    const { timersSet, timersCancel } = finished
+    const cancelAll = finished && this.timers.length === 0;
+    const { timersSet, timersCancel } = cancelAll
       ? { timersSet: [], timersCancel: [] }
       : this.timerRows(ledger);
     return {
       ledger,
       timersSet,
       timersCancel,
-      timersRenamed: finished ? [] : this.renamed,
-      cancelAllTimers: finished,
+      timersRenamed: cancelAll ? [] : this.renamed,
+      cancelAllTimers: cancelAll,
       invokesStart: this.invokesStart,
       invokesStop: this.invokesStop,
       messages: this.messages.map((m, idx) => ({ ...m, idx })),
@@ -446,6 +450,22 @@ class Planner {
     }
     if (to !== undefined) timer.to = to;
     this.timers.push(timer);
+  }
+
+  /**
+   * Whether a delayed send outlives its sender's stop, as in XState: its scheduler
+   * cancels a stopping actor's events by id, so one whose id a later send took over
+   * (kept under a key of its own, {@link schedule}) is missed and fires. It reaches
+   * a parent, which runs on; a child only when the sender failed (a sender that is
+   * done or stopped stops its children; a failed one leaves them running). A raise
+   * goes to the stopped sender itself: gone.
+   */
+  private escapesStop(timer: PendingTimer): boolean {
+    if (timer.id === undefined || timer.sendId !== undefined || timer.to === undefined) {
+      return false;
+    }
+    if (timer.to === TO_PARENT) return this.t.parentId !== undefined;
+    return this.t.next.status === 'error';
   }
 
   /** A child that finished tells its parent, with its output or its error. */

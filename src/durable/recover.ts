@@ -120,6 +120,10 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     }
   }
 
+  // Overdue timers of actors that are not active: a delayed send that outlived its
+  // sender's stop (docs/durability.md) is relayed, as XState's scheduler fires it.
+  await runtime.fireDueTimers();
+
   // Messages written before the stop and not delivered yet (spawns, events, completions).
   await runtime.courier.deliverAll();
 

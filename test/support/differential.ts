@@ -149,8 +149,9 @@ export function compareWorlds(step: number, plain: World, durable: World): void 
     const plainKid = plain.kids[id];
     if (plainKid === undefined) continue; // a promise
     const durableKid = durable.kids[id];
-    // The durable actor of that id, if any, is an earlier child, stopped.
-    if (plainKid.neverStarted && (!durableKid || durableKid.view.status === 'stopped')) continue;
+    // The durable actor of that id, if any, is an earlier child that has finished
+    // (stopped, or done before it was spawned again).
+    if (plainKid.neverStarted && (!durableKid || durableKid.view.status !== 'active')) continue;
     if (!durableKid) throw new Divergence(step, `child ${id}`, plainKid.view, 'missing');
     if (!isDeepStrictEqual(plainKid.view, durableKid.view)) {
       throw new Divergence(step, `child ${id}`, plainKid.view, durableKid.view);
