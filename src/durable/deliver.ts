@@ -51,7 +51,11 @@ export interface PostedBatch {
 const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
   `${m.fromSeq}:${m.idx}:${m.from}`;
 
-/** How many pending rows of one receiver are read at a time when looking for one. */
+/**
+ * How many pending rows of one receiver are read at a time when looking for one:
+ * first a few (it is nearly always the oldest), then pages.
+ */
+const FIRST_PAGE = 4;
 const PAGE = 64;
 
 export class Courier {
@@ -238,10 +242,10 @@ export class Courier {
   /** The pending row of a posted message, if it is still pending. */
   private async find(p: Posted): Promise<MessageRow | undefined> {
     let afterId = 0;
-    for (;;) {
-      const page = await this.hooks.store.pendingMessages({ to: p.to, afterId, limit: PAGE });
+    for (let limit = FIRST_PAGE; ; limit = PAGE) {
+      const page = await this.hooks.store.pendingMessages({ to: p.to, afterId, limit });
       const row = page.find((m) => m.from === p.from && m.fromSeq === p.fromSeq && m.idx === p.idx);
-      if (row !== undefined || page.length < PAGE) return row;
+      if (row !== undefined || page.length < limit) return row;
       afterId = page.at(-1)?.id ?? afterId;
     }
   }
