@@ -53,14 +53,14 @@ export class MemoryStore implements S.Store {
     if (invalid) return invalid;
     const { actorId, expectedVersion } = write;
     const current = this.t.actors.get(actorId);
-    const lost = rules.leaseViolation(
-      write,
-      current && {
-        owner: this.t.leases.get(actorId)?.owner ?? null,
-        leaseUntil: this.t.leases.get(actorId)?.leaseUntil ?? null,
-      },
-    );
-    if (lost) return lost;
+    if (write.lease !== undefined) {
+      const lease = this.t.leases.get(actorId);
+      const lost = rules.leaseViolation(
+        write,
+        current && { owner: lease?.owner ?? null, leaseUntil: lease?.leaseUntil ?? null },
+      );
+      if (lost) return lost;
+    }
     if (expectedVersion === 0 ? current !== undefined : current?.version !== expectedVersion) {
       if (current === undefined) return rules.actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
