@@ -8,6 +8,7 @@
 import type { PoolClient } from 'pg';
 import { ConcurrencyError } from '../../core/errors.ts';
 import * as rules from '../rules.ts';
+import { transitionValues } from '../sql-common.ts';
 import type * as S from '../types.ts';
 import {
   asError,
@@ -81,17 +82,7 @@ export function writeStatement(
     actor.updatedAt,
     actor.headHash,
     write.nextDueAt ?? null,
-    t.seq,
-    t.fromState,
-    t.toState,
-    t.eventType,
-    t.event,
-    t.at,
-    t.metadata,
-    t.prevHash,
-    t.hash,
-    t.chartVersion,
-    t.snapshotHash,
+    ...transitionValues(t),
   ];
   if (expectedVersion === 0) {
     if (lease !== undefined) return undefined;

@@ -9,6 +9,7 @@
 import type Database from 'better-sqlite3';
 import { ConcurrencyError, LeaseLostError, StoreError } from '../../core/errors.ts';
 import { actorMissing, invalidWrite, leaseViolation } from '../rules.ts';
+import { transitionValues } from '../sql-common.ts';
 import type { ActorWrite } from '../types.ts';
 import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
 
@@ -233,20 +234,7 @@ export class SqliteCommitter {
       const begin = this.sql.get(BEGIN_STEP);
       for (const step of write.stepsBegin) begin.run(step.key, actorId, step.name, step.startedAt);
     }
-    this.insertTransition.run(
-      t.actorId,
-      t.seq,
-      t.fromState,
-      t.toState,
-      t.eventType,
-      t.event,
-      t.at,
-      t.metadata,
-      t.prevHash,
-      t.hash,
-      t.chartVersion,
-      t.snapshotHash,
-    );
+    this.insertTransition.run(t.actorId, ...transitionValues(t));
   }
 
   private applyMessages(write: ActorWrite): void {
