@@ -222,7 +222,7 @@ export class SqliteCommitter {
       }
     } else {
       const changed = changesOf(write);
-      const { changes } = this.update(changed).run(updateParams(write, changed));
+      const { changes } = this.update(changed).run(...updateParams(write, changed));
       if (changes === 0) {
         const actualVersion = this.version(actorId);
         if (actualVersion === undefined) throw actorMissing(actorId);
