@@ -3,7 +3,28 @@
  * their "current actors" overlay, and the pieces of released migrations both
  * dialects execute to the byte.
  */
-import type { TransitionRow } from './types.ts';
+import type { ActorWrite, TransitionRow } from './types.ts';
+
+/**
+ * The values a write gives the actor row that both stores' INSERTs list first, in
+ * their order: id, machine_id, chart_version, version, state, status, snapshot,
+ * updated_at, head_hash, next_due_at.
+ */
+export function actorValues(write: ActorWrite): unknown[] {
+  const { actor } = write;
+  return [
+    actor.id,
+    actor.machineId,
+    actor.chartVersion,
+    actor.version,
+    actor.state,
+    actor.status,
+    actor.snapshot,
+    actor.updatedAt,
+    actor.headHash,
+    write.nextDueAt ?? null,
+  ];
+}
 
 /**
  * A transition row's values after its actor id, in the order both stores' INSERTs

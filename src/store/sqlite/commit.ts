@@ -9,7 +9,7 @@
 import type Database from 'better-sqlite3';
 import { ConcurrencyError, LeaseLostError, StoreError } from '../../core/errors.ts';
 import { actorMissing, invalidWrite, leaseViolation } from '../rules.ts';
-import { transitionValues } from '../sql-common.ts';
+import { actorValues, transitionValues } from '../sql-common.ts';
 import type { ActorWrite } from '../types.ts';
 import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
 
@@ -19,7 +19,7 @@ import { classifySqliteError, toStoreError, type Statements } from './connection
  * the parameter object, on every write.
  */
 const INSERT_ACTOR = `INSERT INTO actors (id, machine_id, chart_version, version, state, status,
-    snapshot, created_at, updated_at, head_hash, user_id, state_since, parent_id, next_due_at)
+    snapshot, updated_at, head_hash, next_due_at, created_at, user_id, state_since, parent_id)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO NOTHING`;
 
@@ -198,20 +198,11 @@ export class SqliteCommitter {
     }
     if (expectedVersion === 0) {
       const { changes } = this.insertActor.run(
-        actor.id,
-        actor.machineId,
-        actor.chartVersion,
-        actor.version,
-        actor.state,
-        actor.status,
-        actor.snapshot,
+        ...actorValues(write),
         actor.createdAt,
-        actor.updatedAt,
-        actor.headHash,
         write.userId ?? null,
         t.at,
         write.parentId ?? null,
-        write.nextDueAt ?? null,
       );
       if (changes === 0) {
         throw new ConcurrencyError({
