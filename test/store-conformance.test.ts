@@ -925,6 +925,44 @@ function storeConformance(target: StoreTarget): void {
         expect(await ids({ states: [] })).toEqual([]);
       });
 
+      it('applies writes that name the row they replace, setting what changed and keeping the rest', async () => {
+        // The runtime passes `previous`: the store may write only the columns that
+        // differ from it. Each step changes another set of them.
+        const steps: Array<{ state: string; status?: ActorStatus; chart?: number; at: number }> = [
+          { state: 'running', at: 10 },
+          { state: 'running', at: 20 },
+          { state: 'paused', at: 30 },
+          { state: 'paused', chart: 2, at: 40 },
+          { state: 'done', status: 'done', chart: 3, at: 50 },
+        ];
+        let previous: ActorRow | undefined;
+        for (const [i, step] of steps.entries()) {
+          const w = move('a', i + 1, step.state, step.at, {
+            from: previous?.state ?? null,
+            ...(step.status !== undefined ? { status: step.status } : {}),
+          });
+          const actor: ActorRow = { ...w.actor, chartVersion: step.chart ?? 1, createdAt: 10 };
+          await commitOk(store, {
+            ...w,
+            actor,
+            ...(previous !== undefined ? { previous } : {}),
+            ...(i === 3 ? { nextDueAt: 99 } : {}),
+          });
+          expect(await store.loadActor('a')).toEqual(actor);
+          previous = actor;
+        }
+        const [dwell] = await store.actorsInStates({ states: ['done'] });
+        expect(dwell).toMatchObject({
+          state: 'done',
+          status: 'done',
+          stateSince: 50,
+          updatedAt: 50,
+        });
+        const [paused] = await store.actorsInStates({ states: ['paused'] });
+        expect(paused).toBeUndefined();
+        expect(await store.history('a')).toHaveLength(steps.length);
+      });
+
       it('records the user only at creation and ignores it on updates', async () => {
         await commitOk(store, move('a', 1, 'running', 10, { userId: 'u1' }));
         await commitOk(store, { ...move('a', 2, 'paused', 20, { from: 'running' }), userId: 'u2' });

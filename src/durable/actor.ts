@@ -43,6 +43,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   private readonly core: ActorCore;
   private tail: Promise<unknown> = Promise.resolve();
   private pending = 0;
+  private settled: (() => void) | undefined;
   private readonly stepsInFlight = new Map<string, Promise<unknown>>();
 
   /** @internal Use {@link createDurableActor}. */
@@ -242,9 +243,10 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     const idle = this.pending === 0;
     this.pending++;
     const run = idle ? work() : this.tail.then(work, work);
-    const done = (): void => {
+    // One function per actor, made on its first send, not one per send.
+    const done = (this.settled ??= () => {
       this.pending--;
-    };
+    });
     this.tail = run.then(done, done);
     return run;
   }

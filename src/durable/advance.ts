@@ -31,6 +31,9 @@ import {
 import type { EventSource } from './notices.ts';
 import { errorValue, pureInitial, pureTransition } from './pure.ts';
 
+/** Context and output may hold XState actor refs (XState persists them as references). */
+const JSON_CHECK = { actorRefs: true } as const;
+
 /** Where the event comes from, and what pending effect it consumes. */
 export type Delivery =
   | { source: 'send' | 'recover' }
@@ -207,19 +210,29 @@ function checkValues(
   previous: AnyMachineSnapshot | undefined,
   always: boolean,
 ): void {
-  const check = (where: 'context' | 'output', value: unknown): void => {
-    const walked = walkJson(value, { actorRefs: true });
-    if (walked.ok) return;
-    throw new UnpersistableValueError({
-      machineId: f.machine.id,
-      actorId: f.actorId,
-      state: previous ? stateLabel(previous.value) : '(new)',
-      eventType: f.event.type,
-      where,
-      path: walked.problem.path.join('.'),
-      detail: walked.problem.detail ?? 'not plain JSON data',
-    });
-  };
-  if (always || next.context !== previous?.context) check('context', next.context);
-  if (next.output !== undefined && next.output !== previous?.output) check('output', next.output);
+  if (always || next.context !== previous?.context)
+    checkValue(f, previous, 'context', next.context);
+  if (next.output !== undefined && next.output !== previous?.output) {
+    checkValue(f, previous, 'output', next.output);
+  }
+}
+
+/** One value of {@link checkValues} (a function, not a closure: it runs on every transition). */
+function checkValue(
+  f: StepFacts,
+  previous: AnyMachineSnapshot | undefined,
+  where: 'context' | 'output',
+  value: unknown,
+): void {
+  const walked = walkJson(value, JSON_CHECK);
+  if (walked.ok) return;
+  throw new UnpersistableValueError({
+    machineId: f.machine.id,
+    actorId: f.actorId,
+    state: previous ? stateLabel(previous.value) : '(new)',
+    eventType: f.event.type,
+    where,
+    path: walked.problem.path.join('.'),
+    detail: walked.problem.detail ?? 'not plain JSON data',
+  });
 }

@@ -127,7 +127,6 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
 ): Promise<DurableActor<TLogic>> {
   // Plain checks, not a schema: this is on the path of every actor created.
   const given = machineOrChart as unknown;
-  const isMachineLike = (v: unknown) => typeof v === 'object' && v !== null && 'root' in v;
   if (!isMachineLike(given) && !isMachineLike((given as { machine?: unknown } | null)?.machine)) {
     throw new InvalidOptionsError(
       'createDurableActor',
@@ -185,8 +184,6 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
   if (schemas === undefined && getEventSchemas(machine) === undefined) warnNoEventSchemas(machine);
   const actorOptions = { schemas, maxEventBytes: options.maxEventBytes };
   const mode = options.mode ?? 'load-or-create';
-  const exists = (version: number) =>
-    new ConcurrencyError({ actorId: options.id, expectedVersion: 0, actualVersion: version });
 
   const live = runtime.heldActor(options.id) as DurableActor<TLogic> | undefined;
   if (live) {
@@ -198,13 +195,13 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
         detail: `actor runs "${live.machine.id}"`,
       });
     }
-    if (mode === 'create') throw exists(live.version);
+    if (mode === 'create') throw exists(options.id, live.version);
     return live;
   }
 
   const found = await options.store.loadActorHead(options.id);
   if (found) {
-    if (mode === 'create') throw exists(found.actor.version);
+    if (mode === 'create') throw exists(options.id, found.actor.version);
     return loadInto(runtime, machine, versioning, found, actorOptions);
   }
   if (mode === 'load') {
@@ -220,6 +217,16 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
     }
     throw error;
   }
+}
+
+/** Plain functions, not closures: they are on the path of every actor created. */
+function isMachineLike(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && 'root' in v;
+}
+
+/** `mode: 'create'` of an actor that exists. */
+function exists(actorId: string, version: number): ConcurrencyError {
+  return new ConcurrencyError({ actorId, expectedVersion: 0, actualVersion: version });
 }
 
 /** Options of {@link openDurableActor}. */

@@ -61,7 +61,8 @@ export function buildTransitionRow(
     snapshot: string;
   },
 ): TransitionRow {
-  const base: Omit<TransitionRow, 'hash'> = {
+  // The row is built once, its hash set last (every commit builds one).
+  const row: TransitionRow = {
     actorId: fields.actorId,
     seq: fields.seq,
     fromState: fields.fromState,
@@ -73,8 +74,10 @@ export function buildTransitionRow(
     prevHash: fields.prevHash,
     chartVersion: fields.chartVersion,
     snapshotHash: sha256(fields.snapshot),
+    hash: '',
   };
-  return { ...base, hash: hashTransition(base) };
+  row.hash = hashTransition(row);
+  return row;
 }
 
 /**

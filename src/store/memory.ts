@@ -53,14 +53,14 @@ export class MemoryStore implements S.Store {
     if (invalid) return invalid;
     const { actorId, expectedVersion } = write;
     const current = this.t.actors.get(actorId);
-    const lost = rules.leaseViolation(
-      write,
-      current && {
-        owner: this.t.leases.get(actorId)?.owner ?? null,
-        leaseUntil: this.t.leases.get(actorId)?.leaseUntil ?? null,
-      },
-    );
-    if (lost) return lost;
+    if (write.lease !== undefined) {
+      const lease = this.t.leases.get(actorId);
+      const lost = rules.leaseViolation(
+        write,
+        current && { owner: lease?.owner ?? null, leaseUntil: lease?.leaseUntil ?? null },
+      );
+      if (lost) return lost;
+    }
     if (expectedVersion === 0 ? current !== undefined : current?.version !== expectedVersion) {
       if (current === undefined) return rules.actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
@@ -80,51 +80,62 @@ export class MemoryStore implements S.Store {
 
   commit(writes: readonly S.ActorWrite[]): Promise<Array<Error | null>> {
     return this.run('commit', writes.length === 1 ? writes[0]?.actorId : undefined, () => {
-      return writes.map((write) => {
-        const error = this.conflict(write);
-        if (error) return error;
-        const { actorId } = write;
-        const createdAt = this.t.actors.get(actorId)?.createdAt ?? write.actor.createdAt;
-        const meta = this.t.meta.get(actorId);
-        const sameState = this.t.actors.get(actorId)?.state === write.actor.state;
-        this.t.meta.set(actorId, {
-          userId: meta ? meta.userId : (write.userId ?? null),
-          stateSince: meta && sameState ? meta.stateSince : write.transition.at,
-        });
-        this.t.actors.set(actorId, { ...write.actor, createdAt });
-        const history = this.t.transitions.get(actorId) ?? [];
-        history.push({ ...write.transition });
-        this.t.transitions.set(actorId, history);
-        if (write.nextDueAt === undefined) this.t.nextDue.delete(actorId);
-        else this.t.nextDue.set(actorId, write.nextDueAt);
-        if (write.consumeMessage !== undefined) this.t.messages.delete(write.consumeMessage);
-        for (const m of write.messagesOut ?? []) {
-          const id = this.t.nextMessageId++;
-          this.t.messages.set(id, {
-            ...m,
-            id,
-            from: actorId,
-            fromSeq: write.transition.seq,
-            at: write.transition.at,
-          });
-        }
-        if (write.parentId !== undefined && write.expectedVersion === 0) {
-          this.t.parents.set(actorId, write.parentId);
-        }
-        for (const step of write.stepsBegin ?? []) {
-          if (this.t.steps.has(step.key)) continue;
-          this.t.steps.set(step.key, {
-            ...step,
-            actorId,
-            status: 'executing',
-            result: null,
-            finishedAt: null,
-            attempts: 0,
-          });
-        }
-        return null;
-      });
+      const results: Array<Error | null> = [];
+      for (const write of writes) results.push(this.conflict(write) ?? this.apply(write));
+      return results;
     });
+  }
+
+  /** Applies a write {@link conflict} found nothing wrong with. */
+  private apply(write: S.ActorWrite): null {
+    const { actorId, transition } = write;
+    const current = this.t.actors.get(actorId);
+    const meta = this.t.meta.get(actorId);
+    if (meta === undefined || current?.state !== write.actor.state) {
+      this.t.meta.set(actorId, {
+        userId: meta ? meta.userId : (write.userId ?? null),
+        stateSince: transition.at,
+      });
+    }
+    this.t.actors.set(actorId, {
+      ...write.actor,
+      createdAt: current?.createdAt ?? write.actor.createdAt,
+    });
+    const history = this.t.transitions.get(actorId);
+    if (history === undefined) this.t.transitions.set(actorId, [{ ...transition }]);
+    else history.push({ ...transition });
+    if (write.nextDueAt === undefined) this.t.nextDue.delete(actorId);
+    else this.t.nextDue.set(actorId, write.nextDueAt);
+    if (write.consumeMessage !== undefined) this.t.messages.delete(write.consumeMessage);
+    if (write.messagesOut !== undefined) {
+      for (const m of write.messagesOut) {
+        const id = this.t.nextMessageId++;
+        this.t.messages.set(id, {
+          ...m,
+          id,
+          from: actorId,
+          fromSeq: transition.seq,
+          at: transition.at,
+        });
+      }
+    }
+    if (write.parentId !== undefined && write.expectedVersion === 0) {
+      this.t.parents.set(actorId, write.parentId);
+    }
+    if (write.stepsBegin !== undefined) {
+      for (const step of write.stepsBegin) {
+        if (this.t.steps.has(step.key)) continue;
+        this.t.steps.set(step.key, {
+          ...step,
+          actorId,
+          status: 'executing',
+          result: null,
+          finishedAt: null,
+          attempts: 0,
+        });
+      }
+    }
+    return null;
   }
 
   loadActor(actorId: string): Promise<S.ActorRow | undefined> {

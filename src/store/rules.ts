@@ -29,9 +29,6 @@ function writeProblem(write: ActorWrite): string | undefined {
   const { actorId, actor, transition } = write;
   if (actor.id !== actorId) return 'actor.id differs from actorId';
   if (transition.actorId !== actorId) return 'transition.actorId differs from actorId';
-  // Checked on every commit: plain comparisons, nothing allocated.
-  const notInteger = (name: string, n: number) =>
-    Number.isSafeInteger(n) ? undefined : `${name} is not an integer`;
   const problem =
     notInteger('expectedVersion', write.expectedVersion) ??
     notInteger('actor.chartVersion', actor.chartVersion) ??
@@ -52,6 +49,11 @@ function writeProblem(write: ActorWrite): string | undefined {
     return 'userId is not a non-empty string';
   }
   return undefined;
+}
+
+/** Checked on every commit: a plain comparison, nothing allocated (no closure either). */
+function notInteger(name: string, n: number): string | undefined {
+  return Number.isSafeInteger(n) ? undefined : `${name} is not an integer`;
 }
 
 /** Validates a query limit: a non-negative integer (SQL treats a negative LIMIT as none). */

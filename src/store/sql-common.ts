@@ -3,6 +3,49 @@
  * their "current actors" overlay, and the pieces of released migrations both
  * dialects execute to the byte.
  */
+import type { ActorWrite, TransitionRow } from './types.ts';
+
+/**
+ * The values a write gives the actor row that both stores' INSERTs list first, in
+ * their order: id, machine_id, chart_version, version, state, status, snapshot,
+ * updated_at, head_hash, next_due_at.
+ */
+export function actorValues(write: ActorWrite): unknown[] {
+  const { actor } = write;
+  return [
+    actor.id,
+    actor.machineId,
+    actor.chartVersion,
+    actor.version,
+    actor.state,
+    actor.status,
+    actor.snapshot,
+    actor.updatedAt,
+    actor.headHash,
+    write.nextDueAt ?? null,
+  ];
+}
+
+/**
+ * A transition row's values after its actor id, in the order both stores' INSERTs
+ * list its columns: seq, from_state, to_state, event_type, event, at, metadata,
+ * prev_hash, hash, chart_version, snapshot_hash.
+ */
+export function transitionValues(t: TransitionRow): unknown[] {
+  return [
+    t.seq,
+    t.fromState,
+    t.toState,
+    t.eventType,
+    t.event,
+    t.at,
+    t.metadata,
+    t.prevHash,
+    t.hash,
+    t.chartVersion,
+    t.snapshotHash,
+  ];
+}
 
 /** `actor_index`'s columns after its key, in table order. */
 export const INDEX_COLUMNS =

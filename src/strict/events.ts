@@ -142,13 +142,8 @@ export function eventIn(
   event: unknown,
   options: ValidateEventOptions,
 ): EventObject {
-  const machineId = machine.id;
-  const actorId = options.actorId;
-  const fail = (reason: InvalidEventReason, eventType?: string, field?: string, detail?: string) =>
-    new InvalidEventError({ machineId, actorId, eventType, reason, field, detail });
-
   if (event === null || typeof event !== 'object' || Array.isArray(event)) {
-    throw fail('not_an_object');
+    throw invalidEvent(machine, options, 'not_an_object');
   }
   // One walk reads every property once and makes the copy that is validated,
   // transitioned and stored: a getter cannot show validation one value and the log
@@ -158,43 +153,89 @@ export function eventIn(
   const copy = (walked.ok ? walked.value : undefined) as Record<string, unknown> | undefined;
   const type = walked.ok ? copy?.['type'] : (event as { type?: unknown }).type;
   if (typeof type !== 'string' || type.length === 0) {
-    throw fail('invalid_field', undefined, 'type', 'expected a non-empty string');
+    throw invalidEvent(
+      machine,
+      options,
+      'invalid_field',
+      undefined,
+      'type',
+      'expected a non-empty string',
+    );
   }
   if (type.startsWith('xstate.')) {
     // XState's internal events (delayed `after` events, init) only come from the runtime.
-    throw fail('unknown_type', type, 'type', 'reserved for internal events');
+    throw invalidEvent(
+      machine,
+      options,
+      'unknown_type',
+      type,
+      'type',
+      'reserved for internal events',
+    );
   }
   if (!walked.ok) {
     const problem = walked.problem;
     const field = problem.path.length > 0 ? problem.path.join('.') : undefined;
     if (problem.reason === 'oversize')
-      throw fail('oversize', type, undefined, `over ${maxBytes} bytes`);
-    throw fail(problem.reason, type, field, problem.detail);
+      throw invalidEvent(machine, options, 'oversize', type, undefined, `over ${maxBytes} bytes`);
+    throw invalidEvent(machine, options, problem.reason, type, field, problem.detail);
   }
   event = copy;
 
   const declared = options.schemas ?? schemasOf(machine);
   // An empty set of schemas is no schemas (a chart defined from a bare machine).
-  const schemas = declared && Object.keys(declared).length > 0 ? declared : undefined;
+  const schemas = declared && hasAny(declared) ? declared : undefined;
   if (!schemas) {
     // No schemas declared: accept any event type the chart names.
-    if (!machine.events.includes(type)) throw fail('unknown_type', type);
+    if (!machine.events.includes(type)) throw invalidEvent(machine, options, 'unknown_type', type);
     return event as EventObject;
   }
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
-  if (!schema) throw fail('unknown_type', type);
+  if (!schema) throw invalidEvent(machine, options, 'unknown_type', type);
   const result = schema.safeParse(event);
   if (result.success) return result.data;
 
   const issue = result.error.issues[0];
-  if (!issue) throw fail('invalid_field', type);
+  if (!issue) throw invalidEvent(machine, options, 'invalid_field', type);
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
-    throw fail('unexpected_field', type, [...issue.path.map(String), key].join('.'));
+    throw invalidEvent(
+      machine,
+      options,
+      'unexpected_field',
+      type,
+      [...issue.path.map(String), key].join('.'),
+    );
   }
   const field = issue.path.map(String).join('.') || undefined;
-  if (valueAt(event, issue.path) === undefined) throw fail('missing_field', type, field);
+  if (valueAt(event, issue.path) === undefined)
+    throw invalidEvent(machine, options, 'missing_field', type, field);
   // zod's messages describe expected types ("expected number"); for some codes they
   // quote the received value, so only the issue code is reported.
-  throw fail('invalid_field', type, field, issue.code);
+  throw invalidEvent(machine, options, 'invalid_field', type, field, issue.code);
+}
+
+/** The error {@link eventIn} throws (a function, not a closure: eventIn runs on every send). */
+function invalidEvent(
+  machine: AnyStateMachine,
+  options: ValidateEventOptions,
+  reason: InvalidEventReason,
+  eventType?: string,
+  field?: string,
+  detail?: string,
+): InvalidEventError {
+  return new InvalidEventError({
+    machineId: machine.id,
+    actorId: options.actorId,
+    eventType,
+    reason,
+    field,
+    detail,
+  });
+}
+
+/** Whether a record has an own enumerable key (without listing its keys: every send asks). */
+function hasAny(record: object): boolean {
+  for (const key in record) if (Object.hasOwn(record, key)) return true;
+  return false;
 }

@@ -8,6 +8,7 @@
 import type { PoolClient } from 'pg';
 import { ConcurrencyError } from '../../core/errors.ts';
 import * as rules from '../rules.ts';
+import { actorValues, transitionValues } from '../sql-common.ts';
 import type * as S from '../types.ts';
 import {
   asError,
@@ -70,29 +71,7 @@ export function writeStatement(
   write: S.ActorWrite,
 ): { name: string; text: string; values: unknown[] } | undefined {
   const { expectedVersion, actor, transition: t, lease } = write;
-  const values: unknown[] = [
-    actor.id,
-    actor.machineId,
-    actor.chartVersion,
-    actor.version,
-    actor.state,
-    actor.status,
-    actor.snapshot,
-    actor.updatedAt,
-    actor.headHash,
-    write.nextDueAt ?? null,
-    t.seq,
-    t.fromState,
-    t.toState,
-    t.eventType,
-    t.event,
-    t.at,
-    t.metadata,
-    t.prevHash,
-    t.hash,
-    t.chartVersion,
-    t.snapshotHash,
-  ];
+  const values: unknown[] = [...actorValues(write), ...transitionValues(t)];
   if (expectedVersion === 0) {
     if (lease !== undefined) return undefined;
     values.push(actor.createdAt, write.userId ?? null);

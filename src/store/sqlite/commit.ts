@@ -9,54 +9,95 @@
 import type Database from 'better-sqlite3';
 import { ConcurrencyError, LeaseLostError, StoreError } from '../../core/errors.ts';
 import { actorMissing, invalidWrite, leaseViolation } from '../rules.ts';
+import { actorValues, transitionValues } from '../sql-common.ts';
 import type { ActorWrite } from '../types.ts';
 import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
 
+/**
+ * Every statement of a commit binds positional parameters, in the order their
+ * columns are listed: binding by name makes better-sqlite3 look up each name on
+ * the parameter object, on every write.
+ */
 const INSERT_ACTOR = `INSERT INTO actors (id, machine_id, chart_version, version, state, status,
-    snapshot, created_at, updated_at, head_hash, user_id, state_since, parent_id, next_due_at)
-  VALUES (@id, @machineId, @chartVersion, @version, @state, @status, @snapshot,
-    @createdAt, @updatedAt, @headHash, @userId, @enteredAt, @parentId, @nextDueAt)
+    snapshot, updated_at, head_hash, next_due_at, created_at, user_id, state_since, parent_id)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO NOTHING`;
 
 const INSERT_MESSAGE = `INSERT INTO messages (to_actor, from_actor, from_seq, idx, kind, body, at)
-  VALUES (@to, @from, @fromSeq, @idx, @kind, @body, @at)`;
+  VALUES (?, ?, ?, ?, ?, ?, ?)`;
 
 const INSERT_TRANSITION = `INSERT INTO transitions (actor_id, seq, from_state, to_state,
     event_type, event, at, metadata, prev_hash, hash, chart_version, snapshot_hash)
-  VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at, @metadata,
-    @prevHash, @hash, @chartVersion, @snapshotHash)`;
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 const BEGIN_STEP = `INSERT INTO steps (key, actor_id, name, status, result, started_at,
     finished_at, attempts)
-  VALUES (@key, @actorId, @name, 'executing', NULL, @startedAt, NULL, 0)
+  VALUES (?, ?, ?, 'executing', NULL, ?, NULL, 0)
   ON CONFLICT (key) DO NOTHING`;
+
+/** Which columns of the actor row an UPDATE sets beyond those every send changes. */
+const STATE_CHANGES = 1;
+const STATUS_CHANGES = 2;
+const CHART_CHANGES = 4;
+/** The row's previous values are unknown: every column that may change is set. */
+const UNKNOWN_PREVIOUS = STATE_CHANGES | STATUS_CHANGES | CHART_CHANGES | 8;
 
 /**
  * The UPDATE of the actor row, setting only the columns that change. SQLite
  * rewrites an index entry when the UPDATE names one of its columns, whether or not
  * the value changes; no index of `actors` holds a column a send changes, and this
- * keeps it so should one be added.
+ * keeps it so should one be added. Parameters, in order: version, snapshot,
+ * updated_at, head_hash, next_due_at, then those of the columns it sets, then id
+ * and the expected version ({@link updateParams}).
  */
-function updateActorSql(write: ActorWrite): string {
-  const previous = write.previous;
-  const set = ['version = @version', 'snapshot = @snapshot', 'updated_at = @updatedAt'];
-  set.push('head_hash = @headHash', 'next_due_at = @nextDueAt');
-  if (previous === undefined) {
+function updateActorSql(changes: number): string {
+  const set = ['version = ?', 'snapshot = ?', 'updated_at = ?', 'head_hash = ?', 'next_due_at = ?'];
+  if (changes === UNKNOWN_PREVIOUS) {
     set.push(
-      'state = @state',
-      'status = @status',
-      'chart_version = @chartVersion',
-      'state_since = CASE WHEN state = @state THEN state_since ELSE @enteredAt END',
+      'state = ?',
+      'status = ?',
+      'chart_version = ?',
+      'state_since = CASE WHEN state = ? THEN state_since ELSE ? END',
     );
   } else {
-    if (previous.state !== write.actor.state)
-      set.push('state = @state', 'state_since = @enteredAt');
-    if (previous.status !== write.actor.status) set.push('status = @status');
-    if (previous.chartVersion !== write.actor.chartVersion) {
-      set.push('chart_version = @chartVersion');
-    }
+    if (changes & STATE_CHANGES) set.push('state = ?', 'state_since = ?');
+    if (changes & STATUS_CHANGES) set.push('status = ?');
+    if (changes & CHART_CHANGES) set.push('chart_version = ?');
   }
-  return `UPDATE actors SET ${set.join(', ')} WHERE id = @id AND version = @expectedVersion`;
+  return `UPDATE actors SET ${set.join(', ')} WHERE id = ? AND version = ?`;
+}
+
+/** What an UPDATE of the actor row for `write` sets (see {@link updateActorSql}). */
+function changesOf(write: ActorWrite): number {
+  const previous = write.previous;
+  if (previous === undefined) return UNKNOWN_PREVIOUS;
+  const actor = write.actor;
+  return (
+    (previous.state !== actor.state ? STATE_CHANGES : 0) |
+    (previous.status !== actor.status ? STATUS_CHANGES : 0) |
+    (previous.chartVersion !== actor.chartVersion ? CHART_CHANGES : 0)
+  );
+}
+
+/** The parameters of {@link updateActorSql}`(changes)` for `write`. */
+function updateParams(write: ActorWrite, changes: number): unknown[] {
+  const { actor } = write;
+  const params: unknown[] = [
+    actor.version,
+    actor.snapshot,
+    actor.updatedAt,
+    actor.headHash,
+    write.nextDueAt ?? null,
+  ];
+  if (changes === UNKNOWN_PREVIOUS) {
+    params.push(actor.state, actor.status, actor.chartVersion, actor.state, write.transition.at);
+  } else {
+    if (changes & STATE_CHANGES) params.push(actor.state, write.transition.at);
+    if (changes & STATUS_CHANGES) params.push(actor.status);
+    if (changes & CHART_CHANGES) params.push(actor.chartVersion);
+  }
+  params.push(actor.id, write.expectedVersion);
+  return params;
 }
 
 /** Applies batches of writes; see {@link SqliteCommitter.commit}. */
@@ -66,11 +107,15 @@ export class SqliteCommitter {
     (writes: readonly ActorWrite[]) => Array<Error | null>
   >;
   private readonly fast: Database.Transaction<(writes: readonly ActorWrite[]) => void>;
+  private readonly insertActor: Database.Statement;
+  private readonly insertTransition: Database.Statement;
 
   constructor(
     private readonly db: Database.Database,
     private readonly sql: Statements,
   ) {
+    this.insertActor = sql.get(INSERT_ACTOR);
+    this.insertTransition = sql.get(INSERT_TRANSITION);
     // Called inside `batch`, better-sqlite3 runs `one` as a SAVEPOINT: a failed
     // write rolls back alone and the batch goes on.
     this.one = db.transaction((write: ActorWrite) => this.apply(write));
@@ -128,8 +173,20 @@ export class SqliteCommitter {
     }
   }
 
+  /** The UPDATE of the actor row by what it sets, prepared once each. */
+  private readonly updates: Array<Database.Statement | undefined> = [];
+
+  private update(changes: number): Database.Statement {
+    let statement = this.updates[changes];
+    if (statement === undefined) {
+      statement = this.sql.get(updateActorSql(changes));
+      this.updates[changes] = statement;
+    }
+    return statement;
+  }
+
   private apply(write: ActorWrite): void {
-    const { actorId, expectedVersion, actor, transition } = write;
+    const { actorId, expectedVersion, actor, transition: t } = write;
     if (write.lease !== undefined) {
       // Checked under the write lock IMMEDIATE took: no other worker can take the
       // lease between this check and the commit.
@@ -140,13 +197,13 @@ export class SqliteCommitter {
       if (lost) throw lost;
     }
     if (expectedVersion === 0) {
-      const { changes } = this.sql.get(INSERT_ACTOR).run({
-        ...actor,
-        userId: write.userId ?? null,
-        enteredAt: transition.at,
-        parentId: write.parentId ?? null,
-        nextDueAt: write.nextDueAt ?? null,
-      });
+      const { changes } = this.insertActor.run(
+        ...actorValues(write),
+        actor.createdAt,
+        write.userId ?? null,
+        t.at,
+        write.parentId ?? null,
+      );
       if (changes === 0) {
         throw new ConcurrencyError({
           actorId,
@@ -155,19 +212,8 @@ export class SqliteCommitter {
         });
       }
     } else {
-      const { changes } = this.sql.get(updateActorSql(write)).run({
-        id: actor.id,
-        version: actor.version,
-        snapshot: actor.snapshot,
-        updatedAt: actor.updatedAt,
-        headHash: actor.headHash,
-        state: actor.state,
-        status: actor.status,
-        chartVersion: actor.chartVersion,
-        enteredAt: transition.at,
-        nextDueAt: write.nextDueAt ?? null,
-        expectedVersion,
-      });
+      const changed = changesOf(write);
+      const { changes } = this.update(changed).run(...updateParams(write, changed));
       if (changes === 0) {
         const actualVersion = this.version(actorId);
         if (actualVersion === undefined) throw actorMissing(actorId);
@@ -177,9 +223,9 @@ export class SqliteCommitter {
     this.applyMessages(write);
     if (write.stepsBegin !== undefined && write.stepsBegin.length > 0) {
       const begin = this.sql.get(BEGIN_STEP);
-      for (const step of write.stepsBegin) begin.run({ ...step, actorId });
+      for (const step of write.stepsBegin) begin.run(step.key, actorId, step.name, step.startedAt);
     }
-    this.sql.get(INSERT_TRANSITION).run(transition);
+    this.insertTransition.run(t.actorId, ...transitionValues(t));
   }
 
   private applyMessages(write: ActorWrite): void {
@@ -196,7 +242,7 @@ export class SqliteCommitter {
     if (write.messagesOut === undefined || write.messagesOut.length === 0) return;
     const insert = this.sql.get(INSERT_MESSAGE);
     for (const m of write.messagesOut) {
-      insert.run({ ...m, from: actorId, fromSeq: transition.seq, at: transition.at });
+      insert.run(m.to, actorId, transition.seq, m.idx, m.kind, m.body, transition.at);
     }
   }
 }
