@@ -339,6 +339,55 @@ describe('messages across a crash', () => {
   });
 });
 
+describe('deliveries are pipelined in their order', () => {
+  test("a parent's twenty spawns are created in one group commit, and their completions reach it in spawn order", async () => {
+    const leaf = setup({ types: { input: {} as { n: number } } }).createMachine({
+      id: 'leaf',
+      initial: 'done',
+      states: { done: { type: 'final' } },
+      output: ({ self }) => self.id,
+    });
+    const ids = Array.from({ length: 20 }, (_, n) => `c${n}`);
+    const fan = setup({
+      types: { context: {} as { order: string[] } },
+      actors: { leaf },
+    }).createMachine({
+      id: 'fan',
+      context: { order: [] },
+      initial: 'idle',
+      states: {
+        idle: {
+          on: { GO: { actions: ids.map((id, n) => spawnChild('leaf', { id, input: { n } })) } },
+        },
+      },
+      on: {
+        'xstate.done.actor.*': {
+          actions: assign({
+            order: ({ context, event }) => [...context.order, event.type.slice(18)],
+          }),
+        },
+      },
+    });
+    const store = open();
+    const batches: string[][] = [];
+    const commit = store.commit.bind(store);
+    store.commit = (writes) => {
+      batches.push(writes.map((w) => w.actorId));
+      return commit(writes);
+    };
+    const actor = await createDurableActor(fan, { id: 'f', store, schemas: false });
+    await actor.send({ type: 'GO' });
+    await settle(store);
+    const creations = batches.filter((b) => b.some((id) => id.startsWith('f/')));
+    expect(creations.flat().sort()).toEqual(ids.map((id) => `f/${id}`).sort());
+    expect(creations).toHaveLength(1);
+    const plain = createActor(fan).start();
+    plain.send({ type: 'GO' });
+    expect(plain.getSnapshot().context.order).toEqual(ids);
+    expect(actor.getSnapshot().context.order).toEqual(ids);
+  });
+});
+
 function chart(machine: AnyStateMachine) {
   return { machine, version: 1, migrations: {} } as never;
 }

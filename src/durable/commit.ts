@@ -4,7 +4,9 @@
  * them. Each caller's promise settles with its own write's outcome only after the
  * transaction is durable. A flush is started on a microtask, so a lone send pays
  * no event-loop turn, yet every send issued in the same synchronous run (or while
- * a flush is in flight) joins the batch.
+ * a flush is in flight) joins the batch. When the courier will deliver to other
+ * actors next (`more`), the flush waits for the end of the event-loop turn instead:
+ * those deliveries, submitted microtask by microtask, join the same transaction.
  */
 import { StoreError } from '../core/errors.ts';
 import type { ActorWrite, Store } from '../store/types.ts';
@@ -21,11 +23,15 @@ export class Committer {
   /** True from the start of a flush until it finds the queue empty (set synchronously). */
   private running = false;
   private flushing: Promise<void> = Promise.resolve();
+  /** Resolves when the scheduled flush has started. */
+  private started: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
     private readonly store: Store,
     private readonly maxBatch: number,
+    /** Whether more writes are on their way after this one (a flush then waits for the turn's end). */
+    private readonly more: (write: ActorWrite) => boolean = () => false,
   ) {}
 
   /**
@@ -47,9 +53,15 @@ export class Committer {
       this.queue.push({ write, resolve, reject });
       if (!this.scheduled && !this.running) {
         this.scheduled = true;
-        queueMicrotask(() => {
-          this.scheduled = false;
-          this.flushing = this.flush();
+        const wait = this.more(write);
+        this.started = new Promise<void>((started) => {
+          const start = () => {
+            this.scheduled = false;
+            this.flushing = this.flush();
+            started();
+          };
+          if (wait) setImmediate(start);
+          else queueMicrotask(start);
         });
       }
     });
@@ -87,6 +99,7 @@ export class Committer {
   async drain(): Promise<void> {
     while (this.scheduled || this.running || this.queue.length > 0) {
       if (this.running) await this.flushing;
+      else if (this.scheduled) await this.started;
       else await new Promise<void>((resolve) => queueMicrotask(resolve));
     }
   }

@@ -14,6 +14,13 @@
  * to an actor that has finished is consumed without a row. Messages left pending
  * by a crash or by another process are delivered by {@link Courier.deliverAll},
  * oldest first.
+ *
+ * Deliveries are pipelined without changing that order: what a delivery's commit
+ * posts is known when the commit is submitted ({@link Courier.submitting}), so the
+ * courier queues those messages and goes on to the next delivery while the commit
+ * is made durable — a parent's messages to a hundred children are committed in a
+ * few group commits, not one by one. A message is only looked up and delivered
+ * once the commit that posted it is on disk.
  */
 import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
@@ -50,6 +57,24 @@ export interface PostedBatch {
 
 const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
   `${m.fromSeq}:${m.idx}:${m.from}`;
+const keyOfCommit = (from: string, fromSeq: number): string => `${fromSeq}:${from}`;
+
+/** A delivery under way: what its receiver's commits post, and its first commit's signal. */
+interface Frame {
+  readonly posted: Posted[];
+  submitted: (() => void) | undefined;
+  /** The commit whose messages it took (cleared by that commit's post, or after). */
+  taken?: string;
+}
+
+function postedOf(batch: PostedBatch): Posted[] {
+  return batch.messages.map((m) => ({
+    to: m.to,
+    from: batch.from,
+    fromSeq: batch.fromSeq,
+    idx: m.idx,
+  }));
+}
 
 /**
  * How many pending rows of one receiver are read at a time when looking for one:
@@ -65,8 +90,12 @@ export class Courier {
   private readonly processing = new Set<string>();
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
-  /** Per receiver being delivered to, what its commits posted meanwhile. */
-  private readonly frames = new Map<string, Posted[]>();
+  /** Per receiver being delivered to, what its commits post. */
+  private readonly frames = new Map<string, Frame>();
+  /** Per actor, deliveries to it whose commit is submitted but not settled yet. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+  /** Commits whose messages a delivery took when they were submitted (`keyOfCommit`). */
+  private readonly taken = new Set<string>();
   /** Per sender, its posted batches not yet delivered (one sender's batches in order). */
   private readonly senders = new Map<string, Promise<void>>();
   private readonly tasks = new Set<Promise<unknown>>();
@@ -80,15 +109,11 @@ export class Courier {
    * depth first; otherwise they start a delivery of their own.
    */
   post(batch: PostedBatch): void {
-    const posted = batch.messages.map((m) => ({
-      to: m.to,
-      from: batch.from,
-      fromSeq: batch.fromSeq,
-      idx: m.idx,
-    }));
+    if (this.taken.delete(keyOfCommit(batch.from, batch.fromSeq))) return;
+    const posted = postedOf(batch);
     const frame = this.frames.get(batch.from);
     if (frame !== undefined) {
-      frame.push(...posted);
+      frame.posted.push(...posted);
       return;
     }
     const previous = this.senders.get(batch.from) ?? Promise.resolve();
@@ -99,6 +124,34 @@ export class Courier {
         if (this.senders.get(batch.from) === run) this.senders.delete(batch.from);
       }),
     );
+  }
+
+  /**
+   * A commit is being submitted. When it is the commit of a delivery under way, the
+   * delivery takes the messages it posts now and the courier goes on while it is
+   * made durable.
+   */
+  submitting(batch: PostedBatch): void {
+    const frame = this.frames.get(batch.from);
+    if (frame?.submitted === undefined) return;
+    if (batch.messages.length > 0) {
+      frame.posted.push(...postedOf(batch));
+      frame.taken = keyOfCommit(batch.from, batch.fromSeq);
+      this.taken.add(frame.taken);
+    }
+    const go = frame.submitted;
+    frame.submitted = undefined;
+    go();
+  }
+
+  /**
+   * Whether, after a commit of this actor, the courier goes on delivering to other
+   * actors (a delivery is under way and this actor has nothing more queued): their
+   * commits can join this one's transaction.
+   */
+  deliversElsewhere(actorId: string): boolean {
+    if (this.frames.size === 0 && this.inFlight.size === 0) return false;
+    return (this.mailboxes.get(actorId)?.length ?? 0) === 0;
   }
 
   /** Whether a delivery is under way. */
@@ -203,40 +256,86 @@ export class Courier {
   }
 
   /**
-   * Delivers one message; returns what the receiver's commit posted, or undefined
-   * when the message was not delivered here (delivered elsewhere; its receiver is
-   * another worker's; or the delivery failed, logged: it stays pending).
+   * Delivers one message; returns what the receiver's commit posted (as soon as the
+   * commit is submitted), or undefined when the message was not delivered here
+   * (delivered elsewhere; its receiver is another worker's; or the delivery failed,
+   * logged: it stays pending).
    */
   private async deliver(p: Posted): Promise<Posted[] | undefined> {
     const key = keyOf(p);
-    const frame: Posted[] = [];
+    // Claimed until its delivery settles: a message whose commit is in flight is still
+    // pending in the store, and must not be queued again (by deliverAll) meanwhile.
+    let started = false;
     try {
       if (this.closed) return undefined;
+      // The commit that posted it must be on disk before its row is looked for, and
+      // the receiver's own last one before it is delivered to (a spawn reads the row).
+      await this.inFlight.get(p.from);
+      await this.inFlight.get(p.to);
       const row = p.row ?? (await this.find(p));
       if (row === undefined) return undefined;
       if (p.row === undefined && row.kind !== 'spawn' && !(await this.hooks.owns(row.to))) {
         return undefined;
       }
+      let submitted: () => void = () => {};
+      const onSubmit = new Promise<'submitted'>((resolve) => {
+        submitted = () => resolve('submitted');
+      });
+      const frame: Frame = { posted: [], submitted };
       this.frames.set(p.to, frame);
-      try {
-        if (row.kind === 'spawn') await this.hooks.spawn(row);
-        else await (await this.hooks.actor(row.to)).deliverMessage(row);
-      } catch (error) {
-        if (error instanceof LeaseLostError) return undefined;
-        if (!(error instanceof ConcurrencyError)) throw error; // else delivered elsewhere
-      } finally {
+      started = true;
+      const run = this.run(row).finally(() => {
+        if (this.frames.get(p.to) === frame) this.frames.delete(p.to);
+        // A commit that failed posts nothing: what it would have posted is no news.
+        if (frame.taken !== undefined) this.taken.delete(frame.taken);
+        this.claimed.delete(key);
+      });
+      const first = await Promise.race([run, onSubmit]);
+      if (first === 'submitted') {
         this.frames.delete(p.to);
+        this.pending(p.to, run);
+        return frame.posted;
       }
-      return frame;
+      return first ? frame.posted : undefined;
     } catch (error) {
-      this.hooks.logger.error(
-        { actorId: p.to, err: error },
-        'message delivery failed; it stays pending',
-      );
+      this.failed(p.to, error);
       return undefined;
     } finally {
-      this.claimed.delete(key);
+      if (!started) this.claimed.delete(key);
     }
+  }
+
+  /** Runs one delivery: true when it was made here or elsewhere, false when it stays pending. */
+  private async run(row: MessageRow): Promise<boolean> {
+    try {
+      if (row.kind === 'spawn') await this.hooks.spawn(row);
+      else await (await this.hooks.actor(row.to)).deliverMessage(row);
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLostError) return false;
+      if (error instanceof ConcurrencyError) return true; // delivered elsewhere
+      throw error;
+    }
+  }
+
+  /** A delivery whose commit is submitted: waited for before what it posted is delivered. */
+  private pending(actorId: string, run: Promise<boolean>): void {
+    const settled = run.then(
+      () => undefined,
+      (error: unknown) => this.failed(actorId, error),
+    );
+    const before = this.inFlight.get(actorId);
+    const all = before === undefined ? settled : Promise.all([before, settled]);
+    this.inFlight.set(actorId, all);
+    this.track(
+      all.finally(() => {
+        if (this.inFlight.get(actorId) === all) this.inFlight.delete(actorId);
+      }),
+    );
+  }
+
+  private failed(actorId: string, error: unknown): void {
+    this.hooks.logger.error({ actorId, err: error }, 'message delivery failed; it stays pending');
   }
 
   /** The pending row of a posted message, if it is still pending. */

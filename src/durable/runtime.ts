@@ -102,7 +102,9 @@ export class DurableRuntime {
     this.conflictRetries = options.conflictRetries ?? 0;
     this.owner = options.owner;
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.committer = new Committer(store, options.maxBatch ?? 512);
+    this.committer = new Committer(store, options.maxBatch ?? 512, (write) =>
+      this.courier.deliversElsewhere(write.actorId),
+    );
     this.leases = new Leases(store, this.clock, this.logger, this.owner, this.leaseMs);
     this.timers = new TimerScheduler(
       store,
@@ -287,7 +289,13 @@ export class DurableRuntime {
 
   /** Queues a write for the next group commit; the committer batches writes that arrive together. */
   commit(write: ActorWrite): Promise<void> {
-    return this.committer.commit(write);
+    const done = this.committer.commit(write);
+    this.courier.submitting({
+      from: write.actorId,
+      fromSeq: write.transition.seq,
+      messages: write.messagesOut ?? [],
+    });
+    return done;
   }
 
   /** Invoked promises running in this process (see {@link drain}). */
