@@ -83,6 +83,20 @@ describe('SQLite connection settings', () => {
     expect(store.db.pragma('busy_timeout', { simple: true })).toBe(250);
   });
 
+  it('drops a message without a sync of its own and stays at synchronous=FULL for commits', async () => {
+    const store = open(`sqlite:${freshFile()}`);
+    const sender = {
+      ...write('s', 1),
+      messagesOut: [{ to: 'r', kind: 'event' as const, body: '{"type":"X"}', idx: 0 }],
+    };
+    expect(await store.commit([sender])).toEqual([null]);
+    const [message] = await store.pendingMessages({ limit: 5 });
+    expect(await store.dropMessage(message?.id ?? -1)).toBe(true);
+    expect(await store.dropMessage(message?.id ?? -1)).toBe(false);
+    expect(store.db.pragma('synchronous', { simple: true })).toBe(2);
+    expect(await store.pendingMessages({ limit: 5 })).toEqual([]);
+  });
+
   it('keeps committed data across close and reopen, visible to other connections', async () => {
     const file = freshFile();
     const first = open(`sqlite:${file}`);

@@ -355,7 +355,12 @@ export interface MessageFacet {
    * after message id `afterId`.
    */
   pendingMessages(query: MessageQuery): Promise<MessageRow[]>;
-  /** Deletes a pending message delivered without a transition (refused by its receiver). */
+  /**
+   * Deletes a pending message delivered without a transition (refused by its
+   * receiver). Dropping is idempotent — after a crash the message is delivered again
+   * and dropped again, changing nothing — so a store may leave the deletion to be
+   * made durable by its next synced commit rather than sync it on its own.
+   */
   dropMessage(id: number): Promise<boolean>;
 }
 

@@ -293,19 +293,16 @@ export class SqliteStore implements S.Store {
     });
   }
 
-  /**
-   * Dropping a message is idempotent — after a crash it is delivered again and
-   * dropped again, changing nothing — so its deletion waits for no fsync of its
-   * own: the next commit that syncs the log makes it durable.
-   */
   dropMessage(id: number): Promise<boolean> {
+    // Idempotent (see the contract): no fsync of its own; the next commit that syncs
+    // the log makes the deletion durable.
     return this.run('commit', undefined, () => {
       const relax = this.syncLevel > 1;
-      if (relax) this.db.pragma('synchronous = NORMAL');
+      if (relax) this.sql('PRAGMA synchronous = NORMAL').run();
       try {
         return this.sql('DELETE FROM messages WHERE id = ?').run(id).changes === 1;
       } finally {
-        if (relax) this.db.pragma(`synchronous = ${this.syncLevel}`);
+        if (relax) this.sql(`PRAGMA synchronous = ${this.syncLevel}`).run();
       }
     });
   }
