@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import { openStore } from '../src/store/open.ts';
 import { SqliteStore, classifySqliteError, openSqliteStore } from '../src/store/sqlite/store.ts';
@@ -95,6 +95,27 @@ describe('SQLite connection settings', () => {
     expect(await store.dropMessage(message?.id ?? -1)).toBe(false);
     expect(store.db.pragma('synchronous', { simple: true })).toBe(2);
     expect(await store.pendingMessages({ limit: 5 })).toEqual([]);
+  });
+
+  it('lists actors by status the same through the folded projection and through its overlay', async () => {
+    const store = openSqliteStore(freshFile(), { readModelRefreshMs: 0 });
+    onTestFinished(() => store.close());
+    const finished = (w: ReturnType<typeof write>) => ({
+      ...w,
+      actor: { ...w.actor, status: 'done' as const },
+    });
+    await store.commit([write('a', 1), write('b', 1), write('c', 1)]);
+    await store.commit([finished(write('b', 2))]);
+    await store.refreshReadModels();
+    const ids = async () => (await store.listActors({ status: 'active' })).map((a) => a.id);
+    expect(await ids()).toEqual(['a', 'c']); // folded: the projection's index alone
+    await store.commit([finished(write('c', 2)), write('d', 1)]);
+    expect(await ids()).toEqual(['a', 'd']); // not folded yet: the overlay
+    await store.refreshReadModels();
+    expect(await ids()).toEqual(['a', 'd']);
+    expect(
+      (await store.listActors({ status: 'active', afterId: 'a', limit: 1 })).map((a) => a.id),
+    ).toEqual(['d']);
   });
 
   it('keeps committed data across close and reopen, visible to other connections', async () => {

@@ -64,6 +64,11 @@ export class SqliteReadModels {
     return (this.sql.get('SELECT MAX(rowid) FROM transitions').pluck().get() as number | null) ?? 0;
   }
 
+  /** Whether every logged transition is folded in up to `applied` (no overlay to read). */
+  foldedUpTo(applied: number): boolean {
+    return this.head() <= applied;
+  }
+
   /** The applied mark, after folding a large overlay in when this connection may write. */
   mark(): number {
     const applied = this.applied();

@@ -22,6 +22,10 @@ export { classifySqliteError, type SqliteStoreOptions } from './connection.ts';
 
 const ACTOR_COLUMNS = `id, machine_id AS machineId, chart_version AS chartVersion, version, state,
   status, snapshot, created_at AS createdAt, updated_at AS updatedAt, head_hash AS headHash`;
+/** {@link ACTOR_COLUMNS} of the actor row `a` in a join. */
+const ACTOR_COLUMNS_OF_A = `a.id, a.machine_id AS machineId, a.chart_version AS chartVersion,
+  a.version, a.state, a.status, a.snapshot, a.created_at AS createdAt, a.updated_at AS updatedAt,
+  a.head_hash AS headHash`;
 const TRANSITION_COLUMNS = `actor_id AS actorId, seq, from_state AS fromState, to_state AS toState,
   event_type AS eventType, event, at, metadata, prev_hash AS prevHash, hash,
   chart_version AS chartVersion, snapshot_hash AS snapshotHash`;
@@ -203,6 +207,16 @@ export class SqliteStore implements S.Store {
       // partial index of unfinished actors, which recovery pages through).
       params['applied'] = this.readModels.mark();
       const status = `'${checkStatus(query.status)}'`;
+      if (this.readModels.foldedUpTo(params['applied'] as number)) {
+        // Nothing to overlay: the projection's index joined to the rows, as a raw scan
+        // would (recovery's pages of 100k unfinished actors: ~20% less time).
+        return this.sql(
+          `SELECT ${ACTOR_COLUMNS_OF_A} FROM actor_index i JOIN actors a ON a.id = i.actor_id
+           WHERE i.status = ${status} AND a.status = ${status} AND i.actor_id > @afterId
+             AND ${also}
+           ORDER BY i.actor_id LIMIT @limit`,
+        ).all(params) as S.ActorRow[];
+      }
       return this.sql(
         `WITH ${dirtyActors('rowid > @applied', SQLITE_LOG)},
            ${actorsByStatus(status, '@afterId', '@limit', also)}
