@@ -9,7 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { assign, setup } from 'xstate';
+import {
+  assign,
+  createActor,
+  fromPromise,
+  sendTo,
+  setup,
+  spawnChild,
+  type AnyActorRef,
+  type EventObject,
+} from 'xstate';
 import { catalog, charts } from '../machines/index.ts';
 import {
   ConcurrencyError,
@@ -24,6 +33,7 @@ import {
   type Store,
 } from '../src/index.ts';
 import { encodeSnapshot } from '../src/durable/codec.ts';
+import { ledgerJson, type Ledger } from '../src/durable/ledger.ts';
 
 const task = catalog['task-lifecycle'];
 let dir: string;
@@ -301,5 +311,96 @@ describe('snapshot encoding', () => {
         expect(ours).toEqual(xstate);
       }
     }
+  });
+
+  test("with children, writes the very bytes of XState's persisted snapshot, as children change and as they do not", async () => {
+    const kid = setup({
+      types: { context: {} as { n: number }, events: {} as { type: 'TICK' } },
+    }).createMachine({
+      context: { n: 0 },
+      initial: 'counting',
+      states: {
+        counting: {
+          on: {
+            TICK: [
+              { guard: ({ context }) => context.n >= 1, target: 'done' },
+              { actions: assign({ n: ({ context }) => context.n + 1 }) },
+            ],
+          },
+        },
+        done: { type: 'final' },
+      },
+    });
+    const parent = setup({
+      types: {
+        context: {} as { ref: AnyActorRef | undefined; seen: number; note: string },
+        events: {} as { type: 'SPAWN' } | { type: 'POKE' } | { type: 'NOTE'; text: string },
+      },
+      actors: { kid, work: fromPromise(() => Promise.resolve('ok')) },
+    }).createMachine({
+      context: { ref: undefined, seen: 0, note: '' },
+      initial: 'running',
+      invoke: { id: 'job', src: 'work' },
+      states: {
+        running: {
+          entry: assign({ ref: ({ spawn }) => spawn('kid', { id: 'held' }) }),
+          on: {
+            SPAWN: { actions: spawnChild('kid', { id: 'loose', systemId: 'loose-one' }) },
+            POKE: {
+              actions: [sendTo('held', { type: 'TICK' }), sendTo('loose', { type: 'TICK' })],
+            },
+            NOTE: {
+              actions: assign({
+                note: ({ event }) => event.text,
+                seen: ({ context }) => context.seen + 1,
+              }),
+            },
+          },
+        },
+      },
+    });
+    const ledger: Ledger = {
+      timers: [
+        {
+          key: 't1',
+          id: 't1',
+          sendId: 't1',
+          event: { type: 'NOTE', text: 'later' } as EventObject,
+          due: 5,
+        },
+      ],
+      invokes: [{ id: 'job', key: 'k' }],
+    };
+    const actor = createActor(parent).start();
+    const events = [
+      { type: 'NOTE', text: 'a "quoted" \u2028 note' },
+      { type: 'SPAWN' },
+      { type: 'NOTE', text: 'b' },
+      { type: 'POKE' },
+      { type: 'NOTE', text: 'c' },
+      { type: 'POKE' },
+      { type: 'NOTE', text: 'd' },
+    ] as const;
+    const compare = () => {
+      const snapshot = actor.getSnapshot();
+      expect(Object.keys(snapshot.children).length).toBeGreaterThan(0);
+      for (const with_ of [undefined, ledger]) {
+        const persisted = parent.getPersistedSnapshot(snapshot) as Record<string, unknown>;
+        const xstate = JSON.stringify(
+          with_ ? { ...persisted, agentcharts: ledgerJson(with_) } : persisted,
+        );
+        // Twice: the second from the children's cached JSON.
+        expect(encodeSnapshot(parent, snapshot, with_)).toBe(xstate);
+        expect(encodeSnapshot(parent, snapshot, with_)).toBe(xstate);
+      }
+    };
+    compare();
+    for (const event of events) {
+      actor.send(event);
+      compare();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 0)); // the promise settles
+    compare();
+    actor.stop();
   });
 });
