@@ -81,6 +81,10 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
     { timers?: unknown; invokes?: unknown; settled?: unknown } | undefined;
   if (raw === undefined) return undefined;
   if (raw === null || typeof raw !== 'object') return EMPTY_LEDGER;
+  // Nothing pending (`{}`, most rows): no arrays to build.
+  if (raw.timers === undefined && raw.invokes === undefined && raw.settled === undefined) {
+    return EMPTY_LEDGER;
+  }
   const timers = Array.isArray(raw.timers) ? (raw.timers as PendingTimer[]) : [];
   const invokes = Array.isArray(raw.invokes) ? (raw.invokes as PendingInvoke[]) : [];
   const settled = Array.isArray(raw.settled) ? (raw.settled as string[]) : [];

@@ -203,12 +203,17 @@ function recoverOne(
   if (ledger === undefined) {
     return runtime.store
       .timers(row.id)
-      .then((rows) => recoverWith(runtime, row, stored, rows, entry, options));
+      .then((rows) =>
+        recoverWith(runtime, row, stored, rows, hasPendingWork(stored), entry, options),
+      );
   }
-  const pending: PendingTimerRef[] = [...ledger.timers]
-    .sort((a, b) => a.due - b.due)
-    .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due }));
-  return recoverWith(runtime, row, stored, pending, entry, options);
+  const pending: PendingTimerRef[] =
+    ledger.timers.length === 0
+      ? []
+      : [...ledger.timers]
+          .sort((a, b) => a.due - b.due)
+          .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due }));
+  return recoverWith(runtime, row, stored, pending, ledger.invokes.length > 0, entry, options);
 }
 
 function recoverWith(
@@ -216,12 +221,13 @@ function recoverWith(
   row: ActorRow,
   stored: Stored,
   pending: readonly PendingTimerRef[],
+  awaitsInvokes: boolean,
   entry: RecoveryEntry,
   options: RecoverOneOptions,
 ): InvokeRecovery[] | Promise<InvokeRecovery[]> {
   const now = runtime.clock.now();
-  const overdue = pending.filter((t) => t.dueAt <= now);
-  if (overdue.length > 0 || hasPendingWork(stored)) {
+  const overdue = pending.length === 0 ? pending : pending.filter((t) => t.dueAt <= now);
+  if (overdue.length > 0 || awaitsInvokes) {
     return recoverLive(runtime, row, overdue, entry, options, now);
   }
   for (const t of pending) runtime.schedule(t);
