@@ -46,6 +46,8 @@ interface Posted {
   readonly idx: number;
   /** The row, when it was read from the store rather than posted here. */
   readonly row?: MessageRow;
+  /** Its row being looked up ahead of its delivery (see {@link Courier.lookAhead}). */
+  lookup?: Promise<MessageRow | undefined>;
 }
 
 /** What one commit posted: its sender, the sender's transition, its messages in order. */
@@ -82,6 +84,12 @@ function postedOf(batch: PostedBatch): Posted[] {
  */
 const FIRST_PAGE = 4;
 const PAGE = 64;
+/**
+ * How many of a commit's next messages have their rows looked up while the current
+ * one is delivered: on a networked store the lookups overlap the deliveries'
+ * commits instead of each costing a round trip of its own before its delivery.
+ */
+const LOOK_AHEAD = 4;
 
 export class Courier {
   /** Per actor, the messages queued for it in XState's order (its mailbox). */
@@ -210,11 +218,33 @@ export class Courier {
     const hold = !this.processing.has(from);
     if (hold) this.processing.add(from);
     try {
-      for (const p of posted) await this.send(p);
+      await this.sendAll(posted);
     } finally {
       if (hold) this.processing.delete(from);
     }
     if (hold && (this.mailboxes.get(from)?.length ?? 0) > 0) await this.flush(from);
+  }
+
+  /** Sends one commit's messages in their order, looking up the next ones' rows meanwhile. */
+  private async sendAll(posted: readonly Posted[]): Promise<void> {
+    for (let i = 0; i < posted.length; i++) {
+      const last = Math.min(posted.length, i + 1 + LOOK_AHEAD);
+      for (let j = i + 1; j < last; j++) this.lookAhead(posted[j] as Posted);
+      await this.send(posted[i] as Posted);
+    }
+  }
+
+  /**
+   * Starts looking up a posted message's row, once the commit that posted it is on
+   * disk. A row found early stays valid: rows are only ever deleted, and a delivery
+   * of a row consumed meanwhile by another process fails its compare-and-set.
+   */
+  private lookAhead(p: Posted): void {
+    if (p.row !== undefined || p.lookup !== undefined || this.claimed.has(keyOf(p))) return;
+    const lookup = (this.inFlight.get(p.from) ?? Promise.resolve()).then(() => this.find(p));
+    // Its failure is reported by the delivery that awaits it.
+    lookup.catch(() => undefined);
+    p.lookup = lookup;
   }
 
   /** Queues a message in its receiver's mailbox; delivers it now unless the receiver is busy. */
@@ -245,7 +275,7 @@ export class Courier {
         const posted = await this.deliver(next);
         if (posted === undefined) continue;
         delivered++;
-        for (const p of posted) await this.send(p);
+        await this.sendAll(posted);
       }
     } finally {
       this.processing.delete(to);
@@ -272,7 +302,7 @@ export class Courier {
       // the receiver's own last one before it is delivered to (a spawn reads the row).
       await this.inFlight.get(p.from);
       await this.inFlight.get(p.to);
-      const row = p.row ?? (await this.find(p));
+      const row = p.row ?? (await (p.lookup ?? this.find(p)));
       if (row === undefined) return undefined;
       if (p.row === undefined && row.kind !== 'spawn' && !(await this.hooks.owns(row.to))) {
         return undefined;
