@@ -27,6 +27,8 @@ import {
   type ActorRow,
   type Store,
 } from '../src/index.ts';
+import { pino } from 'pino';
+import type { MessageRow } from '../src/store/types.ts';
 import { buildTransitionRow } from '../src/durable/row.ts';
 
 let dir: string;
@@ -251,6 +253,38 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await store.loadActor('g1/f'))?.status).toBe('error');
     expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
     expect((await verify(store, { charts: [defineChart(guardian)] })).problems).toEqual([]);
+  });
+
+  test('a spawn row read before its delivery created the child is not refused again (a stale page of pending messages)', async () => {
+    const store = open();
+    const lines: string[] = [];
+    getRuntime(store, {
+      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
+    });
+    const read = store.pendingMessages.bind(store);
+    const spawns: MessageRow[] = [];
+    store.pendingMessages = async (query) => {
+      const rows = await read(query);
+      spawns.push(...rows.filter((row) => row.kind === 'spawn'));
+      return rows;
+    };
+    const parent = await createDurableActor(lead, { id: 'p1', store });
+    await parent.send({ type: 'GO' });
+    await settle(store);
+    const child = await store.loadActor('p1/w1');
+    expect(child?.status).toBe('active');
+    const [stale] = spawns;
+    expect(stale?.to).toBe('p1/w1');
+    // A page read while that spawn was being delivered: it shows the row, gone since.
+    store.pendingMessages = async (query) =>
+      query.to === undefined && (query.afterId ?? 0) === 0 ? [stale as MessageRow] : read(query);
+    await getRuntime(store).courier.deliverAll();
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await store.loadActor('p1/w1')).toEqual(child);
+    // Control: the child takes its parent's next message as before.
+    await parent.send({ type: 'NUDGE' });
+    await settle(store);
+    expect((await store.loadActor('p1/w1'))?.state).toBe('working');
   });
 
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {

@@ -17,11 +17,12 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
   const parent = runtime.requireChart(body.parentMachine, message.from);
   const logic = resolveActorLogic(parent.machine, body.src);
   if (logic === undefined || actorKind(logic) !== 'machine') {
-    await runtime.store.dropMessage(message.id);
-    runtime.logger.error(
-      { actorId: message.to, parent: message.from, src: body.src },
-      'spawn refused: its logic is not a machine of the parent chart',
-    );
+    if (await runtime.store.dropMessage(message.id)) {
+      runtime.logger.error(
+        { actorId: message.to, parent: message.from, src: body.src },
+        'spawn refused: its logic is not a machine of the parent chart',
+      );
+    }
     return;
   }
   const machine = logic as AnyStateMachine;
@@ -34,18 +35,8 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
       // The parent spawned this child id again after it finished: it starts over.
       const child = await runtime.actor(message.to);
       if (await child.restartFromSpawn(message, body.input, body.childId)) return;
-      await runtime.store.dropMessage(message.id);
-      runtime.logger.error(
-        { actorId: message.to, parent: message.from },
-        'spawn refused: the child is still running',
-      );
-      return;
     }
-    await runtime.store.dropMessage(message.id);
-    runtime.logger.error(
-      { actorId: message.to, parent: message.from },
-      'spawn refused: the child is still running',
-    );
+    await refuseRunning(runtime, message);
     return;
   }
   const chart = runtime.chartFor(machine.id);
@@ -73,4 +64,17 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
   } catch (error) {
     if (!(error instanceof ConcurrencyError)) throw error; // created by another worker
   }
+}
+
+/**
+ * A spawn of a child that is running: dropped, and logged when it was still pending.
+ * A row read in a page of pending messages (`deliverAll`) may be one whose delivery
+ * created the child meanwhile: it is gone from the store, and nothing is refused.
+ */
+async function refuseRunning(runtime: DurableRuntime, message: MessageRow): Promise<void> {
+  if (!(await runtime.store.dropMessage(message.id))) return;
+  runtime.logger.error(
+    { actorId: message.to, parent: message.from },
+    'spawn refused: the child is still running',
+  );
 }
