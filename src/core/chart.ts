@@ -188,5 +188,8 @@ export function chartAndMachine<TLogic extends AnyStateMachine>(
 
 /** A chart's event schemas, or undefined when it declares none (`{}`). */
 export function chartEvents(chart: ChartDefinition | undefined): EventSchemas | undefined {
-  return chart && Object.keys(chart.events).length > 0 ? chart.events : undefined;
+  if (chart === undefined) return undefined;
+  // On every send: no array of the keys, only whether there is one.
+  for (const _ in chart.events) return chart.events;
+  return undefined;
 }

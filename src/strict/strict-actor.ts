@@ -12,7 +12,7 @@ import {
   type Subscription,
 } from 'xstate';
 import { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
-import { eventIn, validateInput, type EventSchemas } from './events.ts';
+import { eventIn, validateInput, type EventSchemas, type ValidateEventOptions } from './events.ts';
 import { stateLabel } from '../core/state.ts';
 import {
   chartAndMachine,
@@ -98,10 +98,17 @@ export class StrictActor<TLogic extends AnyStateMachine> {
   readonly machine: TLogic;
   readonly id: string;
   private readonly options: StrictActorOptions<TLogic>;
+  /** What {@link send} checks events with (fixed at creation). */
+  private readonly eventOptions: ValidateEventOptions;
 
   constructor(machine: TLogic, options: StrictActorOptions<TLogic> = {}) {
     this.machine = machine;
     this.options = options;
+    this.eventOptions = {
+      actorId: options.id,
+      schemas: options.schemas,
+      maxBytes: options.maxEventBytes,
+    };
     const actorOptions: ActorOptions<TLogic> = {};
     if (options.id !== undefined) actorOptions.id = options.id;
     if (options.snapshot === undefined) validateInput(machine, options.input, options.id);
@@ -136,11 +143,7 @@ export class StrictActor<TLogic extends AnyStateMachine> {
     const before = this.ref.getSnapshot() as AnyMachineSnapshot;
     let parsed: EventFromLogic<TLogic>;
     try {
-      parsed = eventIn(this.machine, event, {
-        actorId: this.options.id,
-        schemas: this.options.schemas,
-        maxBytes: this.options.maxEventBytes,
-      }) as EventFromLogic<TLogic>;
+      parsed = eventIn(this.machine, event, this.eventOptions) as EventFromLogic<TLogic>;
       if (before.status !== 'active') throw this.illegal(before, parsed.type);
     } catch (error) {
       this.rejected(error);
