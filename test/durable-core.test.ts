@@ -13,6 +13,7 @@ import {
   assign,
   createActor,
   fromPromise,
+  raise,
   sendTo,
   setup,
   spawnChild,
@@ -24,6 +25,7 @@ import {
   ConcurrencyError,
   ManualClock,
   createDurableActor,
+  defineChart,
   exploreMachine,
   getRuntime,
   openStore,
@@ -33,7 +35,9 @@ import {
   type Store,
 } from '../src/index.ts';
 import { encodeSnapshot } from '../src/durable/codec.ts';
-import { ledgerJson, type Ledger } from '../src/durable/ledger.ts';
+import { hashTransition, sha256 } from '../src/durable/row.ts';
+import type { TransitionRow } from '../src/store/types.ts';
+import { ledgerJson, ledgerOf, type Ledger } from '../src/durable/ledger.ts';
 
 const task = catalog['task-lifecycle'];
 let dir: string;
@@ -295,6 +299,134 @@ describe('recovery reads only unfinished work', () => {
 });
 
 describe('snapshot encoding', () => {
+  test('verify reads a ledger written in the long form (by an earlier build) as the same timers, and still sees a changed one', async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = open();
+    const paused = await createDurableActor(task.machine, {
+      id: 'long-1',
+      store,
+      input: { taskId: 'long-1' },
+      clock,
+    });
+    await paused.send({ type: 'START' });
+    await paused.send(task.eventSamples.PAUSE_FOR_APPROVAL?.[0] as never);
+    await getRuntime(store).close();
+    await store.close();
+    // Rewrites the head as an earlier build wrote it: every timer in full, its
+    // snapshot hash and chain hash recomputed, so only the form differs.
+    const rewrite = (due: (t: { due: number }) => number) => {
+      const db = new Database(file);
+      const row = db.prepare('SELECT snapshot FROM actors WHERE id = ?').get('long-1') as {
+        snapshot: string;
+      };
+      const snapshot = JSON.parse(row.snapshot) as {
+        agentcharts: { timers: Array<{ after: string; due: number }> };
+      };
+      snapshot.agentcharts.timers = snapshot.agentcharts.timers.map((t) => ({
+        key: t.after,
+        id: t.after,
+        sendId: t.after,
+        event: { type: t.after },
+        due: due(t),
+      })) as never;
+      const text = JSON.stringify(snapshot);
+      const head = db
+        .prepare(
+          `SELECT actor_id AS actorId, seq, from_state AS fromState, to_state AS toState,
+            event_type AS eventType, event, at, metadata, prev_hash AS prevHash,
+            chart_version AS chartVersion FROM transitions WHERE actor_id = ? ORDER BY seq DESC LIMIT 1`,
+        )
+        .get('long-1') as Omit<TransitionRow, 'hash' | 'snapshotHash'>;
+      const snapshotHash = sha256(text);
+      const hash = hashTransition({ ...head, snapshotHash });
+      // The log is append-only (a trigger): lifted for this one edit.
+      const triggers = db
+        .prepare(
+          `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'transitions'`,
+        )
+        .all() as Array<{ name: string; sql: string }>;
+      for (const t of triggers) db.exec(`DROP TRIGGER ${t.name}`);
+      db.prepare(
+        'UPDATE transitions SET snapshot_hash = ?, hash = ? WHERE actor_id = ? AND seq = ?',
+      ).run(snapshotHash, hash, 'long-1', head.seq);
+      for (const t of triggers) db.exec(t.sql);
+      db.prepare('UPDATE actors SET snapshot = ?, head_hash = ? WHERE id = ?').run(
+        text,
+        hash,
+        'long-1',
+      );
+      db.close();
+    };
+    rewrite((t) => t.due);
+    const long = await verify(open(), { charts: [task] });
+    expect(long.ok).toBe(true);
+    // Control: the same rewrite with a timer moved is a difference.
+    rewrite((t) => t.due + 1);
+    const moved = await verify(open(), { charts: [task] });
+    expect(moved.problems.map((p) => p.detail)).toContain(
+      'what the actor has pending (timers, invokes) differs from the replay',
+    );
+  });
+  test('an `after` timer is stored once by its key; any other timer in full; both read back as they were armed', async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = open();
+    const paused = await createDurableActor(task.machine, {
+      id: 'paused-1',
+      store,
+      input: { taskId: 'paused-1' },
+      clock,
+    });
+    await paused.send({ type: 'START' });
+    await paused.send(task.eventSamples.PAUSE_FOR_APPROVAL?.[0] as never);
+    const pinger = setup({
+      types: { events: {} as { type: 'GO' } | { type: 'PING' } },
+    }).createMachine({
+      id: 'pinger',
+      initial: 'idle',
+      states: {
+        idle: {
+          on: {
+            GO: {
+              target: 'waiting',
+              actions: raise({ type: 'PING' }, { delay: 5_000, id: 'ping' }),
+            },
+          },
+        },
+        waiting: { on: { PING: 'idle' } },
+      },
+    });
+    const other = await createDurableActor(pinger, { id: 'pinger-1', store, clock });
+    await other.send({ type: 'GO' });
+
+    const stored = (id: string) =>
+      store
+        .loadActor(id)
+        .then(
+          (row) => JSON.parse(row?.snapshot ?? '{}') as { agentcharts?: { timers?: unknown[] } },
+        );
+    const short = (await stored('paused-1')).agentcharts?.timers ?? [];
+    expect(short).toHaveLength(2);
+    for (const entry of short) expect(Object.keys(entry as object)).toEqual(['after', 'due']);
+    const long = (await stored('pinger-1')).agentcharts?.timers ?? [];
+    expect(long).toEqual([
+      { key: 'ping', id: 'ping', sendId: 'ping', event: { type: 'PING' }, due: 1_005_000 },
+    ]);
+
+    // Read back: the ledger as armed, the store's timer rows with their events.
+    const ledger = ledgerOf(await stored('paused-1'));
+    expect(ledger?.timers.map((t) => [t.key === t.id && t.id === t.sendId, t.event])).toEqual(
+      (await store.timers('paused-1')).map((row) => [true, JSON.parse(row.event) as unknown]),
+    );
+    expect(
+      (await store.timers('paused-1')).map((row) => JSON.parse(row.event) as { type: string }),
+    ).toEqual(ledger?.timers.map((t) => ({ type: t.key })));
+    // And they fire: the reminder, then the timeout of the approval gate.
+    clock.advance(31 * 60_000);
+    await getRuntime(store).fireDueTimers();
+    expect(paused.state).not.toBe('paused');
+    const report = await verify(store, { charts: [task, defineChart(pinger)] });
+    expect(report.ok).toBe(true);
+  });
   test('writes what getPersistedSnapshot gives, for every reachable state of every chart', () => {
     for (const chart of charts) {
       const { states } = exploreMachine(chart.machine, {

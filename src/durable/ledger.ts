@@ -8,7 +8,10 @@
  *
  * Stored under the key `agentcharts` of the snapshot JSON (`{}` when nothing is
  * pending; a snapshot without the key was written before the ledger existed);
- * XState's `restoreSnapshot` ignores it.
+ * XState's `restoreSnapshot` ignores it. A timer whose key is also its id, its
+ * send id and its event's only field, the type (every `after` delay), is written
+ * once: `{ "after": key, "due": … }`, where the long form would repeat the string
+ * four times (half the snapshot of a task paused for approval).
  */
 import type { EventObject } from 'xstate';
 import { PENDING_KEY } from '../store/pending-timers.ts';
@@ -85,11 +88,28 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
   if (raw.timers === undefined && raw.invokes === undefined && raw.settled === undefined) {
     return EMPTY_LEDGER;
   }
-  const timers = Array.isArray(raw.timers) ? (raw.timers as PendingTimer[]) : [];
+  const timers = Array.isArray(raw.timers) ? (raw.timers as unknown[]).map(timerOf) : [];
   const invokes = Array.isArray(raw.invokes) ? (raw.invokes as PendingInvoke[]) : [];
   const settled = Array.isArray(raw.settled) ? (raw.settled as string[]) : [];
   if (settled.length > 0) return { timers, invokes, settled };
   return timers.length === 0 && invokes.length === 0 ? EMPTY_LEDGER : { timers, invokes };
+}
+
+/** A stored timer, in its short form (`after`) or its long one. */
+function timerOf(stored: unknown): PendingTimer {
+  const { after, due } = stored as { after?: unknown; due?: unknown };
+  if (typeof after !== 'string') return stored as PendingTimer;
+  return { key: after, id: after, sendId: after, event: { type: after }, due: due as number };
+}
+
+/** Whether the timer can be written in its short form (see {@link ledgerOf}). */
+function isShort(timer: PendingTimer): boolean {
+  const { key, event } = timer;
+  if (timer.to !== undefined || timer.id !== key || timer.sendId !== key || event.type !== key) {
+    return false;
+  }
+  for (const field in event) if (field !== 'type') return false;
+  return true;
 }
 
 /**
@@ -113,6 +133,7 @@ export function ledgerJson(ledger: Ledger): unknown {
   const out: { timers?: unknown; invokes?: unknown; settled?: unknown } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
+      if (isShort(t)) return { after: t.key, due: t.due };
       const entry: Record<string, unknown> = { key: t.key };
       if (t.id !== undefined) entry['id'] = t.id;
       if (t.sendId !== undefined) entry['sendId'] = t.sendId;

@@ -1,8 +1,9 @@
 /**
  * The one thing a store reads inside a snapshot: the actor's pending timers. The
  * runtime keeps what an actor has pending in its snapshot JSON under
- * {@link PENDING_KEY} (`{ timers: [{ key, sendId?, event, due, to? }], invokes: […] }`,
- * `{}` when nothing is pending); a snapshot without the key was written before
+ * {@link PENDING_KEY} (`{ timers: [{ key, id?, sendId?, event, due, to? }], invokes: […] }`,
+ * `{}` when nothing is pending; a timer whose key is also its id, send id and
+ * event type is written `{ after: key, due }`); a snapshot without the key was written before
  * timers moved into snapshots, and its timers are rows of the store's legacy
  * timer table.
  */
@@ -16,6 +17,8 @@ interface PendingTimerJson {
   key?: unknown;
   event?: unknown;
   due?: unknown;
+  /** The short form: the key, which is also the event's type. */
+  after?: unknown;
 }
 
 /**
@@ -36,12 +39,21 @@ export function snapshotTimers(actorId: string, snapshot: string): TimerRow[] | 
   if (pending === null || typeof pending !== 'object') return [];
   const timers = (pending as { timers?: unknown }).timers;
   if (!Array.isArray(timers)) return [];
-  return (timers as PendingTimerJson[]).map((t) => ({
-    actorId,
-    timerId: String(t.key),
-    event: JSON.stringify(t.event ?? null),
-    dueAt: Number(t.due),
-  }));
+  return (timers as PendingTimerJson[]).map((t) =>
+    typeof t.after === 'string'
+      ? {
+          actorId,
+          timerId: t.after,
+          event: JSON.stringify({ type: t.after }),
+          dueAt: Number(t.due),
+        }
+      : {
+          actorId,
+          timerId: String(t.key),
+          event: JSON.stringify(t.event ?? null),
+          dueAt: Number(t.due),
+        },
+  );
 }
 
 /**
