@@ -298,18 +298,18 @@ describe('recovery reads only unfinished work', () => {
   });
 });
 
+/** A task started and paused for approval: two `after` timers pending. */
+async function pausedTask(store: Store, id: string, clock: ManualClock) {
+  const actor = await createDurableActor(task.machine, { id, store, input: { taskId: id }, clock });
+  await actor.send({ type: 'START' });
+  await actor.send(task.eventSamples.PAUSE_FOR_APPROVAL?.[0] as never);
+  return actor;
+}
+
 describe('snapshot encoding', () => {
   test('verify reads a ledger written in the long form (by an earlier build) as the same timers, and still sees a changed one', async () => {
-    const clock = new ManualClock(1_000_000);
     const store = open();
-    const paused = await createDurableActor(task.machine, {
-      id: 'long-1',
-      store,
-      input: { taskId: 'long-1' },
-      clock,
-    });
-    await paused.send({ type: 'START' });
-    await paused.send(task.eventSamples.PAUSE_FOR_APPROVAL?.[0] as never);
+    await pausedTask(store, 'long-1', new ManualClock(1_000_000));
     await getRuntime(store).close();
     await store.close();
     // Rewrites the head as an earlier build wrote it: every timer in full, its
@@ -370,14 +370,7 @@ describe('snapshot encoding', () => {
   test('an `after` timer is stored once by its key; any other timer in full; both read back as they were armed', async () => {
     const clock = new ManualClock(1_000_000);
     const store = open();
-    const paused = await createDurableActor(task.machine, {
-      id: 'paused-1',
-      store,
-      input: { taskId: 'paused-1' },
-      clock,
-    });
-    await paused.send({ type: 'START' });
-    await paused.send(task.eventSamples.PAUSE_FOR_APPROVAL?.[0] as never);
+    const paused = await pausedTask(store, 'paused-1', clock);
     const pinger = setup({
       types: { events: {} as { type: 'GO' } | { type: 'PING' } },
     }).createMachine({

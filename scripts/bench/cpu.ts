@@ -51,22 +51,36 @@ async function interleavedCpu(batches: readonly ActorWrite[][], file: string): P
     if (batch?.length === 1) minimal.commitOne(batch[0] as ActorWrite);
     else if (batch !== undefined) minimal.commitBatch(batch);
   };
-  await timedTasks(memory, 'warm', 100);
   const tasks = Math.floor(batches.length / COMMITS_PER_TASK);
+  const used = await memoryTasksWith(memory, 'mixed', tasks, raw);
+  minimal.db.close();
+  return used / (tasks * COMMITS_PER_TASK);
+}
+
+/**
+ * Process CPU of `tasks` task workloads on the memory store (warmed first, closed
+ * after), with `between` run after every commit.
+ */
+async function memoryTasksWith(
+  memory: Store,
+  prefix: string,
+  tasks: number,
+  between: () => void,
+): Promise<number> {
+  await timedTasks(memory, 'warm', 100);
   const cpu = process.cpuUsage();
   for (let i = 0; i < tasks; i++) {
-    const actor = await createTask(memory, `mixed-${i}`);
-    raw();
+    const actor = await createTask(memory, `${prefix}-${i}`);
+    between();
     for (const event of TASK_EVENTS) {
       await actor.send(event as never);
-      raw();
+      between();
     }
     actor.detach();
   }
   const used = process.cpuUsage(cpu);
   await getRuntime(memory).close();
-  minimal.db.close();
-  return (used.user + used.system) / (tasks * COMMITS_PER_TASK);
+  return used.user + used.system;
 }
 
 /**
@@ -87,21 +101,9 @@ async function fsyncInterleavedCpu(tasks: number, file: string): Promise<number>
     const used = process.cpuUsage(before);
     fsyncs += used.user + used.system;
   };
-  await timedTasks(memory, 'warm', 100);
-  const cpu = process.cpuUsage();
-  for (let i = 0; i < tasks; i++) {
-    const actor = await createTask(memory, `fsync-${i}`);
-    fsync();
-    for (const event of TASK_EVENTS) {
-      await actor.send(event as never);
-      fsync();
-    }
-    actor.detach();
-  }
-  const used = process.cpuUsage(cpu);
+  const used = await memoryTasksWith(memory, 'fsync', tasks, fsync);
   closeSync(fd);
-  await getRuntime(memory).close();
-  return (used.user + used.system - fsyncs) / (tasks * COMMITS_PER_TASK);
+  return (used - fsyncs) / (tasks * COMMITS_PER_TASK);
 }
 
 function bareTasks(tasks: number): number {
