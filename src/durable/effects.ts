@@ -145,27 +145,34 @@ export function planEffects(t: TransitionFacts): Effects {
 class Planner {
   private readonly timers: PendingTimer[];
   private readonly invokes: PendingInvoke[];
-  /** Ids held in `children` by a settled invoke (see {@link Ledger.settled}). */
-  private readonly settled: Set<string>;
+  /** Ids held in `children` by a settled invoke (see {@link Ledger.settled}); made when needed. */
+  private settled: Set<string> | undefined;
   private readonly messages: Array<Omit<OutgoingMessage, 'idx'>> = [];
   private readonly invokesStart: InvokeStart[] = [];
   private readonly invokesStop: string[] = [];
   private readonly emitted: EventObject[] = [];
   private readonly effects: Effect[] = [];
   private readonly renamed: Array<[string, string]> = [];
+  // The four below are made on first use: most transitions have no children, and
+  // a Map or Set per transition for nothing is garbage on every send.
   /** The children before the transition, by ref. */
-  private readonly before = new Map<ChildRef, string>();
+  private before: Map<ChildRef, string> | undefined;
   /** Refs the transition stopped (a spawn of one of them is no spawn). */
-  private readonly stopped = new Set<ChildRef>();
+  private stopped: Set<ChildRef> | undefined;
   /** Spawns made inside `assign` (no action), placed before the first message to them. */
-  private readonly late = new Map<ChildRef, string>();
+  private late: Map<ChildRef, string> | undefined;
   /** Refs spawned by this transition, by ref. */
-  private readonly spawned = new Map<ChildRef, string>();
+  private spawned: Map<ChildRef, string> | undefined;
 
   constructor(private readonly t: TransitionFacts) {
     this.timers = [...t.ledger.timers];
     this.invokes = [...t.ledger.invokes];
-    this.settled = new Set(t.ledger.settled);
+    const settled = t.ledger.settled;
+    if (settled !== undefined && settled.length > 0) this.settled = new Set(settled);
+  }
+
+  private stopping(ref: ChildRef): void {
+    (this.stopped ??= new Set()).add(ref);
   }
 
   plan(): Effects {
@@ -173,28 +180,34 @@ class Planner {
     const previous = (t.previous?.children ?? {}) as Record<string, ChildRef | undefined>;
     for (const id in previous) {
       const ref = previous[id];
-      if (ref) this.before.set(ref, id);
+      if (ref) (this.before ??= new Map()).set(ref, id);
     }
-    const bySpawnAction = new Set<ChildRef>();
-    for (const raw of t.actions) {
-      const action = raw as Action;
+    const actions = t.actions;
+    let bySpawnAction: Set<ChildRef> | undefined;
+    for (let i = 0; i < actions.length; i++) {
+      const action = actions[i] as Action;
       if (action.type === 'xstate.stopChild' && action.params) {
-        this.stopped.add(action.params as ChildRef);
+        this.stopping(action.params as ChildRef);
       } else if (action.type === 'xstate.spawnChild') {
         const ref = (action.params as { actorRef?: ChildRef } | undefined)?.actorRef;
-        if (ref) bySpawnAction.add(ref);
+        if (ref) (bySpawnAction ??= new Set()).add(ref);
       }
     }
     const next = t.next.children as Record<string, ChildRef | undefined>;
     for (const id in next) {
       const ref = next[id];
-      if (ref && !this.before.has(ref) && !bySpawnAction.has(ref) && !this.stopped.has(ref)) {
-        this.late.set(ref, id);
+      if (
+        ref &&
+        !this.before?.has(ref) &&
+        !bySpawnAction?.has(ref) &&
+        !this.stopped?.has(ref)
+      ) {
+        (this.late ??= new Map()).set(ref, id);
       }
     }
 
-    for (const [idx, raw] of t.actions.entries()) this.action(raw as Action, idx);
-    for (const [ref, id] of this.late) this.spawn(ref, id);
+    for (let i = 0; i < actions.length; i++) this.action(actions[i] as Action, i);
+    if (this.late) for (const [ref, id] of this.late) this.spawn(ref, id);
 
     const finished = t.next.status !== 'active';
     if (finished) {
@@ -207,9 +220,9 @@ class Planner {
       this.invokes.length = 0;
       this.completion();
     }
-    if (finished) this.settled.clear();
+    if (finished) this.settled?.clear();
     const ledger: Ledger =
-      this.settled.size > 0
+      this.settled !== undefined && this.settled.size > 0
         ? { timers: this.timers, invokes: this.invokes, settled: [...this.settled] }
         : this.timers.length === 0 && this.invokes.length === 0
           ? EMPTY_LEDGER
@@ -226,7 +239,7 @@ class Planner {
       cancelAllTimers: cancelAll,
       invokesStart: this.invokesStart,
       invokesStop: this.invokesStop,
-      messages: this.messages.map((m, idx) => ({ ...m, idx })),
+      messages: this.messages.length === 0 ? [] : this.messages.map((m, idx) => ({ ...m, idx })),
       emitted: this.emitted,
       effects: this.effects,
     };
@@ -238,12 +251,12 @@ class Planner {
         const ref = (action.params as { actorRef?: ChildRef } | undefined)?.actorRef;
         // Stopped in the same macrostep (an `always` left the invoking state): XState
         // never starts it, and neither does the durable runtime.
-        if (ref && !this.stopped.has(ref)) this.spawn(ref, ref.id);
+        if (ref && !this.stopped?.has(ref)) this.spawn(ref, ref.id);
         return;
       }
       case 'xstate.stopChild': {
         const ref = action.params as ChildRef | undefined;
-        const id = ref === undefined ? undefined : this.before.get(ref);
+        const id = ref === undefined ? undefined : this.before?.get(ref);
         if (ref !== undefined && id !== undefined) this.stop(ref, id);
         return;
       }
@@ -279,8 +292,8 @@ class Planner {
 
   private spawn(ref: ChildRef, id: string): void {
     const { t } = this;
-    this.late.delete(ref);
-    this.spawned.set(ref, id);
+    this.late?.delete(ref);
+    (this.spawned ??= new Map()).set(ref, id);
     const kind = checkActor(t.machine, stateLabel(t.next.value), id, ref.logic);
     const input = ref.options?.input;
     if (kind === 'promise') {
@@ -290,7 +303,7 @@ class Planner {
       let key = invokeKey(t.actorId, id, t.seq);
       const twins = this.invokesStart.filter((i) => i.id === id).length;
       if (twins > 0) key = `${key}.${twins}`;
-      this.settled.delete(id); // the new invoke takes the id's place in `children`
+      this.settled?.delete(id); // the new invoke takes the id's place in `children`
       const pending: PendingInvoke = { id, key };
       if (typeof ref.src === 'string') pending.src = ref.src;
       if (input !== undefined) pending.input = input;
@@ -302,10 +315,12 @@ class Planner {
     // target that resolves to the source state enters it again without leaving it):
     // XState orphans the first child, still running, outside `children`; a durable
     // child is named by its parent and id, so the first is stopped for the second.
-    for (const [old, oldId] of this.before) {
-      if (oldId === id && old !== ref && !this.stopped.has(old)) {
-        this.stopped.add(old);
-        this.stop(old, id);
+    if (this.before) {
+      for (const [old, oldId] of this.before) {
+        if (oldId === id && old !== ref && !this.stopped?.has(old)) {
+          this.stopping(old);
+          this.stop(old, id);
+        }
       }
     }
     const body: SpawnBody = {
@@ -326,7 +341,7 @@ class Planner {
     if (actorKind(ref.logic) === 'promise') {
       // The one `children` holds under that id: a settled one (nothing to stop), or
       // else the last of that id to start.
-      if (this.settled.delete(id)) return;
+      if (this.settled?.delete(id)) return;
       const i = this.invokes.findLastIndex((invoke) => invoke.id === id);
       if (i >= 0) {
         this.invokesStop.push((this.invokes[i] as PendingInvoke).key);
@@ -384,7 +399,7 @@ class Planner {
       ref = children[target];
     } else if (target !== null && typeof target === 'object') {
       ref = target as ChildRef;
-      id = this.spawned.get(ref) ?? this.late.get(ref) ?? this.before.get(ref);
+      id = this.spawned?.get(ref) ?? this.late?.get(ref) ?? this.before?.get(ref);
       if (id === undefined) {
         for (const key in children) if (children[key] === ref) id = key;
       }
@@ -403,7 +418,7 @@ class Planner {
       throw this.refuse(id, 'sendTo', 'a durable actor sends only to child machines');
     }
     // A child spawned inside `assign` in this transition: its spawn goes first.
-    if (this.late.has(ref)) this.spawn(ref, id);
+    if (this.late?.has(ref)) this.spawn(ref, id);
     return id;
   }
 
@@ -484,8 +499,10 @@ class Planner {
   /** What the transition armed or moved, and what it removed (for the in-process wake-ups). */
   private timerRows(ledger: Ledger): { timersSet: TimerRow[]; timersCancel: string[] } {
     const { actorId } = this.t;
-    const before = new Map(this.t.ledger.timers.map((timer) => [timer.key, timer]));
+    const armed = this.t.ledger.timers;
     const timersSet: TimerRow[] = [];
+    if (armed.length === 0 && ledger.timers.length === 0) return { timersSet, timersCancel: [] };
+    const before = new Map(armed.map((timer) => [timer.key, timer]));
     for (const timer of ledger.timers) {
       const was = before.get(timer.key);
       before.delete(timer.key);
