@@ -12,7 +12,7 @@
  * - group commit of N concurrent sends vs the same rows batched raw — ≥ 0.5, and vs
  *   its floor (the batched rows + the same sends) — ≥ 0.7;
  * - the memory store's transitions/s (≥ 40,000) against bare XState transition(),
- *   and main-thread CPU per commit on memory (≤ 25 µs) and on SQLite, and (for
+ *   and process CPU per commit on memory (≤ 25 µs) and on SQLite, and (for
  *   information) of the memory store and the raw write interleaved;
  * - WAL pages per commit by kind of send and for creation (≤ 4 each);
  * - strict in-memory send vs bare XState send — ≥ 0.85;

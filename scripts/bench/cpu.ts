@@ -1,13 +1,15 @@
 /**
  * CPU of the send path. On the memory store (no I/O) the task workload's
  * transitions per second, against bare XState running the same events through its
- * pure `initialTransition()`/`transition()` in the same run; and main-thread CPU per
- * commit (process.cpuUsage, user + system) on memory, on SQLite (FULL), and for the
+ * pure `initialTransition()`/`transition()` in the same run; and process CPU per
+ * commit (process.cpuUsage, user + system, every thread) on memory, on SQLite (FULL), and for the
  * raw minimal write of the rows the SQLite store committed; the store's budget is
  * the raw write's CPU + the memory store's + 20 µs. For information, the memory
  * store and the raw write interleaved commit for commit: what each costs the other
- * with no store code at all; and the memory store with a bare fsync of a file of
- * its own between commits: what waiting on the disk costs the JavaScript after it.
+ * with no store code at all; the memory store with a bare fsync of a file of
+ * its own between commits: what waiting on the disk costs the JavaScript after it;
+ * and the same with a sleep as long as a raw commit instead of the fsync: no I/O,
+ * only the wait.
  */
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
@@ -106,6 +108,20 @@ async function fsyncInterleavedCpu(tasks: number, file: string): Promise<number>
   return (used - fsyncs) / (tasks * COMMITS_PER_TASK);
 }
 
+/**
+ * The memory store's task workload with the main thread asleep for `sleepMs` after
+ * every commit (Atomics.wait: no I/O, no other work). Against the fsync row: whether
+ * the disk or the wait itself costs the JavaScript that runs after it.
+ */
+async function sleepInterleavedCpu(tasks: number, sleepMs: number): Promise<number> {
+  const memory = openStore('memory:');
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  const sleep = (): void => {
+    Atomics.wait(cell, 0, 0, sleepMs);
+  };
+  return (await memoryTasksWith(memory, 'sleep', tasks, sleep)) / (tasks * COMMITS_PER_TASK);
+}
+
 function bareTasks(tasks: number): number {
   const start = now();
   for (let i = 0; i < tasks; i++) {
@@ -146,12 +162,14 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
   await inner.close();
   // The raw minimal write of the very rows the store committed, one transaction each.
   const minimal = openMinimal(`${options.dir}/cpu-minimal.db`);
+  const rawStart = now();
   const cpu = process.cpuUsage();
   for (const batch of batches) {
     if (batch.length === 1) minimal.commitOne(batch[0] as ActorWrite);
     else minimal.commitBatch(batch);
   }
   const used = process.cpuUsage(cpu);
+  const rawMsPerCommit = (now() - rawStart) / batches.length;
   minimal.db.close();
   const commits = batches.reduce((n, b) => n + b.length, 0);
   const rawCpu = (used.user + used.system) / commits;
@@ -161,8 +179,12 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
     Math.floor(batches.length / COMMITS_PER_TASK),
     `${options.dir}/cpu-fsync.bin`,
   );
+  const sleepCpu = await sleepInterleavedCpu(
+    Math.floor(batches.length / COMMITS_PER_TASK),
+    rawMsPerCommit,
+  );
   options.log(
-    `  memory store: ${memoryRate.toFixed(0)} commits/s (${memoryCpu.toFixed(1)} µs CPU each), bare XState ${bareRate.toFixed(0)}/s; SQLite ${onDisk.cpuMicrosPerCommit.toFixed(0)} µs CPU per commit, raw minimal write ${rawCpu.toFixed(0)} µs, the two interleaved ${mixedCpu.toFixed(0)} µs; the memory store with an fsync between commits ${fsyncCpu.toFixed(0)} µs`,
+    `  memory store: ${memoryRate.toFixed(0)} commits/s (${memoryCpu.toFixed(1)} µs CPU each), bare XState ${bareRate.toFixed(0)}/s; SQLite ${onDisk.cpuMicrosPerCommit.toFixed(0)} µs CPU per commit, raw minimal write ${rawCpu.toFixed(0)} µs, the two interleaved ${mixedCpu.toFixed(0)} µs; the memory store with an fsync between commits ${fsyncCpu.toFixed(0)} µs, with a ${(rawMsPerCommit * 1000).toFixed(0)} µs sleep instead ${sleepCpu.toFixed(0)} µs`,
   );
   return [
     judge({
@@ -178,21 +200,21 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
     }),
     judge({
       id: 'cpu-per-commit-memory',
-      name: 'main-thread CPU per commit, memory store',
+      name: 'process CPU per commit, memory store',
       unit: 'µs',
       value: memoryCpu,
       target: { on: 'value', op: '<=', value: 25, unit: 'µs' },
     }),
     judge({
       id: 'cpu-per-commit-raw',
-      name: 'main-thread CPU per commit, raw minimal write (FULL, same rows)',
+      name: 'process CPU per commit, raw minimal write (FULL, same rows)',
       unit: 'µs',
       value: rawCpu,
       details: { commits },
     }),
     judge({
       id: 'cpu-per-commit-interleaved',
-      name: 'main-thread CPU per commit, memory store and raw minimal write interleaved',
+      name: 'process CPU per commit, memory store and raw minimal write interleaved',
       unit: 'µs',
       value: mixedCpu,
       // Apart they cost raw + memory: above that is what each costs the other.
@@ -203,7 +225,7 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
     }),
     judge({
       id: 'cpu-per-commit-memory-fsync',
-      name: 'main-thread CPU per commit, memory store with a 1-byte fsync between commits',
+      name: 'process CPU per commit, memory store with a 1-byte fsync between commits',
       unit: 'µs',
       value: fsyncCpu,
       // The fsyncs' own CPU is taken off: above the memory store alone is what the
@@ -213,8 +235,19 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
       ratio: memoryCpu / fsyncCpu,
     }),
     judge({
+      id: 'cpu-per-commit-memory-sleep',
+      name: 'process CPU per commit, memory store with a sleep as long as a raw commit between commits',
+      unit: 'µs',
+      value: sleepCpu,
+      // No disk at all: above the memory store alone is what the wait itself costs.
+      baseline: memoryCpu,
+      baselineName: 'the memory store alone',
+      ratio: memoryCpu / sleepCpu,
+      details: { sleepMicros: rawMsPerCommit * 1000 },
+    }),
+    judge({
       id: 'cpu-per-commit-sqlite',
-      name: 'main-thread CPU per commit, SQLite FULL (fsync included)',
+      name: 'process CPU per commit, SQLite FULL (fsync included)',
       unit: 'µs',
       value: onDisk.cpuMicrosPerCommit,
       // What a commit cannot go below: the raw write's CPU and the memory store's.

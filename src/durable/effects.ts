@@ -196,12 +196,7 @@ class Planner {
     const next = t.next.children as Record<string, ChildRef | undefined>;
     for (const id in next) {
       const ref = next[id];
-      if (
-        ref &&
-        !this.before?.has(ref) &&
-        !bySpawnAction?.has(ref) &&
-        !this.stopped?.has(ref)
-      ) {
+      if (ref && !this.before?.has(ref) && !bySpawnAction?.has(ref) && !this.stopped?.has(ref)) {
         (this.late ??= new Map()).set(ref, id);
       }
     }
