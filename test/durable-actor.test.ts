@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { assign, emit, setup } from 'xstate';
+import { pino } from 'pino';
 import * as z from 'zod';
 import {
   ConcurrencyError,
@@ -18,6 +19,7 @@ import {
   createDurableActor,
   defineChart,
   eventSchema,
+  getRuntime,
   openDurableActor,
   openStore,
   recover,
@@ -344,6 +346,40 @@ describe('a durable actor', () => {
     );
     expect(error).toBeInstanceOf(StoreError);
     expect(error).toMatchObject({ actorId: 'nobody', kind: 'not_found' });
+  });
+
+  test("mode 'create' reads nothing before its commit, and refuses an actor that exists by that commit alone", async () => {
+    const inner = open();
+    const reads: string[] = [];
+    const store = Object.create(inner) as Store;
+    store.loadActorHead = (actorId: string) => {
+      reads.push(actorId);
+      return inner.loadActorHead(actorId);
+    };
+    const errors: unknown[] = [];
+    const logged: string[] = [];
+    const runtime = getRuntime(store, {
+      logger: pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) }),
+    });
+    runtime.observe({ onWriteError: (notice) => void errors.push(notice) });
+    const options = { id: 'c1', store, input: { timeoutMs: 5000 }, mode: 'create' as const };
+    const first = await createDurableActor(machine, options);
+    await first.send({ type: 'START', by: 'a' });
+    first.detach();
+    expect(reads).toEqual([]);
+
+    // Another process's actor of that id (this runtime holds none now).
+    const error = await createDurableActor(machine, options).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConcurrencyError);
+    expect(error).toMatchObject({ actorId: 'c1', expectedVersion: 0, actualVersion: 2 });
+    expect(reads).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(logged).toEqual([]);
+    // Nothing written by the refused creation: the actor is where it was.
+    const again = await createDurableActor(machine, { ...options, mode: 'load' });
+    expect(again.getSnapshot().value).toBe('working');
+    expect(again.version).toBe(2);
+    expect(reads).toEqual(['c1']);
   });
 });
 

@@ -29,6 +29,8 @@ export function createTask(store: Store, id: string): Promise<TaskActor> {
   return createDurableActor(chart.machine, {
     id,
     store,
+    // A new task, as the document's create_task: no read of the store first.
+    mode: 'create',
     // An hour of backoff: RETRY is sent by the workload, never by the timer.
     input: { taskId: id, backoff: { baseMs: 3_600_000, capMs: 3_600_000 } },
     schemas: chart.events,

@@ -26,6 +26,11 @@ export async function createActor<TLogic extends AnyStateMachine>(
   actorOptions: ActorOptions,
   /** A child spawned by another actor: its parent and the spawn message it consumes. */
   spawned?: { parentId: string; consumeMessage: number },
+  /**
+   * `mode: 'create'`: an actor that exists is the caller's mistake, answered with
+   * the ConcurrencyError alone (not logged, not a write error).
+   */
+  mustBeNew = false,
 ): Promise<DurableActor<TLogic>> {
   validateInput(machine, options.input, options.id);
   const now = runtime.clock.now();
@@ -87,8 +92,9 @@ export async function createActor<TLogic extends AnyStateMachine>(
   try {
     await runtime.commit(write);
   } catch (error) {
-    const err = error instanceof Error ? error : new Error(String(error));
     const race = error instanceof ConcurrencyError;
+    if (race && mustBeNew) throw error;
+    const err = error instanceof Error ? error : new Error(String(error));
     runtime.logger[race ? 'warn' : 'error'](
       { actorId: options.id, machineId: machine.id, err },
       'actor not created; nothing written',

@@ -199,11 +199,13 @@ async function openOrCreate<TLogic extends AnyStateMachine>(
     return live;
   }
 
-  const found = await options.store.loadActorHead(options.id);
-  if (found) {
-    if (mode === 'create') throw exists(options.id, found.actor.version);
-    return loadInto(runtime, machine, versioning, found, actorOptions);
+  if (mode === 'create') {
+    // No read first: the creation's compare-and-set (expected version 0) is the
+    // check that the actor does not exist, and a networked store saves a round trip.
+    return createActor(runtime, machine, versioning, options, actorOptions, undefined, true);
   }
+  const found = await options.store.loadActorHead(options.id);
+  if (found) return loadInto(runtime, machine, versioning, found, actorOptions);
   if (mode === 'load') {
     throw new StoreError({ operation: 'load', kind: 'not_found', actorId: options.id });
   }
