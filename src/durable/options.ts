@@ -25,7 +25,12 @@ export interface DurableActorOptions<TLogic extends AnyStateMachine> {
    */
   schemas?: EventSchemas | false;
   maxEventBytes?: number;
-  /** `load-or-create` (default), `load` (must exist) or `create` (must not exist). */
+  /**
+   * `load-or-create` (default), `load` (must exist) or `create` (must not exist).
+   * `create` reads nothing first: the creation's compare-and-set refuses an actor
+   * that exists (ConcurrencyError), so on PostgreSQL it costs one round trip where
+   * `load-or-create` costs two.
+   */
   mode?: 'load-or-create' | 'load' | 'create';
   /** Extra metadata recorded on the creation row (JSON-serialisable). */
   metadata?: Record<string, unknown>;
