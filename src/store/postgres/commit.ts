@@ -25,7 +25,10 @@ import {
  * and its audit row, the insert a data-modifying CTE that acts only when the actor
  * statement matched. A write that loses its race therefore writes nothing and
  * needs no savepoint, and a lone write needs no BEGIN/COMMIT. Timers need no
- * statement: they are in the snapshot, the row keeps the next one due.
+ * statement: they are in the snapshot, the row keeps the next one due. It does
+ * not NOTIFY: PostgreSQL serialises the commits of every transaction that
+ * notifies, through their WAL flush, on one lock; other processes are told after
+ * the commit (./notifications.ts, CommitAnnouncer).
  *
  * Parameters shared by both statements: $1 id, $2 machine, $3 chart version,
  * $4 version, $5 state, $6 status, $7 snapshot, $8 updated_at, $9 head hash,
@@ -38,7 +41,7 @@ const TRANSITION = `
     SELECT id, $11::integer, $12::text, $13::text, $14::text, $15::text, $16::bigint,
       $17::text, $18::text, $19::text, $20::integer, $21::text FROM a
     RETURNING 1)
-  SELECT (SELECT count(*) FROM a)::int AS written, pg_notify('agentcharts_commits', '') AS notified`;
+  SELECT (SELECT count(*) FROM a)::int AS written`;
 /** Creation: $22 created_at, $23 user id. Nothing happens when the id exists. */
 const CREATE_ACTOR = `WITH a AS (
     INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,

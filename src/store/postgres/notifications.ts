@@ -1,14 +1,84 @@
 /**
- * Commits by any process, as PostgreSQL tells them: every commit statement ends
- * with `pg_notify('agentcharts_commits', '')`, and one dedicated connection of the
- * pool LISTENs while anyone wants to know. A follower (the server's transition
- * feed, `tail`) then reads new rows at once instead of at its next poll; polling
- * stays as the fallback. A lost connection is re-established after a second, and
- * listeners are told once on reconnect (commits may have been missed meanwhile).
+ * Commits by any process, as PostgreSQL tells them: after its commits each process
+ * sends `NOTIFY agentcharts_commits` ({@link CommitAnnouncer}), and one dedicated
+ * connection of the pool LISTENs while anyone wants to know. A follower (the
+ * server's transition feed, `tail`) then reads new rows at once instead of at its
+ * next poll; polling stays as the fallback. A lost connection is re-established
+ * after a second, and listeners are told once on reconnect (commits may have been
+ * missed meanwhile).
  */
 import type pg from 'pg';
 
 export const COMMITS_CHANNEL = 'agentcharts_commits';
+
+/** Least time between two announcements under a steady stream of commits. */
+export const ANNOUNCE_GAP_MS = 10;
+
+/**
+ * Tells other processes that this one committed: `NOTIFY` in a statement of its
+ * own after the commit, not inside it. PostgreSQL takes one lock for every
+ * transaction that notifies and holds it through the commit's WAL flush, so a
+ * NOTIFY in each commit made the commits of all processes wait for one another
+ * (4 connections committing at once: 3,400–4,400 against 5,400–6,500 commits/s
+ * without it). Announcements coalesce: one at a time, the first of a quiet spell
+ * at once, then at most one per {@link ANNOUNCE_GAP_MS}, and always one after the
+ * last commit. One that fails (a lost connection) is left to the followers' poll.
+ */
+export class CommitAnnouncer {
+  private sending = false;
+  /** A commit came after the announcement under way began. */
+  private again = false;
+  private lastSent = Number.NEGATIVE_INFINITY;
+  private wait: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly gapMs = ANNOUNCE_GAP_MS,
+  ) {}
+
+  /** After a commit reached the database. */
+  committed(): void {
+    if (this.closed) return;
+    if (this.sending || this.wait !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.next();
+  }
+
+  /** Sends now, or once the gap since the last one has passed. */
+  private next(): void {
+    const due = this.lastSent + this.gapMs - Date.now();
+    if (due > 0) {
+      this.wait = setTimeout(this.send, due);
+      this.wait.unref();
+      return;
+    }
+    this.send();
+  }
+
+  private readonly send = (): void => {
+    this.wait = undefined;
+    if (this.closed) return;
+    this.sending = true;
+    this.again = false;
+    this.lastSent = Date.now();
+    this.pool.query(`NOTIFY ${COMMITS_CHANNEL}`).then(this.sent, this.sent);
+  };
+
+  private readonly sent = (): void => {
+    this.sending = false;
+    if (this.again && !this.closed) this.next();
+  };
+
+  /** No announcement after this (the store closes). */
+  close(): void {
+    this.closed = true;
+    if (this.wait !== undefined) clearTimeout(this.wait);
+    this.wait = undefined;
+  }
+}
 
 export class CommitNotifications {
   private readonly listeners = new Set<() => void>();

@@ -24,7 +24,7 @@ import { PostgresCommitter } from './commit.ts';
 import { PostgresConnection, redact, toStoreError } from './connection.ts';
 import { boundConditions, whereClause, type Filter } from './filters.ts';
 import { PostgresLeases } from './leases.ts';
-import { CommitNotifications } from './notifications.ts';
+import { CommitAnnouncer, CommitNotifications } from './notifications.ts';
 import type { PostgresStoreOptions } from './options.ts';
 import { PostgresReadModels } from './read-models.ts';
 import { PostgresSteps } from './steps.ts';
@@ -75,6 +75,7 @@ export class PostgresStore implements S.Store {
   // (instrumentation, fault injection) must still reach these members.
   private readonly conn: PostgresConnection;
   private readonly notifications: CommitNotifications;
+  private readonly announcer: CommitAnnouncer;
   private readonly committer: PostgresCommitter;
   private readonly readModels: PostgresReadModels;
   private readonly steps: PostgresSteps;
@@ -98,7 +99,11 @@ export class PostgresStore implements S.Store {
     this.refreshes = new RefreshSchedule(options.readModelRefreshMs ?? 250, () =>
       this.readModels.refresh(),
     );
-    this.committer = new PostgresCommitter(this.conn, () => this.refreshes.soon());
+    this.announcer = new CommitAnnouncer(this.pool);
+    this.committer = new PostgresCommitter(this.conn, () => {
+      this.refreshes.soon();
+      this.announcer.committed();
+    });
     this.steps = new PostgresSteps(this.conn);
     this.leases = new PostgresLeases(this.conn);
     this.timerRows = new PostgresTimers(this.conn);
@@ -491,6 +496,7 @@ export class PostgresStore implements S.Store {
     if (this.conn.closed) return;
     this.conn.closed = true;
     this.notifications.close();
+    this.announcer.close();
     this.refreshes.stop();
     try {
       await this.pool.end();
