@@ -233,6 +233,43 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(fine).toBeNull();
       expect((await store.listActors()).map((a) => a.id)).toEqual(['c']);
     });
+
+    it('commits a batch of updates as one statement: a conflict, a second write of one actor and a fenced write each as alone', async () => {
+      const store = open(server.freshUrl());
+      await store.commit([write('a', 1), write('b', 1), write('c', 1), write('d', 1)]);
+      await store.commit([write('a', 2)]);
+      const fenced = { ...write('d', 2), lease: { owner: 'w1', now: 5_000 } };
+      const results = await store.commit([
+        write('c', 2),
+        write('a', 2), // a is at 2 already
+        write('b', 2),
+        write('b', 3), // b's second write, after its first
+        fenced, // d has no lease
+      ]);
+      expect(results[0]).toBeNull();
+      expect(results[1]).toMatchObject({
+        name: 'ConcurrencyError',
+        actorId: 'a',
+        expectedVersion: 1,
+        actualVersion: 2,
+      });
+      expect(results.slice(2, 4)).toEqual([null, null]);
+      expect(results[4]).toMatchObject({ name: 'LeaseLostError', actorId: 'd' });
+      expect((await store.history('b')).map((t) => t.seq)).toEqual([1, 2, 3]);
+      expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
+      expect((await store.loadActor('c'))?.state).toBe('s2');
+      expect((await store.loadActor('d'))?.version).toBe(1);
+    });
+
+    it('rejects an update PostgreSQL cannot store (a NUL byte) alone from a batch of updates, and commits the rest', async () => {
+      const store = open(server.freshUrl());
+      await store.commit([write('a', 1), write('c', 1)]);
+      const [bad, fine] = await store.commit([write('a', 2, '{"value":"\u0000"}'), write('c', 2)]);
+      expect(bad).toMatchObject({ name: 'StoreError', kind: 'invalid_data', actorId: 'a' });
+      expect(fine).toBeNull();
+      expect((await store.loadActor('a'))?.version).toBe(1);
+      expect((await store.loadActor('c'))?.version).toBe(2);
+    });
   });
 
   describe('workers sharing one database', () => {
@@ -326,8 +363,9 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
 
       const single = await rejection(store.commit([write('b', 2)]));
       expect(single).toMatchObject({ operation: 'commit', kind: 'timeout', actorId: 'b' });
+      // A batch of updates is one statement: its failure is the batch's, naming no actor.
       const batch = await rejection(store.commit([write('a', 2), write('b', 2)]));
-      expect(batch).toMatchObject({ operation: 'commit', kind: 'timeout', actorId: 'b' });
+      expect(batch).toMatchObject({ operation: 'commit', kind: 'timeout', actorId: undefined });
       expect(await persisted(store, 'a')).toEqual(before);
 
       await locker.query('ROLLBACK');
@@ -343,7 +381,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       await admin.query('BEGIN');
       await admin.query(`SELECT 1 FROM actors WHERE id = 'b' FOR UPDATE`);
 
-      // a's write applies, then b's waits on the row lock: kill that backend.
+      // The batch's one statement locks a, then waits on b's row lock: kill that backend.
       const pending = rejection(store.commit([write('a', 2), write('b', 2)]));
       const killer = await raw();
       let killed = false;
@@ -357,7 +395,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       }
       expect(killed).toBe(true);
       const error = await pending;
-      expect(error).toMatchObject({ operation: 'commit', kind: 'connection', actorId: 'b' });
+      expect(error).toMatchObject({ operation: 'commit', kind: 'connection', actorId: undefined });
       await admin.query('ROLLBACK');
 
       expect({ a: await persisted(store, 'a'), b: await persisted(store, 'b') }).toEqual(before);

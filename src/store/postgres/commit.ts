@@ -13,6 +13,7 @@ import type * as S from '../types.ts';
 import {
   asError,
   breaksConnection,
+  failedOnData,
   ignore,
   ownFailure,
   toStoreError,
@@ -60,6 +61,82 @@ const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
     WHERE id = $1 AND version = $22
       ${fenced ? 'AND owner = $23 AND lease_until >= $24' : ''}
     RETURNING id),${TRANSITION}`;
+
+/**
+ * A batch's plain updates, one per actor, as one statement: the rows are locked
+ * first, in actor-id order (the order in which every batch of every process locks,
+ * as {@link PostgresCommitter.applyBatch}'s statements do one by one, so no two
+ * batches deadlock), then updated where the version (and, when fenced, the lease)
+ * still holds, and the audit rows of those inserted. Its rows are the ids it
+ * updated. Parameters: one array per column, the writes in actor-id order (see
+ * {@link updateMany}).
+ */
+const UPDATE_MANY = `WITH w AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::text[],
+      $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::integer[],
+      $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[],
+      $18::text[], $19::text[], $20::integer[], $21::text[], $22::integer[], $23::text[],
+      $24::bigint[])
+      AS w (id, machine_id, chart_version, version, state, status, snapshot, updated_at,
+        head_hash, next_due_at, seq, from_state, to_state, event_type, event, at, metadata,
+        prev_hash, hash, t_chart_version, snapshot_hash, expected, owner, lease_now)),
+  lk AS MATERIALIZED (
+    SELECT id FROM actors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
+  a AS (
+    UPDATE actors x SET machine_id = w.machine_id, chart_version = w.chart_version,
+      version = w.version, state = w.state, status = w.status, snapshot = w.snapshot,
+      updated_at = w.updated_at, head_hash = w.head_hash, next_due_at = w.next_due_at,
+      state_since = CASE WHEN x.state = w.state THEN x.state_since ELSE w.at END
+    FROM w JOIN lk ON lk.id = w.id
+    WHERE x.id = w.id AND x.version = w.expected
+      AND (w.owner IS NULL OR (x.owner = w.owner AND x.lease_until >= w.lease_now))
+    RETURNING x.id),
+  t AS (
+    INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
+      metadata, prev_hash, hash, chart_version, snapshot_hash)
+    SELECT w.id, w.seq, w.from_state, w.to_state, w.event_type, w.event, w.at, w.metadata,
+      w.prev_hash, w.hash, w.t_chart_version, w.snapshot_hash FROM w JOIN a ON a.id = w.id
+    RETURNING 1)
+  SELECT id FROM a`;
+
+/** Columns of {@link UPDATE_MANY}: the actor row's, the transition row's, version, lease. */
+const MANY_COLUMNS = 24;
+
+/** {@link UPDATE_MANY} for `writes` (updates of distinct actors, in actor-id order). */
+function updateMany(writes: readonly S.ActorWrite[]): {
+  name: string;
+  text: string;
+  values: unknown[][];
+} {
+  const columns: unknown[][] = Array.from({ length: MANY_COLUMNS }, () => []);
+  for (const write of writes) {
+    const row = [
+      ...actorValues(write),
+      ...transitionValues(write.transition),
+      write.expectedVersion,
+      write.lease?.owner ?? null,
+      write.lease?.now ?? null,
+    ];
+    for (let i = 0; i < MANY_COLUMNS; i++) (columns[i] as unknown[]).push(row[i]);
+  }
+  return { name: 'ac_update_many', text: UPDATE_MANY, values: columns };
+}
+
+/**
+ * The k-th write of every actor in round k: writes sorted by actor (each actor's
+ * in batch order) become rounds of distinct actors, each still in actor order.
+ */
+function roundsOf<T extends { write: S.ActorWrite }>(sorted: readonly T[]): T[][] {
+  const rounds: T[][] = [];
+  let actor: string | undefined;
+  let k = 0;
+  for (const entry of sorted) {
+    k = entry.write.actorId === actor ? k + 1 : 0;
+    actor = entry.write.actorId;
+    (rounds[k] ??= []).push(entry);
+  }
+  return rounds;
+}
 
 /**
  * The one statement that applies `write` (a prepared statement: `name`, `text`,
@@ -140,6 +217,9 @@ export class PostgresCommitter {
         }
         return results;
       }
+      if (order.every(({ write }) => write.expectedVersion > 0)) {
+        if (await this.applyMany(order, results)) return results;
+      }
       const client = await this.conn.pool.connect();
       // A connection that dies mid-batch also emits 'error' on the client; the
       // failing query reports it, so the event itself is only absorbed here.
@@ -170,6 +250,46 @@ export class PostgresCommitter {
         throw toStoreError(error, 'commit', state.inFlight);
       }
     }
+  }
+
+  /**
+   * A batch of updates in one statement per round ({@link UPDATE_MANY}): one round
+   * trip for the usual batch of distinct actors, not one per write plus BEGIN and
+   * COMMIT. Returns false, having written nothing, when a statement failed for
+   * some write's data (a constraint, a value out of range): the batch then goes
+   * through {@link applyBatch}, which finds that write. Any other failure is the
+   * batch's, and names no actor (one statement waited, timed out or lost its
+   * connection for all of them).
+   */
+  private async applyMany(
+    order: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
+    results: Array<Error | null>,
+  ): Promise<boolean> {
+    const rounds = roundsOf(order);
+    const misses: Array<{ write: S.ActorWrite; index: number }> = [];
+    const client = rounds.length > 1 ? await this.conn.pool.connect() : undefined;
+    client?.on('error', ignore);
+    let broken = false;
+    try {
+      if (client) await client.query('BEGIN');
+      for (const round of rounds) {
+        const statement = updateMany(round.map(({ write }) => write));
+        const { rows } = await (client ?? this.conn.pool).query<{ id: string }>(statement);
+        const updated = new Set(rows.map((row) => row.id));
+        for (const entry of round) if (!updated.has(entry.write.actorId)) misses.push(entry);
+      }
+      if (client) await client.query('COMMIT');
+    } catch (error) {
+      broken = breaksConnection(error);
+      if (client && !broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      if (failedOnData(error)) return false;
+      throw toStoreError(error, 'commit');
+    } finally {
+      client?.removeListener('error', ignore);
+      client?.release(broken ? new Error('connection broken') : undefined);
+    }
+    await this.explainMisses(this.conn.pool, misses, results);
+    return true;
   }
 
   /**

@@ -118,12 +118,14 @@ export function breaksConnection(error: unknown): boolean {
 export function ownFailure(error: unknown, actorId: string): Error | undefined {
   if (error instanceof ConcurrencyError || error instanceof LeaseLostError) return error;
   if (error instanceof StoreError) return error;
+  return failedOnData(error) ? toStoreError(error, 'commit', actorId) : undefined;
+}
+
+/** A statement that failed for the data it wrote: SQLSTATE class 22, 23 or 54. */
+export function failedOnData(error: unknown): boolean {
   const code =
     typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
-  if (typeof code === 'string' && /^(22|23|54)/.test(code)) {
-    return toStoreError(error, 'commit', actorId);
-  }
-  return undefined;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
 export function asError(error: unknown): Error {
