@@ -2,17 +2,27 @@
  * Multi-worker freshness on PostgreSQL: a follower learns of another process's
  * commits through LISTEN/NOTIFY, with polling switched off entirely.
  */
-import { expect, test } from 'vitest';
-import { charts } from '../machines/index.ts';
+import { expect, test, type TestContext } from 'vitest';
+import { charts, taskLifecycle } from '../machines/index.ts';
 import { createDurableActor, getRuntime } from '../src/index.ts';
 import { feedTransitions, type FeedTransition } from '../src/observe/feed.ts';
 import { openStore } from '../src/store/open.ts';
 import { ANNOUNCE_GAP_MS } from '../src/store/postgres/notifications.ts';
+import type { Store } from '../src/store/types.ts';
 import { usePostgres } from './support/postgres.ts';
 
 const postgres = usePostgres();
+const task = taskLifecycle.chart;
 
-test('a feed with polling off sees another process’s commits through NOTIFY', async (context) => {
+interface Follower {
+  writer: Store;
+  follower: Store;
+  /** What the follower's feed (polling off) has told. */
+  seen: FeedTransition[];
+}
+
+/** A writer and a follower (its feed polling off, listening) on one fresh schema; closed after. */
+async function withFollower(context: TestContext, run: (f: Follower) => Promise<void>) {
   const server = postgres();
   if (!server) {
     context.skip();
@@ -21,8 +31,6 @@ test('a feed with polling off sees another process’s commits through NOTIFY', 
   const url = server.freshUrl();
   const follower = openStore(url);
   const writer = openStore(url);
-  const task = charts.find((c) => c.name === 'task-lifecycle');
-  if (!task) throw new Error('no task chart');
   try {
     // Both open (and migrate) before the follower starts listening.
     await follower.listActors({ limit: 1 });
@@ -33,24 +41,7 @@ test('a feed with polling off sees another process’s commits through NOTIFY', 
     });
     try {
       await new Promise((r) => setTimeout(r, 200)); // LISTEN is in place
-      const actor = await createDurableActor(task.machine, {
-        id: 'notified',
-        store: writer,
-        input: { taskId: 'notified' },
-        schemas: task.events,
-      });
-      await actor.send({ type: 'START' });
-      const start = Date.now();
-      while (
-        seen.filter((t) => t.actorId === 'notified').length < 2 &&
-        Date.now() - start < 10_000
-      ) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(seen.filter((t) => t.actorId === 'notified').map((t) => t.to)).toEqual([
-        'planned',
-        'running',
-      ]);
+      await run({ writer, follower, seen });
     } finally {
       feed.stop();
     }
@@ -60,31 +51,40 @@ test('a feed with polling off sees another process’s commits through NOTIFY', 
     await follower.close();
     await writer.close();
   }
+}
+
+/** The versions of `actorId` the feed told, once it told `count` of them (10 s at most). */
+async function versionsSeen(seen: FeedTransition[], actorId: string, count: number) {
+  const mine = () => seen.filter((t) => t.actorId === actorId).map((t) => t.version);
+  const start = Date.now();
+  while (mine().length < count && Date.now() - start < 10_000) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return mine();
+}
+
+test('a feed with polling off sees another process’s commits through NOTIFY', async (context) => {
+  await withFollower(context, async ({ writer, seen }) => {
+    const actor = await createDurableActor(task.machine, {
+      id: 'notified',
+      store: writer,
+      input: { taskId: 'notified' },
+      schemas: task.events,
+    });
+    await actor.send({ type: 'START' });
+    expect(await versionsSeen(seen, 'notified', 2)).toEqual([1, 2]);
+    expect(seen.filter((t) => t.actorId === 'notified').map((t) => t.to)).toEqual([
+      'planned',
+      'running',
+    ]);
+  });
 }, 60_000);
 
 test('a burst of commits is announced after them, coalesced, and the last one always reaches a follower', async (context) => {
-  const server = postgres();
-  if (!server) {
-    context.skip();
-    return;
-  }
-  const url = server.freshUrl();
-  const follower = openStore(url);
-  const writer = openStore(url);
-  const task = charts.find((c) => c.name === 'task-lifecycle');
-  if (!task) throw new Error('no task chart');
-  try {
-    await follower.listActors({ limit: 1 });
-    await writer.listActors({ limit: 1 });
+  await withFollower(context, async ({ writer, follower, seen }) => {
     let told = 0;
     const unlisten = follower.onCommits?.(() => told++);
-    const seen: FeedTransition[] = [];
-    const feed = feedTransitions(getRuntime(follower, { charts }), {
-      pollMs: 0,
-      onTransition: (t) => seen.push(t),
-    });
     try {
-      await new Promise((r) => setTimeout(r, 200)); // LISTEN is in place
       const actor = await createDurableActor(task.machine, {
         id: 'burst',
         store: writer,
@@ -99,17 +99,9 @@ test('a burst of commits is announced after them, coalesced, and the last one al
       for (let i = 0; i < 60; i++) await actor.send((i % 2 === 0 ? pause : grant) as never);
       const elapsed = Date.now() - started;
       const commits = 62;
-      const last = actor.version;
-      expect(last).toBe(commits);
+      expect(actor.version).toBe(commits);
       // The last commit reaches the follower by a notification (polling is off).
-      const start = Date.now();
-      while (
-        !seen.some((t) => t.actorId === 'burst' && t.version === last) &&
-        Date.now() - start < 10_000
-      ) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(seen.filter((t) => t.actorId === 'burst').map((t) => t.version)).toEqual(
+      expect(await versionsSeen(seen, 'burst', commits)).toEqual(
         Array.from({ length: commits }, (_, i) => i + 1),
       );
       // Coalesced: at most one per ANNOUNCE_GAP_MS while the burst lasted, plus the
@@ -117,13 +109,7 @@ test('a burst of commits is announced after them, coalesced, and the last one al
       expect(told).toBeGreaterThanOrEqual(1);
       expect(told).toBeLessThanOrEqual(Math.ceil(elapsed / ANNOUNCE_GAP_MS) + 2);
     } finally {
-      feed.stop();
       unlisten?.();
     }
-  } finally {
-    await getRuntime(follower).close();
-    await getRuntime(writer).close();
-    await follower.close();
-    await writer.close();
-  }
+  });
 }, 60_000);
