@@ -234,7 +234,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect((await store.listActors()).map((a) => a.id)).toEqual(['c']);
     });
 
-    it('commits a batch of updates as one statement: a conflict, a second write of one actor and a fenced write each as alone', async () => {
+    it('commits a batch as one statement per phase: a conflict, a second write of one actor, a fenced write and creations each as alone', async () => {
       const store = open(server.freshUrl());
       await store.commit([write('a', 1), write('b', 1), write('c', 1), write('d', 1)]);
       await store.commit([write('a', 2)]);
@@ -245,6 +245,10 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
         write('b', 2),
         write('b', 3), // b's second write, after its first
         fenced, // d has no lease
+        write('e', 1),
+        write('a', 1), // a exists
+        write('e', 2), // e's update, after its creation
+        { ...write('f', 1), lease: { owner: 'w1', now: 5_000 } }, // no lease on a new row
       ]);
       expect(results[0]).toBeNull();
       expect(results[1]).toMatchObject({
@@ -255,6 +259,16 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       });
       expect(results.slice(2, 4)).toEqual([null, null]);
       expect(results[4]).toMatchObject({ name: 'LeaseLostError', actorId: 'd' });
+      expect(results[5]).toBeNull();
+      expect(results[6]).toMatchObject({
+        name: 'ConcurrencyError',
+        actorId: 'a',
+        actualVersion: 2,
+      });
+      expect(results[7]).toBeNull();
+      expect(results[8]).toMatchObject({ name: 'LeaseLostError', actorId: 'f' });
+      expect((await store.history('e')).map((t) => t.seq)).toEqual([1, 2]);
+      expect(await store.loadActor('f')).toBeUndefined();
       expect((await store.history('b')).map((t) => t.seq)).toEqual([1, 2, 3]);
       expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
       expect((await store.loadActor('c'))?.state).toBe('s2');
@@ -301,6 +315,30 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
         });
       }
       for (const id of ids) expect((await one.loadActor(id))?.version).toBe(30);
+    });
+
+    it('never deadlocks when two workers batch creations and updates of the same actors in opposite orders', async () => {
+      const url = server.freshUrl();
+      const [one, two] = [open(url), open(url)];
+      const ids = Array.from({ length: 6 }, (_, i) => `actor-${i}`);
+      await one.commit(ids.map((id) => write(id, 1)));
+      for (let version = 2; version <= 20; version++) {
+        // New ids that sort before and after the existing ones.
+        const fresh = ['a', 'z'].flatMap((p) =>
+          [1, 2].map((i) => write(`${p}-${version}-${i}`, 1)),
+        );
+        const forward = [...ids.map((id) => write(id, version)), ...fresh];
+        const backward = [...forward].reverse();
+        const [a, b] = await Promise.all([one.commit(forward), two.commit(backward)]);
+        // Each write went to one batch; the other lost it to compare-and-set.
+        forward.forEach((_, i) => {
+          const pair = [a[i], b[forward.length - 1 - i]];
+          expect(pair.filter((r) => r === null)).toHaveLength(1);
+          expect(pair.find((r) => r !== null)).toBeInstanceOf(ConcurrencyError);
+        });
+      }
+      for (const id of ids) expect((await one.loadActor(id))?.version).toBe(20);
+      expect(await one.listActors({ limit: 1000 })).toHaveLength(6 + 19 * 4);
     });
 
     it('splits expired leases among concurrent workers without overlap', async () => {

@@ -1,9 +1,11 @@
 /**
- * Applying ActorWrites to PostgreSQL: one statement per write (the compare-and-set
- * of the actor row and its audit row), a batch in one
- * transaction, writes with extra rows (messages, steps, a parent) each in a
- * transaction of their own. Only what must survive a crash is written here; read
- * models are derived later (./read-models.ts).
+ * Applying ActorWrites to PostgreSQL: a lone write in one statement (the
+ * compare-and-set of the actor row and its audit row); a batch in one transaction
+ * of a statement per phase (its updates, then its creations: {@link phasesOf}),
+ * or, when one of those fails on a write's data, a statement per write; writes
+ * with extra rows (messages, steps, a parent) each in a transaction of their own.
+ * Only what must survive a crash is written here; read models are derived later
+ * (./read-models.ts).
  */
 import type { PoolClient } from 'pg';
 import { ConcurrencyError } from '../../core/errors.ts';
@@ -62,24 +64,33 @@ const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
       ${fenced ? 'AND owner = $23 AND lease_until >= $24' : ''}
     RETURNING id),${TRANSITION}`;
 
-/**
- * A batch's plain updates, one per actor, as one statement: the rows are locked
- * first, in actor-id order (the order in which every batch of every process locks,
- * as {@link PostgresCommitter.applyBatch}'s statements do one by one, so no two
- * batches deadlock), then updated where the version (and, when fenced, the lease)
- * still holds, and the audit rows of those inserted. Its rows are the ids it
- * updated. Parameters: one array per column, the writes in actor-id order (see
- * {@link updateMany}).
- */
-const UPDATE_MANY = `WITH w AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::text[],
+/** The writes' columns as arrays, shared by {@link UPDATE_MANY} and {@link CREATE_MANY}. */
+const MANY_ROWS = `unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::text[],
       $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::integer[],
       $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[],
-      $18::text[], $19::text[], $20::integer[], $21::text[], $22::integer[], $23::text[],
-      $24::bigint[])
-      AS w (id, machine_id, chart_version, version, state, status, snapshot, updated_at,
+      $18::text[], $19::text[], $20::integer[], $21::text[]`;
+const MANY_NAMES = `id, machine_id, chart_version, version, state, status, snapshot, updated_at,
         head_hash, next_due_at, seq, from_state, to_state, event_type, event, at, metadata,
-        prev_hash, hash, t_chart_version, snapshot_hash, expected, owner, lease_now)),
+        prev_hash, hash, t_chart_version, snapshot_hash`;
+/** The audit rows of the actors a CTE `a` wrote. */
+const MANY_TRANSITIONS = `t AS (
+    INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
+      metadata, prev_hash, hash, chart_version, snapshot_hash)
+    SELECT w.id, w.seq, w.from_state, w.to_state, w.event_type, w.event, w.at, w.metadata,
+      w.prev_hash, w.hash, w.t_chart_version, w.snapshot_hash FROM w JOIN a ON a.id = w.id
+    RETURNING 1)
+  SELECT id FROM a`;
+
+/**
+ * A batch's updates of distinct actors as one statement: the rows are locked first,
+ * in actor-id order, then updated where the version (and, when fenced, the lease)
+ * still holds, and the audit rows of those inserted. Its rows are the ids it
+ * updated. Parameters: one array per column, the writes in actor-id order, then
+ * the expected versions, lease owners and lease times ({@link manyStatement}).
+ */
+const UPDATE_MANY = `WITH w AS (
+    SELECT * FROM ${MANY_ROWS}, $22::integer[], $23::text[], $24::bigint[])
+      AS w (${MANY_NAMES}, expected, owner, lease_now)),
   lk AS MATERIALIZED (
     SELECT id FROM actors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
   a AS (
@@ -91,51 +102,61 @@ const UPDATE_MANY = `WITH w AS (
     WHERE x.id = w.id AND x.version = w.expected
       AND (w.owner IS NULL OR (x.owner = w.owner AND x.lease_until >= w.lease_now))
     RETURNING x.id),
-  t AS (
-    INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
-      metadata, prev_hash, hash, chart_version, snapshot_hash)
-    SELECT w.id, w.seq, w.from_state, w.to_state, w.event_type, w.event, w.at, w.metadata,
-      w.prev_hash, w.hash, w.t_chart_version, w.snapshot_hash FROM w JOIN a ON a.id = w.id
-    RETURNING 1)
-  SELECT id FROM a`;
+  ${MANY_TRANSITIONS}`;
 
-/** Columns of {@link UPDATE_MANY}: the actor row's, the transition row's, version, lease. */
-const MANY_COLUMNS = 24;
+/**
+ * A batch's creations as one statement, inserted in actor-id order; an id that
+ * exists is skipped (a miss). Parameters: as {@link UPDATE_MANY}'s first 21, then
+ * the creation times and user ids.
+ */
+const CREATE_MANY = `WITH w AS (
+    SELECT * FROM ${MANY_ROWS}, $22::bigint[], $23::text[])
+      AS w (${MANY_NAMES}, created_at, user_id)),
+  a AS (
+    INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
+      created_at, updated_at, head_hash, next_due_at, user_id, state_since)
+    SELECT id, machine_id, chart_version, version, state, status, snapshot, created_at,
+      updated_at, head_hash, next_due_at, user_id, at FROM w ORDER BY id
+    ON CONFLICT (id) DO NOTHING RETURNING id),
+  ${MANY_TRANSITIONS}`;
 
-/** {@link UPDATE_MANY} for `writes` (updates of distinct actors, in actor-id order). */
-function updateMany(writes: readonly S.ActorWrite[]): {
-  name: string;
-  text: string;
-  values: unknown[][];
-} {
-  const columns: unknown[][] = Array.from({ length: MANY_COLUMNS }, () => []);
+/** {@link UPDATE_MANY} or {@link CREATE_MANY} for writes of distinct actors, in actor-id order. */
+function manyStatement(
+  writes: readonly S.ActorWrite[],
+  create: boolean,
+): { name: string; text: string; values: unknown[][] } {
+  const columns: unknown[][] = [];
   for (const write of writes) {
-    const row = [
-      ...actorValues(write),
-      ...transitionValues(write.transition),
-      write.expectedVersion,
-      write.lease?.owner ?? null,
-      write.lease?.now ?? null,
-    ];
-    for (let i = 0; i < MANY_COLUMNS; i++) (columns[i] as unknown[]).push(row[i]);
+    const row = [...actorValues(write), ...transitionValues(write.transition)];
+    if (create) row.push(write.actor.createdAt, write.userId ?? null);
+    else row.push(write.expectedVersion, write.lease?.owner ?? null, write.lease?.now ?? null);
+    row.forEach((value, i) => (columns[i] ??= []).push(value));
   }
-  return { name: 'ac_update_many', text: UPDATE_MANY, values: columns };
+  return create
+    ? { name: 'ac_create_many', text: CREATE_MANY, values: columns }
+    : { name: 'ac_update_many', text: UPDATE_MANY, values: columns };
 }
 
 /**
- * The k-th write of every actor in round k: writes sorted by actor (each actor's
- * in batch order) become rounds of distinct actors, each still in actor order.
+ * The order in which a batch locks rows, the same in every process so that no two
+ * batches deadlock: round by round (the k-th write of each actor in round k, so an
+ * actor's writes keep their order), and within a round the rows it updates in
+ * actor-id order, then the actors it creates in actor-id order. (Mixing the two
+ * in one actor-id order would not do: a batch that updated A then created B could
+ * wait on B, created by a batch that waits on A.) Returns each round's updates and
+ * creations; `sorted` is by actor, each actor's writes in batch order.
  */
-function roundsOf<T extends { write: S.ActorWrite }>(sorted: readonly T[]): T[][] {
-  const rounds: T[][] = [];
+function phasesOf<T extends { write: S.ActorWrite }>(sorted: readonly T[]): T[][] {
+  const rounds: Array<{ updates: T[]; creates: T[] }> = [];
   let actor: string | undefined;
   let k = 0;
   for (const entry of sorted) {
     k = entry.write.actorId === actor ? k + 1 : 0;
     actor = entry.write.actorId;
-    (rounds[k] ??= []).push(entry);
+    const round = (rounds[k] ??= { updates: [], creates: [] });
+    (entry.write.expectedVersion === 0 ? round.creates : round.updates).push(entry);
   }
-  return rounds;
+  return rounds.flatMap((r) => [r.updates, r.creates]).filter((phase) => phase.length > 0);
 }
 
 /**
@@ -197,6 +218,7 @@ export class PostgresCommitter {
   }
 
   private async commitPlain(
+    // The writes sorted by actor; a batch of several is applied in the order of phasesOf.
     order: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
     results: Array<Error | null>,
     state: { inFlight: string | undefined },
@@ -217,9 +239,9 @@ export class PostgresCommitter {
         }
         return results;
       }
-      if (order.every(({ write }) => write.expectedVersion > 0)) {
-        if (await this.applyMany(order, results)) return results;
-      }
+      const phases = phasesOf(order);
+      if (await this.applyMany(phases, results)) return results;
+      order = phases.flat();
       const client = await this.conn.pool.connect();
       // A connection that dies mid-batch also emits 'error' on the client; the
       // failing query reports it, so the event itself is only absorbed here.
@@ -253,30 +275,39 @@ export class PostgresCommitter {
   }
 
   /**
-   * A batch of updates in one statement per round ({@link UPDATE_MANY}): one round
-   * trip for the usual batch of distinct actors, not one per write plus BEGIN and
-   * COMMIT. Returns false, having written nothing, when a statement failed for
-   * some write's data (a constraint, a value out of range): the batch then goes
-   * through {@link applyBatch}, which finds that write. Any other failure is the
-   * batch's, and names no actor (one statement waited, timed out or lost its
-   * connection for all of them).
+   * A batch in one statement per phase ({@link phasesOf}: {@link UPDATE_MANY},
+   * {@link CREATE_MANY}): one round trip for the usual batch, not one per write
+   * plus BEGIN and COMMIT. Returns false, having written nothing, when a statement
+   * failed for some write's data (a constraint, a value out of range): the batch
+   * then goes through {@link applyBatch}, which finds that write. Any other failure
+   * is the batch's, and names no actor (one statement waited, timed out or lost
+   * its connection for all of them).
    */
   private async applyMany(
-    order: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
+    phases: ReadonlyArray<ReadonlyArray<{ write: S.ActorWrite; index: number }>>,
     results: Array<Error | null>,
   ): Promise<boolean> {
-    const rounds = roundsOf(order);
     const misses: Array<{ write: S.ActorWrite; index: number }> = [];
-    const client = rounds.length > 1 ? await this.conn.pool.connect() : undefined;
+    const client = phases.length > 1 ? await this.conn.pool.connect() : undefined;
     client?.on('error', ignore);
     let broken = false;
     try {
       if (client) await client.query('BEGIN');
-      for (const round of rounds) {
-        const statement = updateMany(round.map(({ write }) => write));
+      for (const phase of phases) {
+        // A fenced creation cannot match (no lease is held on a row not yet there).
+        const writes = phase.filter(
+          ({ write }) => write.expectedVersion > 0 || write.lease === undefined,
+        );
+        for (const entry of phase) if (!writes.includes(entry)) misses.push(entry);
+        if (writes.length === 0) continue;
+        const create = (writes[0] as { write: S.ActorWrite }).write.expectedVersion === 0;
+        const statement = manyStatement(
+          writes.map(({ write }) => write),
+          create,
+        );
         const { rows } = await (client ?? this.conn.pool).query<{ id: string }>(statement);
-        const updated = new Set(rows.map((row) => row.id));
-        for (const entry of round) if (!updated.has(entry.write.actorId)) misses.push(entry);
+        const written = new Set(rows.map((row) => row.id));
+        for (const entry of writes) if (!written.has(entry.write.actorId)) misses.push(entry);
       }
       if (client) await client.query('COMMIT');
     } catch (error) {
