@@ -12,6 +12,7 @@ import { ConcurrencyError } from '../../core/errors.ts';
 import * as rules from '../rules.ts';
 import { actorValues, transitionValues } from '../sql-common.ts';
 import type * as S from '../types.ts';
+import { manyStatement, phasesOf } from './batch.ts';
 import {
   asError,
   breaksConnection,
@@ -63,101 +64,6 @@ const UPDATE_ACTOR = (fenced: boolean) => `WITH a AS (
     WHERE id = $1 AND version = $22
       ${fenced ? 'AND owner = $23 AND lease_until >= $24' : ''}
     RETURNING id),${TRANSITION}`;
-
-/** The writes' columns as arrays, shared by {@link UPDATE_MANY} and {@link CREATE_MANY}. */
-const MANY_ROWS = `unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::text[],
-      $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::integer[],
-      $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[],
-      $18::text[], $19::text[], $20::integer[], $21::text[]`;
-const MANY_NAMES = `id, machine_id, chart_version, version, state, status, snapshot, updated_at,
-        head_hash, next_due_at, seq, from_state, to_state, event_type, event, at, metadata,
-        prev_hash, hash, t_chart_version, snapshot_hash`;
-/** The audit rows of the actors a CTE `a` wrote. */
-const MANY_TRANSITIONS = `t AS (
-    INSERT INTO transitions (actor_id, seq, from_state, to_state, event_type, event, at,
-      metadata, prev_hash, hash, chart_version, snapshot_hash)
-    SELECT w.id, w.seq, w.from_state, w.to_state, w.event_type, w.event, w.at, w.metadata,
-      w.prev_hash, w.hash, w.t_chart_version, w.snapshot_hash FROM w JOIN a ON a.id = w.id
-    RETURNING 1)
-  SELECT id FROM a`;
-
-/**
- * A batch's updates of distinct actors as one statement: the rows are locked first,
- * in actor-id order, then updated where the version (and, when fenced, the lease)
- * still holds, and the audit rows of those inserted. Its rows are the ids it
- * updated. Parameters: one array per column, the writes in actor-id order, then
- * the expected versions, lease owners and lease times ({@link manyStatement}).
- */
-const UPDATE_MANY = `WITH w AS (
-    SELECT * FROM ${MANY_ROWS}, $22::integer[], $23::text[], $24::bigint[])
-      AS w (${MANY_NAMES}, expected, owner, lease_now)),
-  lk AS MATERIALIZED (
-    SELECT id FROM actors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
-  a AS (
-    UPDATE actors x SET machine_id = w.machine_id, chart_version = w.chart_version,
-      version = w.version, state = w.state, status = w.status, snapshot = w.snapshot,
-      updated_at = w.updated_at, head_hash = w.head_hash, next_due_at = w.next_due_at,
-      state_since = CASE WHEN x.state = w.state THEN x.state_since ELSE w.at END
-    FROM w JOIN lk ON lk.id = w.id
-    WHERE x.id = w.id AND x.version = w.expected
-      AND (w.owner IS NULL OR (x.owner = w.owner AND x.lease_until >= w.lease_now))
-    RETURNING x.id),
-  ${MANY_TRANSITIONS}`;
-
-/**
- * A batch's creations as one statement, inserted in actor-id order; an id that
- * exists is skipped (a miss). Parameters: as {@link UPDATE_MANY}'s first 21, then
- * the creation times and user ids.
- */
-const CREATE_MANY = `WITH w AS (
-    SELECT * FROM ${MANY_ROWS}, $22::bigint[], $23::text[])
-      AS w (${MANY_NAMES}, created_at, user_id)),
-  a AS (
-    INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
-      created_at, updated_at, head_hash, next_due_at, user_id, state_since)
-    SELECT id, machine_id, chart_version, version, state, status, snapshot, created_at,
-      updated_at, head_hash, next_due_at, user_id, at FROM w ORDER BY id
-    ON CONFLICT (id) DO NOTHING RETURNING id),
-  ${MANY_TRANSITIONS}`;
-
-/** {@link UPDATE_MANY} or {@link CREATE_MANY} for writes of distinct actors, in actor-id order. */
-function manyStatement(
-  writes: readonly S.ActorWrite[],
-  create: boolean,
-): { name: string; text: string; values: unknown[][] } {
-  const columns: unknown[][] = [];
-  for (const write of writes) {
-    const row = [...actorValues(write), ...transitionValues(write.transition)];
-    if (create) row.push(write.actor.createdAt, write.userId ?? null);
-    else row.push(write.expectedVersion, write.lease?.owner ?? null, write.lease?.now ?? null);
-    row.forEach((value, i) => (columns[i] ??= []).push(value));
-  }
-  return create
-    ? { name: 'ac_create_many', text: CREATE_MANY, values: columns }
-    : { name: 'ac_update_many', text: UPDATE_MANY, values: columns };
-}
-
-/**
- * The order in which a batch locks rows, the same in every process so that no two
- * batches deadlock: round by round (the k-th write of each actor in round k, so an
- * actor's writes keep their order), and within a round the rows it updates in
- * actor-id order, then the actors it creates in actor-id order. (Mixing the two
- * in one actor-id order would not do: a batch that updated A then created B could
- * wait on B, created by a batch that waits on A.) Returns each round's updates and
- * creations; `sorted` is by actor, each actor's writes in batch order.
- */
-function phasesOf<T extends { write: S.ActorWrite }>(sorted: readonly T[]): T[][] {
-  const rounds: Array<{ updates: T[]; creates: T[] }> = [];
-  let actor: string | undefined;
-  let k = 0;
-  for (const entry of sorted) {
-    k = entry.write.actorId === actor ? k + 1 : 0;
-    actor = entry.write.actorId;
-    const round = (rounds[k] ??= { updates: [], creates: [] });
-    (entry.write.expectedVersion === 0 ? round.creates : round.updates).push(entry);
-  }
-  return rounds.flatMap((r) => [r.updates, r.creates]).filter((phase) => phase.length > 0);
-}
 
 /**
  * The one statement that applies `write` (a prepared statement: `name`, `text`,
@@ -275,9 +181,8 @@ export class PostgresCommitter {
   }
 
   /**
-   * A batch in one statement per phase ({@link phasesOf}: {@link UPDATE_MANY},
-   * {@link CREATE_MANY}): one round trip for the usual batch, not one per write
-   * plus BEGIN and COMMIT. Returns false, having written nothing, when a statement
+   * A batch in one statement per phase (./batch.ts): one round trip for the usual
+   * batch, not one per write plus BEGIN and COMMIT. Returns false, having written nothing, when a statement
    * failed for some write's data (a constraint, a value out of range): the batch
    * then goes through {@link applyBatch}, which finds that write. Any other failure
    * is the batch's, and names no actor (one statement waited, timed out or lost
