@@ -410,36 +410,49 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(await store.commit([write('a', 2), write('b', 2)])).toEqual([null, null]);
     });
 
-    it('fails a batch whose connection is killed mid-transaction, writing nothing, then the next commit works', async () => {
-      const url = server.freshUrl();
-      const store = open(url);
-      await store.commit([write('a', 1), write('b', 1)]);
-      const before = { a: await persisted(store, 'a'), b: await persisted(store, 'b') };
-      const admin = await raw(url);
-      await admin.query('BEGIN');
-      await admin.query(`SELECT 1 FROM actors WHERE id = 'b' FOR UPDATE`);
+    it.each([
+      ['updates', []],
+      ['updates and a creation (two statements in one transaction)', ['n']],
+    ])(
+      'fails a batch of %s whose connection is killed mid-batch, writing nothing, then the next commit works',
+      async (_, created: string[]) => {
+        const batch = () => [write('a', 2), write('b', 2), ...created.map((id) => write(id, 1))];
+        const url = server.freshUrl();
+        const store = open(url);
+        await store.commit([write('a', 1), write('b', 1)]);
+        const before = { a: await persisted(store, 'a'), b: await persisted(store, 'b') };
+        const admin = await raw(url);
+        await admin.query('BEGIN');
+        await admin.query(`SELECT 1 FROM actors WHERE id = 'b' FOR UPDATE`);
 
-      // The batch's one statement locks a, then waits on b's row lock: kill that backend.
-      const pending = rejection(store.commit([write('a', 2), write('b', 2)]));
-      const killer = await raw();
-      let killed = false;
-      for (let i = 0; i < 200 && !killed; i++) {
-        const result = await killer.query<{ killed: boolean }>(
-          `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+        // The batch's update statement locks a, then waits on b's row lock: kill that backend.
+        const pending = rejection(store.commit(batch()));
+        const killer = await raw();
+        let killed = false;
+        for (let i = 0; i < 200 && !killed; i++) {
+          const result = await killer.query<{ killed: boolean }>(
+            `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
            WHERE application_name = 'agentcharts' AND wait_event_type = 'Lock'`,
-        );
-        killed = result.rows.some((r) => r.killed);
-        if (!killed) await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(killed).toBe(true);
-      const error = await pending;
-      expect(error).toMatchObject({ operation: 'commit', kind: 'connection', actorId: undefined });
-      await admin.query('ROLLBACK');
+          );
+          killed = result.rows.some((r) => r.killed);
+          if (!killed) await new Promise((r) => setTimeout(r, 10));
+        }
+        expect(killed).toBe(true);
+        const error = await pending;
+        expect(error).toMatchObject({
+          operation: 'commit',
+          kind: 'connection',
+          actorId: undefined,
+        });
+        await admin.query('ROLLBACK');
 
-      expect({ a: await persisted(store, 'a'), b: await persisted(store, 'b') }).toEqual(before);
-      expect(await store.commit([write('a', 2), write('b', 2)])).toEqual([null, null]);
-      expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
-    });
+        expect({ a: await persisted(store, 'a'), b: await persisted(store, 'b') }).toEqual(before);
+        for (const id of created) expect(await store.loadActor(id)).toBeUndefined();
+        expect(await store.commit(batch())).toEqual(batch().map(() => null));
+        expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
+        for (const id of created) expect((await store.history(id)).map((t) => t.seq)).toEqual([1]);
+      },
+    );
 
     it('lets a durable actor fail a send while the server is down, unchanged, and send again once it is back', async () => {
       const pause = taskLifecycle.chart.eventSamples.PAUSE_FOR_APPROVAL?.[0];
