@@ -341,6 +341,36 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(await one.listActors({ limit: 1000 })).toHaveLength(6 + 19 * 4);
     });
 
+    it('claims the next due actor when the earliest is locked by another worker, and that one once it is free', async () => {
+      const url = server.freshUrl();
+      const store = open(url);
+      const due = (id: string, dueAt: number) => ({
+        ...write(
+          id,
+          1,
+          JSON.stringify({
+            value: 's',
+            agentcharts: {
+              timers: [{ key: 't', sendId: 't', event: { type: 'xstate.after.t' }, due: dueAt }],
+            },
+          }),
+        ),
+        nextDueAt: dueAt,
+      });
+      await store.commit([due('early', 10), due('late', 20)]);
+      const client = await raw(url);
+      await client.query('BEGIN');
+      await client.query("SELECT id FROM actors WHERE id = 'early' FOR UPDATE");
+      const claim = async (owner: string) =>
+        (await store.claimDueTimers({ owner, now: 100, claimUntil: 1_000, limit: 1 })).map(
+          (t) => t.actorId,
+        );
+      expect(await claim('A')).toEqual(['late']);
+      await client.query('ROLLBACK');
+      expect(await claim('B')).toEqual(['early']);
+      expect(await claim('C')).toEqual([]);
+    });
+
     it('splits expired leases among concurrent workers without overlap', async () => {
       const url = server.freshUrl();
       const workers = Array.from({ length: 4 }, () => open(url));

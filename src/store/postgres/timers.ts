@@ -2,8 +2,8 @@
  * Durable timers in PostgreSQL (see TimerFacet): read from the actors' snapshots,
  * found due through the projection's index of next due times with the actors
  * written since its watermark overlaid, so exact at any time. Claims take the due
- * actors' leases, skipping rows another worker holds locked (`SKIP LOCKED`), in
- * actor-id order as commits lock them.
+ * actors' leases, earliest due first, skipping rows another worker holds locked
+ * (`SKIP LOCKED`).
  */
 import { dueOf, snapshotTimers } from '../pending-timers.ts';
 import { byTimer, checkLeaseRequest, checkLimit } from '../rules.ts';
@@ -11,6 +11,10 @@ import { dueActors } from '../sql-common.ts';
 import type { TimerClaim, TimerClaimRequest, TimerRow } from '../types.ts';
 import type { PostgresConnection } from './connection.ts';
 import { PG_DIRTY } from './read-models.ts';
+
+/** Candidates a claim of `limit` actors looks at: limit × CLAIM_WINDOW + CLAIM_WINDOW_MIN. */
+const CLAIM_WINDOW = 4;
+const CLAIM_WINDOW_MIN = 16;
 
 const LEGACY_COLUMNS = `actor_id AS "actorId", timer_id AS "timerId", event, due_at AS "dueAt"`;
 
@@ -89,16 +93,20 @@ export class PostgresTimers {
     const claimable = `(a.owner IS NULL OR a.lease_until IS NULL OR a.lease_until < $3
       OR a.owner = $1)`;
     // SKIP LOCKED: an actor another worker is claiming (or committing to) is left
-    // to it; this call takes the rest and never waits.
+    // to it; this call takes the rest and never waits (so the order in which it
+    // locks closes no cycle). The limit counts the rows it locked, not the ones it
+    // skipped, out of a window of candidates wide enough for claimers that run at
+    // once: each would otherwise pick the same earliest actor, find it locked and
+    // claim nothing while other timers are due.
     const actors = await this.conn.query<{ id: string; snapshot: string }>(
-      `WITH ${PG_DIRTY}, ${dueActors('$3::bigint', '$4::bigint', claimable)},
+      `WITH ${PG_DIRTY}, ${dueActors('$3::bigint', '$5::bigint', claimable)},
        picked AS (
-         SELECT a.id FROM actors a
-         WHERE a.id IN (SELECT id FROM due ORDER BY due, id LIMIT $4) AND ${claimable}
-         ORDER BY a.id FOR UPDATE SKIP LOCKED)
+         SELECT a.id FROM due JOIN actors a ON a.id = due.id
+         WHERE ${claimable}
+         ORDER BY due.due, a.id LIMIT $4 FOR UPDATE OF a SKIP LOCKED)
        UPDATE actors SET owner = $1, lease_until = $2 FROM picked WHERE actors.id = picked.id
        RETURNING actors.id, actors.snapshot`,
-      [owner, claimUntil, now, limit],
+      [owner, claimUntil, now, limit, limit * CLAIM_WINDOW + CLAIM_WINDOW_MIN],
     );
     const due = await this.dueOf(actors, now, Number.MAX_SAFE_INTEGER);
     return due.map((t) => ({ ...t, claimedBy: owner, claimUntil }));
