@@ -33,7 +33,7 @@ import { getRuntime } from '../src/durable/open.ts';
 import { openStore } from '../src/store/open.ts';
 import { benchChildren } from './bench/actors.ts';
 import { ConcurrencyError, InvalidTransitionError } from '../src/core/errors.ts';
-import { writeStatement } from '../src/store/postgres/commit.ts';
+import { writeStatement } from '../src/store/postgres/statements.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
 import {
   fmt,

@@ -341,6 +341,88 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(await one.listActors({ limit: 1000 })).toHaveLength(6 + 19 * 4);
     });
 
+    /** Waits until some statement of the server waits for a row lock. */
+    async function blockedOnLock(client: pg.Client): Promise<void> {
+      for (let i = 0; i < 500; i++) {
+        const { rows } = await client.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+        );
+        if ((rows[0]?.n ?? 0) > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      throw new Error('no statement ever waited for the lock');
+    }
+
+    it.each([
+      ['an update', 'r', 2],
+      ['a creation (a spawned child)', 'kid', 1],
+    ] as const)(
+      'delivers a message once when it is dropped while %s consuming it waits: the drop wins, or, rolled back, the write does',
+      async (_, actorId, version) => {
+        const url = server.freshUrl();
+        const store = open(url);
+        await store.commit([write('p', 1), write('r', 1)]);
+        const message = (to: string, idx: number) => ({
+          to,
+          kind: 'event' as const,
+          body: '{}',
+          idx,
+        });
+        await store.commit([
+          { ...write('p', 2), messagesOut: [message(actorId, 0), message(actorId, 1)] },
+        ]);
+        const [first, second] = (await store.pendingMessages({ limit: 10 })).map((m) => m.id);
+        const consuming = (id: number | undefined) => ({
+          ...write(actorId, version),
+          consumeMessage: id,
+          messagesOut: [message('p', 0)],
+          ...(version === 1 ? { parentId: 'p' } : {}),
+        });
+        const client = await raw(url);
+        for (const [id, outcome] of [
+          [first, 'COMMIT'],
+          [second, 'ROLLBACK'],
+        ] as const) {
+          await client.query('BEGIN');
+          await client.query('DELETE FROM messages WHERE id = $1', [id]);
+          const pending = store.commit([consuming(id)]);
+          await blockedOnLock(client);
+          await client.query(outcome);
+          const [result] = await pending;
+          if (outcome === 'COMMIT') {
+            // Dropped: the write conflicts and writes nothing, its own message neither.
+            expect(result).toBeInstanceOf(ConcurrencyError);
+            expect(result).toMatchObject({ actorId, expectedVersion: version - 1 });
+            expect((await store.loadActor(actorId))?.version).toBe(version - 1 || undefined);
+            expect(await store.pendingMessages({ to: 'p', limit: 10 })).toEqual([]);
+          } else {
+            // The drop rolled back: the write consumed the message.
+            expect(result).toBeNull();
+            expect((await store.loadActor(actorId))?.version).toBe(version);
+            expect(await store.pendingMessages({ to: 'p', limit: 10 })).toHaveLength(1);
+          }
+        }
+        expect(await store.pendingMessages({ to: actorId, limit: 10 })).toEqual([]);
+      },
+    );
+
+    it('creates a spawned child once when two workers deliver its message at once', async () => {
+      const url = server.freshUrl();
+      const [one, two] = [open(url), open(url)];
+      await one.commit([write('p', 1)]);
+      await one.commit([
+        { ...write('p', 2), messagesOut: [{ to: 'kid', kind: 'spawn', body: '{}', idx: 0 }] },
+      ]);
+      const [spawn] = await one.pendingMessages({ limit: 1 });
+      const create = { ...write('kid', 1), consumeMessage: spawn?.id, parentId: 'p' };
+      const results = (await Promise.all([one.commit([create]), two.commit([create])])).flat();
+      expect(results.filter((r) => r === null)).toHaveLength(1);
+      expect(results.find((r) => r !== null)).toBeInstanceOf(ConcurrencyError);
+      expect((await one.childrenOf('p')).map((row) => row.id)).toEqual(['kid']);
+      expect(await one.history('kid')).toHaveLength(1);
+      expect(await one.pendingMessages({ limit: 10 })).toEqual([]);
+    });
+
     it('claims the next due actor when the earliest is locked by another worker, and that one once it is free', async () => {
       const url = server.freshUrl();
       const store = open(url);

@@ -454,6 +454,121 @@ function storeConformance(target: StoreTarget): void {
       });
     });
 
+    describe('messages, steps and parents written with a transition', () => {
+      const out = (to: string, idx: number, body = `{"type":"E${idx}"}`) => ({
+        to,
+        kind: 'event' as const,
+        body,
+        idx,
+      });
+      const pending = async (to: string) =>
+        (await store.pendingMessages({ to, limit: 10 })).map((m) => ({
+          id: m.id,
+          from: m.from,
+          fromSeq: m.fromSeq,
+          idx: m.idx,
+          body: m.body,
+          at: m.at,
+        }));
+      /** `a` at version 2 has sent two messages to `r`; returns their ids. */
+      async function sent(): Promise<number[]> {
+        await commitOk(store, write('a', 1), write('r', 1));
+        await commitOk(store, { ...write('a', 2), messagesOut: [out('r', 0), out('r', 1)] });
+        return (await pending('r')).map((m) => m.id);
+      }
+
+      it('sends messages in their order with the transition, and begins its steps and links a created child', async () => {
+        await sent();
+        expect(await pending('r')).toEqual([
+          expect.objectContaining({
+            from: 'a',
+            fromSeq: 2,
+            idx: 0,
+            body: '{"type":"E0"}',
+            at: 1_002,
+          }),
+          expect.objectContaining({
+            from: 'a',
+            fromSeq: 2,
+            idx: 1,
+            body: '{"type":"E1"}',
+            at: 1_002,
+          }),
+        ]);
+        const [first, second] = await pending('r');
+        expect((first?.id ?? 0) < (second?.id ?? 0)).toBe(true);
+        await commitOk(store, {
+          ...write('c', 1),
+          parentId: 'a',
+          stepsBegin: [{ key: 'c:charge', name: 'charge', startedAt: 7 }],
+        });
+        expect((await store.childrenOf('a')).map((row) => row.id)).toEqual(['c']);
+        expect(await store.getStep('c:charge')).toMatchObject({
+          actorId: 'c',
+          name: 'charge',
+          status: 'executing',
+          attempts: 0,
+        });
+      });
+
+      it('delivers a message once: a second write consuming it conflicts and writes nothing', async () => {
+        const [id] = await sent();
+        await commitOk(store, { ...write('r', 2), consumeMessage: id });
+        expect((await pending('r')).map((m) => m.id)).not.toContain(id);
+        const [error] = await store.commit([
+          {
+            ...write('r', 3),
+            consumeMessage: id,
+            messagesOut: [out('a', 0)],
+            stepsBegin: [{ key: 'r:twice', name: 'twice', startedAt: 1 }],
+          },
+        ]);
+        expect(error).toBeInstanceOf(ConcurrencyError);
+        expect(error).toMatchObject({ actorId: 'r', expectedVersion: 2, actualVersion: 2 });
+        expect((await store.loadActor('r'))?.version).toBe(2);
+        expect((await store.history('r')).map((t) => t.seq)).toEqual([1, 2]);
+        expect(await pending('a')).toEqual([]);
+        expect(await store.getStep('r:twice')).toBeUndefined();
+      });
+
+      it('keeps the message of a write that loses its compare-and-set, and of a creation whose actor exists', async () => {
+        const [first, second] = await sent();
+        const [stale] = await store.commit([
+          { ...write('r', 3), consumeMessage: first, messagesOut: [out('a', 0)] },
+        ]);
+        expect(stale).toMatchObject({ name: 'ConcurrencyError', actualVersion: 1 });
+        const [exists] = await store.commit([
+          { ...write('r', 1), consumeMessage: second, parentId: 'a' },
+        ]);
+        expect(exists).toMatchObject({ name: 'ConcurrencyError', actualVersion: 1 });
+        expect((await pending('r')).map((m) => m.id)).toEqual([first, second]);
+        expect(await pending('a')).toEqual([]);
+        expect(await store.childrenOf('a')).toEqual([]);
+      });
+
+      it('creates a spawned child once from its message, and refuses the message gone', async () => {
+        await commitOk(store, write('p', 1));
+        await commitOk(store, {
+          ...write('p', 2),
+          messagesOut: [out('kid', 0, '{"src":"child"}'), out('kid2', 1, '{"src":"child"}')],
+        });
+        const [kid, kid2] = (await store.pendingMessages({ limit: 10 })).map((m) => m.id);
+        await commitOk(store, { ...write('kid', 1), consumeMessage: kid, parentId: 'p' });
+        expect(await store.dropMessage(kid2 ?? -1)).toBe(true);
+        const [gone] = await store.commit([
+          { ...write('kid2', 1), consumeMessage: kid2, parentId: 'p' },
+        ]);
+        expect(gone).toMatchObject({
+          name: 'ConcurrencyError',
+          expectedVersion: 0,
+          actualVersion: 0,
+        });
+        expect(await store.loadActor('kid2')).toBeUndefined();
+        expect((await store.childrenOf('p')).map((row) => row.id)).toEqual(['kid']);
+        expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+      });
+    });
+
     describe('listing actors', () => {
       beforeEach(async () => {
         await commitOk(

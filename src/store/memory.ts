@@ -65,6 +65,11 @@ export class MemoryStore implements S.Store {
       if (current === undefined) return rules.actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
     }
+    const consumed = write.consumeMessage;
+    if (consumed !== undefined && this.t.messages.get(consumed)?.to !== actorId) {
+      // Delivered (or dropped) by another writer at this version.
+      return new ConcurrencyError({ actorId, expectedVersion, actualVersion: expectedVersion });
+    }
     // Rows are appended in seq order: only the last one can collide (O(1), whatever the history).
     const last = this.t.transitions.get(actorId)?.at(-1);
     if (last !== undefined && last.seq >= write.transition.seq) {
