@@ -511,6 +511,32 @@ function storeConformance(target: StoreTarget): void {
         });
       });
 
+      it("commits a batch of writes with messages, one actor's in batch order, each on its own", async () => {
+        await commitOk(store, write('a', 1), write('b', 1), write('r', 1));
+        const results = await store.commit([
+          { ...write('a', 2), messagesOut: [out('r', 0)] },
+          { ...write('b', 2), messagesOut: [out('r', 0)] },
+          { ...write('a', 3), messagesOut: [out('r', 0), out('r', 1)] },
+          { ...write('b', 2), messagesOut: [out('r', 1)] },
+          { ...write('kid', 1), parentId: 'b' },
+        ]);
+        expect(results.slice(0, 3)).toEqual([null, null, null]);
+        expect(results[3]).toBeInstanceOf(ConcurrencyError);
+        expect(results[4]).toBeNull();
+        expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2, 3]);
+        const fromA = (await store.pendingMessages({ to: 'r', limit: 10 })).filter(
+          (m) => m.from === 'a',
+        );
+        expect(fromA.map((m) => [m.fromSeq, m.idx])).toEqual([
+          [2, 0],
+          [3, 0],
+          [3, 1],
+        ]);
+        const fromB = (await pending('r')).filter((m) => m.from === 'b');
+        expect(fromB.map((m) => m.fromSeq)).toEqual([2]);
+        expect((await store.childrenOf('b')).map((row) => row.id)).toEqual(['kid']);
+      });
+
       it('delivers a message once: a second write consuming it conflicts and writes nothing', async () => {
         const [id] = await sent();
         await commitOk(store, { ...write('r', 2), consumeMessage: id });

@@ -47,9 +47,10 @@ export class PostgresCommitter {
       // Writes that deliver or send messages, begin steps or link a parent go alone,
       // each one statement with its extra rows.
       const plain = order.filter(({ write }) => !hasExtras(write));
-      for (const entry of order) {
-        if (hasExtras(entry.write)) await this.commitAlone(entry, results);
-      }
+      await this.commitEachAlone(
+        order.filter(({ write }) => hasExtras(write)),
+        results,
+      );
       const outcome = await this.commitPlain(plain, results, state);
       this.committed();
       return outcome;
@@ -102,6 +103,36 @@ export class PostgresCommitter {
         throw toStoreError(error, 'commit', state.inFlight);
       }
     }
+  }
+
+  /**
+   * Writes that go alone, each its own statement: those of different actors at
+   * once, on connections of their own (a parent's spawns of a hundred children are
+   * created together, not one round trip after another), those of one actor in
+   * batch order. Every write is atomic on its own, and none waits for a row another
+   * of them holds: each locks one actor row, and at most one message before it.
+   * A failure of the connection or the server is thrown once all have settled.
+   */
+  private async commitEachAlone(
+    // Sorted by actor, so one actor's writes are consecutive.
+    alone: ReadonlyArray<{ write: S.ActorWrite; index: number }>,
+    results: Array<Error | null>,
+  ): Promise<void> {
+    if (alone.length === 0) return;
+    const chains: Array<Promise<void>> = [];
+    let start = 0;
+    for (let i = 1; i <= alone.length; i++) {
+      if (i < alone.length && alone[i]?.write.actorId === alone[start]?.write.actorId) continue;
+      const chain = alone.slice(start, i);
+      chains.push(
+        (async () => {
+          for (const entry of chain) await this.commitAlone(entry, results);
+        })(),
+      );
+      start = i;
+    }
+    const failed = (await Promise.allSettled(chains)).find((r) => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   }
 
   /** One write as one statement, atomic on its own: no BEGIN/COMMIT round trips. */
