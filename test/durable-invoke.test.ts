@@ -253,6 +253,82 @@ describe('an invoked promise is a durable step', () => {
   });
 });
 
+describe("invokes of one actor keep XState's order over a store whose round trips come back in any order", () => {
+  /** Two regions, each invoking a promise that resolves at once; each outcome is logged. */
+  const racer = setup({
+    types: { context: {} as { got: string[] } },
+    actors: {
+      first: fromPromise(async () => Promise.resolve('first')),
+      second: fromPromise(async () => Promise.resolve('second')),
+    },
+  }).createMachine({
+    id: 'racer',
+    context: { got: [] },
+    type: 'parallel',
+    states: Object.fromEntries(
+      (['first', 'second'] as const).map((src) => [
+        src,
+        {
+          initial: 'waiting',
+          states: {
+            waiting: {
+              invoke: {
+                id: src,
+                src,
+                onDone: {
+                  target: 'done',
+                  actions: assign({
+                    got: ({ context, event }) => [...context.got, String(event.output)],
+                  }),
+                },
+              },
+            },
+            done: { type: 'final' },
+          },
+        },
+      ]),
+    ),
+  });
+
+  /**
+   * `store` with `method`'s round trip for the first invoke answered only after the
+   * second's; `answered` lists the invokes in the order the store answered them.
+   */
+  function reordered(store: Store, method: 'startStep' | 'finishStep', answered: string[]): Store {
+    const original = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    let secondAnswered: () => void = () => {};
+    const second = new Promise<void>((resolve) => (secondAnswered = resolve));
+    (store as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+      const invoke = /:invoke:(first|second):/.exec(String(args[0]))?.[1];
+      if (invoke === 'first') await second;
+      const result = await original(...args);
+      if (invoke !== undefined) answered.push(invoke);
+      if (invoke === 'second') secondAnswered();
+      return result;
+    };
+    return store;
+  }
+
+  test.each(['startStep', 'finishStep'] as const)(
+    'with %s of the first invoke answered last, its outcome still arrives first, as in plain XState',
+    async (method) => {
+      const plain = createActor(racer).start();
+      await toPromise(plain);
+      expect(plain.getSnapshot().context.got).toEqual(['first', 'second']);
+      const answered: string[] = [];
+      const durable = await createDurableActor(racer, {
+        id: `race-${method}`,
+        store: reordered(open(), method, answered),
+      });
+      await until(() => durable.getSnapshot().status === 'done');
+      // The store did answer the second invoke first ...
+      expect(answered).toEqual(['second', 'first']);
+      // ... and the actor still took the outcomes in XState's order.
+      expect(durable.getSnapshot().context).toEqual(plain.getSnapshot().context);
+    },
+  );
+});
+
 describe('invoked promises after a crash', () => {
   test('one that never started runs on recovery; one interrupted mid-run is reconciled, never re-run blindly', async () => {
     const first = open();

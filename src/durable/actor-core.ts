@@ -28,6 +28,11 @@ export interface ActorCore {
   emittedListeners: Map<string, Set<(event: EventObject) => void>> | undefined;
   /** Invoked promises running in this process, by step key. */
   invokes: Map<string, AbortController> | undefined;
+  /**
+   * The order its invokes start their promises in and deliver their outcomes in
+   * (./invoke.ts): XState's, whatever order the store's round trips come back in.
+   */
+  invokeTurns: { start: Promise<void>; outcome: Promise<void> } | undefined;
   /** The actor's handle: delivers an invoke's outcome through its mailbox and send path. */
   handle: { deliverOutcome(event: EventObject, key: string): Promise<void> } | undefined;
 }
@@ -76,6 +81,7 @@ export function newCore(
     listeners: undefined,
     emittedListeners: undefined,
     invokes: undefined,
+    invokeTurns: undefined,
     handle: undefined,
   };
 }

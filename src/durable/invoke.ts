@@ -82,6 +82,24 @@ async function settle(logic: AnyActorLogic, args: DurablePromiseArgs<unknown>): 
   return { ok: true, output: JSON.parse(text) as unknown };
 }
 
+/** A place in one of an actor's queues of invokes: `ready` once every earlier place is released. */
+interface Turn {
+  ready: Promise<void>;
+  release: () => void;
+}
+
+/** Takes the next place in the actor's queue of invoke starts or of invoke outcomes. */
+function takeTurn(core: ActorCore, queue: 'start' | 'outcome'): Turn {
+  const turns = (core.invokeTurns ??= { start: Promise.resolve(), outcome: Promise.resolve() });
+  const ready = turns[queue];
+  let release = (): void => {};
+  const mine = new Promise<void>((resolve) => (release = resolve));
+  // The next place waits for this one and every one before it, whenever this one
+  // is released.
+  turns[queue] = ready.then(() => mine);
+  return { ready, release };
+}
+
 /**
  * Runs an invoke whose step a commit began: claims its first run (exactly one
  * caller wins), runs it with an AbortSignal the state's exit fires, records the
@@ -89,6 +107,12 @@ async function settle(logic: AnyActorLogic, args: DurablePromiseArgs<unknown>): 
  * send path checks the ledger: a result of an earlier entry of the state is never
  * delivered to a later one). `claimed` skips the claim (a reconcile said run it
  * again).
+ *
+ * An actor's invokes call their functions in the order its commits started them,
+ * and deliver their outcomes in the order those settled, as XState's own promise
+ * actors do: the claims and the recording of outcomes are round trips to the store
+ * that may come back in any order (on a networked store, over several
+ * connections), so each waits for its turn before the step that XState orders.
  */
 export async function runInvoke(
   core: ActorCore,
@@ -96,33 +120,45 @@ export async function runInvoke(
   claimed = false,
 ): Promise<void> {
   const { store, clock } = core.runtime;
-  if (!claimed) {
-    // Claiming is store work, not the invoke's own: `drain({ invokes: 'settled' })`
-    // waits for it, so what it drains to has every invoke running its promise.
-    const claiming = store.startStep(invoke.key, clock.now());
-    const settling = core.runtime.invokesSettling;
-    const tracked = claiming.then(
-      () => {},
-      () => {},
-    );
-    settling.add(tracked);
-    let won: boolean;
-    try {
-      won = await claiming;
-    } finally {
-      settling.delete(tracked);
+  const start = takeTurn(core, 'start');
+  let controller: AbortController;
+  let running: Promise<Outcome>;
+  try {
+    if (!claimed) {
+      // Claiming is store work, not the invoke's own: `drain({ invokes: 'settled' })`
+      // waits for it, so what it drains to has every invoke running its promise.
+      const claiming = store.startStep(invoke.key, clock.now());
+      const settling = core.runtime.invokesSettling;
+      const tracked = claiming.then(
+        () => {},
+        () => {},
+      );
+      settling.add(tracked);
+      let won: boolean;
+      try {
+        won = await claiming;
+        await start.ready;
+      } finally {
+        settling.delete(tracked);
+      }
+      if (!won) return;
+    } else {
+      await start.ready;
     }
-    if (!won) return;
+    controller = new AbortController();
+    (core.invokes ??= new Map()).set(invoke.key, controller);
+    running = settle(invoke.logic, {
+      input: invoke.input,
+      signal: controller.signal,
+      key: invoke.key,
+    });
+  } finally {
+    start.release();
   }
-  const controller = new AbortController();
-  (core.invokes ??= new Map()).set(invoke.key, controller);
-  const outcome = await settle(invoke.logic, {
-    input: invoke.input,
-    signal: controller.signal,
-    key: invoke.key,
-  });
-  core.invokes.delete(invoke.key);
-  const finishing = finish(core, invoke, outcome, controller.signal);
+  const outcome = await running;
+  const turn = takeTurn(core, 'outcome');
+  core.invokes?.delete(invoke.key);
+  const finishing = finish(core, invoke, outcome, controller.signal, turn);
   const settling = core.runtime.invokesSettling;
   settling.add(finishing);
   try {
@@ -132,38 +168,49 @@ export async function runInvoke(
   }
 }
 
-/** Records a settled invoke's outcome on its step and delivers it unless its state was left. */
+/**
+ * Records a settled invoke's outcome on its step and, in its turn, delivers it
+ * unless its state was left.
+ */
 async function finish(
   core: ActorCore,
   invoke: InvokeStart,
   outcome: Outcome,
   signal: AbortSignal,
+  turn: Turn,
 ): Promise<void> {
   const { store, clock, logger } = core.runtime;
   let recorded = outcome;
   try {
-    await store.finishStep(
-      invoke.key,
-      outcome.ok ? 'done' : 'failed',
-      JSON.stringify(outcome.ok ? (outcome.output ?? null) : { error: outcome.error }),
-      clock.now(),
-    );
-  } catch (error) {
-    // Another run of the same step (one a stopped process started) recorded its
-    // outcome first: that is the outcome, delivered once.
-    const row = await store.getStep(invoke.key).catch(() => undefined);
-    if (row === undefined || row.status === 'executing') {
-      // Left `executing`: recovery settles it through the reconcile hook.
-      logger.error(
-        { actorId: core.id, key: invoke.key, err: error },
-        'invoke outcome not recorded',
+    try {
+      await store.finishStep(
+        invoke.key,
+        outcome.ok ? 'done' : 'failed',
+        JSON.stringify(outcome.ok ? (outcome.output ?? null) : { error: outcome.error }),
+        clock.now(),
       );
-      return;
+    } catch (error) {
+      // Another run of the same step (one a stopped process started) recorded its
+      // outcome first: that is the outcome, delivered once.
+      const row = await store.getStep(invoke.key).catch(() => undefined);
+      if (row === undefined || row.status === 'executing') {
+        // Left `executing`: recovery settles it through the reconcile hook.
+        logger.error(
+          { actorId: core.id, key: invoke.key, err: error },
+          'invoke outcome not recorded',
+        );
+        return;
+      }
+      recorded = outcomeOf(row.status, row.result);
     }
-    recorded = outcomeOf(row.status, row.result);
+    // Outcomes that settled before this one are delivered first: one of them may
+    // leave the state, and then this one is recorded, never delivered.
+    await turn.ready;
+    if (signal.aborted) return; // its state was left: recorded, never delivered
+    await deliverOutcome(core, invoke.id, invoke.key, recorded);
+  } finally {
+    turn.release();
   }
-  if (signal.aborted) return; // its state was left: recorded, never delivered
-  await deliverOutcome(core, invoke.id, invoke.key, recorded);
 }
 
 /** Delivers a settled invoke's outcome through the actor's mailbox and send path. */
