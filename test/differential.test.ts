@@ -69,7 +69,7 @@ describe('durable actors end as plain XState does, step by step', () => {
 
   describe('on PostgreSQL', () => {
     const server = usePostgres();
-    test.prop([cases], { numRuns: 50, seed: SEED + 2 })(
+    test.prop([cases], { numRuns: 150, seed: SEED + 2 })(
       'restarts reconnecting',
       async ([spec, script]) => {
         const pg = server();
