@@ -1,9 +1,11 @@
 /**
- * `npm run soak:diff -- [--runs N] [--seed S] [--store memory|sqlite]`: the long
- * run of the differential test (test/differential.test.ts): N random machines and
- * scripts (default 20,000) on plain XState and on durable actors, compared after
- * every step. A difference prints the machine and script fast-check shrank it to,
- * and the seed that replays it; the exit code is 1.
+ * `npm run soak:diff -- [--runs N] [--seed S] [--store memory|sqlite|postgres]`:
+ * the long run of the differential test (test/differential.test.ts): N random
+ * machines and scripts (default 20,000) on plain XState and on durable actors,
+ * compared after every step. A difference prints the machine and script
+ * fast-check shrank it to, and the seed that replays it; the exit code is 1.
+ * `--store postgres` starts a throwaway server (as the tests do) and runs each
+ * case in a fresh schema, every restart reconnecting.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,19 +14,21 @@ import fc from 'fast-check';
 import { openStore } from '../src/index.ts';
 import { runBoth } from '../test/support/differential.ts';
 import { buildMachine, Gate, machineSpecArb, scriptArb } from '../test/support/machine-gen.ts';
+import { startPostgres, type PostgresServer } from '../test/support/postgres.ts';
 
 const args = process.argv.slice(2);
 let runs = 20_000;
 let seed = Date.now() % 2_147_483_647;
-let kind: 'memory' | 'sqlite' = 'memory';
+const KINDS = ['memory', 'sqlite', 'postgres'] as const;
+let kind = 'memory' as (typeof KINDS)[number];
 for (let i = 0; i < args.length; i++) {
   const [flag, value] = [args[i], args[i + 1]];
   if (flag === '--runs' && value !== undefined && /^\d+$/.test(value)) runs = Number(value);
   else if (flag === '--seed' && value !== undefined && /^-?\d+$/.test(value)) seed = Number(value);
-  else if (flag === '--store' && (value === 'memory' || value === 'sqlite')) kind = value;
+  else if (flag === '--store' && KINDS.some((k) => k === value)) kind = value as typeof kind;
   else {
     console.error(
-      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite]`,
+      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres]`,
     );
     process.exit(64);
   }
@@ -41,6 +45,13 @@ let restarts = 0;
 /** The most a case may take (the slowest seen take under 4 s). */
 const CASE_MS = 60_000;
 const started = Date.now();
+const server: PostgresServer | undefined = kind === 'postgres' ? await startPostgres() : undefined;
+/** Where a case's restarts reopen its store: the same file, or the same schema. */
+function reopenable(file: string): () => ReturnType<typeof openStore> {
+  if (server === undefined) return () => openStore(`sqlite:${file}`);
+  const url = server.freshUrl();
+  return () => openStore(url);
+}
 try {
   await fc.assert(
     fc.asyncProperty(machineSpecArb, scriptArb, async (spec, script) => {
@@ -67,7 +78,7 @@ try {
           script,
           memory
             ? { open: () => memory, reopens: false }
-            : { open: () => openStore(`sqlite:${file}`), reopens: true },
+            : { open: reopenable(file), reopens: true },
         ),
         runaway,
       ]).finally(() => clearTimeout(timer));
@@ -91,5 +102,6 @@ try {
   );
   process.exitCode = 1;
 } finally {
+  await server?.destroy();
   rmSync(dir, { recursive: true, force: true });
 }
