@@ -18,6 +18,8 @@ import {
 } from '../src/store/sqlite/schema.ts';
 import type { Store } from '../src/store/types.ts';
 import { write } from './support/writes.ts';
+import { createDurableActor, verify } from '../src/index.ts';
+import { catalog } from '../machines/index.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'agentcharts-sqlite-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -244,9 +246,23 @@ describe('SQLite append-only audit log', () => {
     expect((await store.loadActor('a'))?.snapshot).toBe('{"value":');
   });
 
-  it('rejects a write whose transition row collides alone, as a constraint failure', async () => {
+  it('rejects a write that fails a constraint alone, and commits the rest of its batch', async () => {
     const store = open(`sqlite:${freshFile()}`);
-    // An orphan audit row (as a damaged or hand-edited file could hold).
+    // A constraint of a damaged or hand-edited file that refuses one actor's rows.
+    store.db.exec(`CREATE TRIGGER refuse_ghost BEFORE INSERT ON transitions
+      WHEN NEW.actor_id = 'ghost' BEGIN SELECT RAISE(ABORT, 'no ghosts'); END`);
+    const [collision, fine] = await store.commit([write('ghost', 1), write('b', 1)]);
+    expect(collision).toMatchObject({ name: 'StoreError', kind: 'constraint', actorId: 'ghost' });
+    expect(fine).toBeNull();
+    expect(await store.loadActor('ghost')).toBeUndefined();
+    expect(await store.loadActor('b')).toBeDefined();
+  });
+
+  it('shows an orphan log row beside the actor it names, and verify names that actor', async () => {
+    // The log has no (actor, seq) key (version 8): an orphan row, as a damaged or
+    // hand-edited file could hold, does not refuse the actor's write at that seq,
+    // but both rows are in the actor's log and verify reports it.
+    const store = open(`sqlite:${freshFile()}`);
     store.db.pragma('foreign_keys = OFF');
     store.db
       .prepare(
@@ -256,11 +272,27 @@ describe('SQLite append-only audit log', () => {
       )
       .run();
     store.db.pragma('foreign_keys = ON');
-    const [collision, fine] = await store.commit([write('ghost', 1), write('b', 1)]);
-    expect(collision).toMatchObject({ name: 'StoreError', kind: 'constraint', actorId: 'ghost' });
-    expect(fine).toBeNull();
-    expect(await store.loadActor('ghost')).toBeUndefined();
-    expect(await store.loadActor('b')).toBeDefined();
+    for (const id of ['ghost', 'b']) {
+      const task = await createDurableActor(catalog['task-lifecycle'].machine, {
+        id,
+        store,
+        input: { taskId: id },
+      });
+      await task.send({ type: 'START' });
+    }
+    const rows = async () => (await store.history('ghost')).map((r) => [r.seq, r.hash === 'x']);
+    const both = [
+      [1, true],
+      [1, false],
+      [2, false],
+    ];
+    expect(await rows()).toEqual(both);
+    await store.refreshReadModels();
+    expect(await rows()).toEqual(both);
+    const report = await verify(store, { charts: Object.values(catalog) });
+    // The control: the actor written beside it, alone in its log, is no problem.
+    expect(report.actorsChecked).toBe(2);
+    expect(report.problems.map((p) => p.actorId)).toEqual(['ghost']);
   });
 });
 

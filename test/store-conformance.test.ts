@@ -557,6 +557,23 @@ function storeConformance(target: StoreTarget): void {
         expect(await store.getStep('r:twice')).toBeUndefined();
       });
 
+      it('never gives a new message the id of a delivered one: a late delivery of that id conflicts', async () => {
+        const [first, second] = await sent();
+        // The newest message (the largest id) is delivered; then `a` sends another.
+        await commitOk(store, { ...write('r', 2), consumeMessage: second });
+        await commitOk(store, { ...write('a', 3), messagesOut: [out('r', 0, '{"type":"LATE"}')] });
+        const newer = (await pending('r')).find((m) => m.body === '{"type":"LATE"}')?.id ?? -1;
+        expect(newer).toBeGreaterThan(second ?? Infinity);
+        // A deliverer that read `second` before it was delivered, at the current version.
+        const [late] = await store.commit([{ ...write('r', 3), consumeMessage: second }]);
+        expect(late).toBeInstanceOf(ConcurrencyError);
+        expect((await store.history('r')).map((t) => t.seq)).toEqual([1, 2]);
+        expect((await pending('r')).map((m) => m.id)).toEqual([first, newer]);
+        // The control: the newer message, by its own id, is delivered.
+        await commitOk(store, { ...write('r', 3), consumeMessage: newer });
+        expect((await pending('r')).map((m) => m.id)).toEqual([first]);
+      });
+
       it('keeps the message of a write that loses its compare-and-set, and of a creation whose actor exists', async () => {
         const [first, second] = await sent();
         const [stale] = await store.commit([

@@ -31,6 +31,13 @@ const charts = Object.values(catalog);
 const FIXTURES = [
   { name: 'timers only as rows (bea8089)', dump: 'before-ledger.sql', legacyRows: 3 },
 ] as const;
+/** The source documents' tables, as a user's own queries read them. */
+const VIEWS = [
+  'SELECT * FROM state_transitions ORDER BY id',
+  "SELECT * FROM state_transitions WHERE task_id = 'task-approved' ORDER BY id",
+  'SELECT * FROM task_checkpoints ORDER BY task_id',
+  'SELECT * FROM agent_states ORDER BY id',
+];
 /** When every actor of the fixtures was written (their manual clock). */
 const T0 = 1_780_000_000_000;
 const temp = suiteTempDir('legacy-stores-');
@@ -139,6 +146,67 @@ describe.each(FIXTURES)('a SQLite store written by an earlier release: $name', (
       timers.filter((t) => t.actorId === 'task-paused'),
     );
     await store.close();
+  });
+});
+
+describe('a SQLite store of schema version 7 (a366ecf): the log keyed by (actor, seq)', () => {
+  it('migrates once: every log row keeps its id, every actor loads from its head, logs, views and verify as before', async () => {
+    const file = freshFile();
+    const db = new Database(file);
+    db.exec(
+      readFileSync(join(import.meta.dirname, 'fixtures/legacy-stores/v7-two-rows.sql'), 'utf8'),
+    );
+    expect(sqliteSchemaVersion(db)).toBe(7);
+    const all = (sql: string) => db.prepare(sql).all() as Array<Record<string, unknown>>;
+    const before = {
+      log: all('SELECT rowid AS tx, * FROM transitions ORDER BY rowid'),
+      actors: all('SELECT * FROM actors ORDER BY id'),
+      views: VIEWS.map((sql) => all(sql)),
+      due: db.prepare('SELECT MIN(next_due_at) FROM actors').pluck().get() as number,
+    };
+    db.close();
+    expect(before.log).toHaveLength(19);
+    expect(before.views.every((rows) => rows.length > 0)).toBe(true);
+
+    const store = openSqliteStore(file, { readModelRefreshMs: 0 });
+    const read = (sql: string) => store.db.prepare(sql).all() as Array<Record<string, unknown>>;
+    expect(sqliteSchemaVersion(store.db)).toBe(SQLITE_SCHEMA_VERSION);
+    // The same rows under the same ids; the log has no key but its own.
+    expect(read('SELECT * FROM transitions ORDER BY tx')).toEqual(before.log);
+    expect(read(`SELECT name FROM pragma_index_list('transitions')`)).toEqual([]);
+    expect(
+      read('SELECT * FROM actors ORDER BY id').map(({ head_tx, ...row }) => {
+        // Each actor names its row at its version.
+        const head = before.log.find((t) => t['tx'] === head_tx);
+        expect([head?.['actor_id'], head?.['seq']]).toEqual([row['id'], row['version']]);
+        return row;
+      }),
+    ).toEqual(before.actors);
+    for (const id of before.actors.map((a) => String(a['id']))) {
+      const hashes = before.log.filter((t) => t['actor_id'] === id).map((t) => t['hash']);
+      expect((await store.history(id)).map((t) => t.hash)).toEqual(hashes);
+    }
+    // The documents' views answer as they did, before and after a refresh.
+    expect(VIEWS.map((sql) => read(sql))).toEqual(before.views);
+    await store.refreshReadModels();
+    expect(VIEWS.map((sql) => read(sql))).toEqual(before.views);
+    expect((await verify(store, { charts })).problems).toEqual([]);
+
+    // Every unfinished actor loads from its head; the overdue backoff fires.
+    const clock = new ManualClock(before.due + 1);
+    const report = await recover(store, { charts, clock });
+    expect(report.counts).toMatchObject({ failed: 0, timersFired: 1 });
+    expect((await store.loadActor('task-retrying'))?.state).toBe('running');
+    await getRuntime(store).close();
+    await store.refreshReadModels();
+    expect((await verify(store, { charts })).problems).toEqual([]);
+    await store.close();
+
+    const again = openSqliteStore(file, { readModelRefreshMs: 0 });
+    const applied = again.db.prepare('SELECT version FROM schema_migrations').pluck().all();
+    expect(applied).toEqual(Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, i) => i + 1));
+    expect((await verify(again, { charts })).problems).toEqual([]);
+    await again.close();
   });
 });
 

@@ -78,6 +78,7 @@ export async function seedActors(
      VALUES (@actorId, @seq, @fromState, @toState, @eventType, @event, @at,
        @metadata, @prevHash, @hash, @chartVersion, @snapshotHash)`,
   );
+  const setHead = db.prepare('UPDATE actors SET head_tx = ? WHERE id = ?');
   const ids = new Map<string, string[]>([...idle, done].map((t) => [t.chart, []]));
   const clone = (tpl: Template, id: string) => {
     let prevHash = GENESIS_HASH;
@@ -90,7 +91,10 @@ export async function seedActors(
     // Its timers are in the snapshot; the row keeps the next one due.
     const nextDueAt = tpl.timers.length > 0 ? Math.min(...tpl.timers.map((t) => t.dueAt)) : null;
     insertActor.run({ ...tpl.actor, id, headHash: prevHash, nextDueAt });
-    for (const row of rows) insertTransition.run(row);
+    let head: number | bigint = 0;
+    for (const row of rows) head = insertTransition.run(row).lastInsertRowid;
+    // The actor row names its newest log row (the log has no (actor, seq) key).
+    setHead.run(head, id);
     ids.get(tpl.chart)?.push(id);
   };
   const insertMany = db.transaction((from: number, to: number) => {

@@ -12,6 +12,7 @@ import { actorMissing, invalidWrite, leaseViolation } from '../rules.ts';
 import { actorValues, transitionValues } from '../sql-common.ts';
 import type { ActorWrite } from '../types.ts';
 import { classifySqliteError, toStoreError, type Statements } from './connection.ts';
+import { NEXT_TX } from './log.ts';
 
 /**
  * Every statement of a commit binds positional parameters, in the order their
@@ -19,8 +20,9 @@ import { classifySqliteError, toStoreError, type Statements } from './connection
  * the parameter object, on every write.
  */
 const INSERT_ACTOR = `INSERT INTO actors (id, machine_id, chart_version, version, state, status,
-    snapshot, updated_at, head_hash, next_due_at, created_at, user_id, state_since, parent_id)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    snapshot, updated_at, head_hash, next_due_at, created_at, user_id, state_since, parent_id,
+    head_tx)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEXT_TX})
   ON CONFLICT (id) DO NOTHING`;
 
 const INSERT_MESSAGE = `INSERT INTO messages (to_actor, from_actor, from_seq, idx, kind, body, at)
@@ -51,7 +53,14 @@ const UNKNOWN_PREVIOUS = STATE_CHANGES | STATUS_CHANGES | CHART_CHANGES | 8;
  * and the expected version ({@link updateParams}).
  */
 function updateActorSql(changes: number): string {
-  const set = ['version = ?', 'snapshot = ?', 'updated_at = ?', 'head_hash = ?', 'next_due_at = ?'];
+  const set = [
+    'version = ?',
+    'snapshot = ?',
+    'updated_at = ?',
+    'head_hash = ?',
+    'next_due_at = ?',
+    `head_tx = ${NEXT_TX}`,
+  ];
   if (changes === UNKNOWN_PREVIOUS) {
     set.push(
       'state = ?',

@@ -2,8 +2,10 @@
  * SQLite's derived read models: `actor_index` (machine, state, status, user and
  * state entry time per actor, indexed for statistics, time-in-state alerts and
  * "a user's active agents"), `state_entries` (state-changing transitions by
- * target state and time, for retry flapping) and `transition_feed` (every
- * transition by time, for the feed `tail` and streams follow).
+ * target state and time, for retry flapping), `transition_feed` (every
+ * transition by time, for the feed `tail` and streams follow) and
+ * `transition_keys` (the log's (actor, seq) key, which the log itself does not
+ * carry: ./log.ts).
  *
  * The commit never touches them. `read_model.applied` names the last transition
  * (rowid; SQLite serialises writers, so rowids grow in commit order and the log is
@@ -16,6 +18,7 @@ import type Database from 'better-sqlite3';
 import { checkLimit } from '../rules.ts';
 import type * as S from '../types.ts';
 import type { Statements } from './connection.ts';
+import { LOG_ROW_COLUMNS } from './log.ts';
 import {
   ACTOR_AS_INDEX,
   currentActors,
@@ -28,11 +31,6 @@ import {
 const CHUNK = 20_000;
 /** An overlay this large is folded into the projection before a query (when writable). */
 const STALE_AFTER = 5_000;
-
-const FEED_COLUMNS = `t.actor_id AS actorId, t.seq, t.from_state AS fromState,
-  t.to_state AS toState, t.event_type AS eventType, t.event, t.at, t.metadata,
-  t.prev_hash AS prevHash, t.hash, t.chart_version AS chartVersion,
-  t.snapshot_hash AS snapshotHash`;
 
 /** Actors as the read model sees them: the projection, with actors changed since overlaid. */
 const CURRENT_ACTORS = currentActors('rowid > @applied', SQLITE_LOG);
@@ -105,6 +103,12 @@ export class SqliteReadModels {
             .run(applied, to);
           this.sql
             .get(
+              `INSERT OR IGNORE INTO transition_keys (actor_id, seq, tx)
+               SELECT actor_id, seq, tx FROM transitions WHERE tx > ? AND tx <= ?`,
+            )
+            .run(applied, to);
+          this.sql
+            .get(
               `INSERT INTO actor_index (actor_id, ${INDEX_COLUMNS})
                SELECT id, ${ACTOR_AS_INDEX} FROM actors
                WHERE id IN (SELECT actor_id FROM transitions WHERE rowid > ? AND rowid <= ?)
@@ -134,8 +138,12 @@ export class SqliteReadModels {
     return this.db
       .transaction(() => {
         this.db.exec(
-          'DELETE FROM actor_index; DELETE FROM state_entries; DELETE FROM transition_feed;',
+          `DELETE FROM actor_index; DELETE FROM state_entries; DELETE FROM transition_feed;
+           DELETE FROM transition_keys;`,
         );
+        this.db
+          .prepare('INSERT INTO transition_keys SELECT actor_id, seq, tx FROM transitions')
+          .run();
         this.db
           .prepare('INSERT INTO transition_feed SELECT at, actor_id, seq FROM transitions')
           .run();
@@ -201,13 +209,15 @@ export class SqliteReadModels {
     const machine = query.machineId !== undefined ? 'WHERE a.machine_id = @machineId' : '';
     return this.sql
       .get(
-        `WITH feed(at, actor_id, seq) AS (
-           SELECT at, actor_id, seq FROM transition_feed WHERE at >= @since
+        `WITH feed(at, actor_id, seq, tx) AS (
+           SELECT f.at, f.actor_id, f.seq, k.tx FROM transition_feed f
+             JOIN transition_keys k ON k.actor_id = f.actor_id AND k.seq = f.seq
+             WHERE f.at >= @since
            UNION ALL
-           SELECT at, actor_id, seq FROM transitions WHERE rowid > @applied AND at >= @since)
-         SELECT ${FEED_COLUMNS}, a.machine_id AS machineId
+           SELECT at, actor_id, seq, tx FROM transitions WHERE tx > @applied AND at >= @since)
+         SELECT ${LOG_ROW_COLUMNS}, a.machine_id AS machineId
          FROM feed f
-         JOIN transitions t ON t.actor_id = f.actor_id AND t.seq = f.seq
+         JOIN transitions t ON t.tx = f.tx
          JOIN actors a ON a.id = f.actor_id ${machine}
          ORDER BY f.at, f.actor_id, f.seq LIMIT @limit`,
       )

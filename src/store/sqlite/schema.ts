@@ -16,6 +16,47 @@ export interface SqliteMigration {
   sql: string;
 }
 
+/**
+ * The views of the source documents' tables over the log without its key (SQLite
+ * version 8): one actor's rows are found through `actor_log`. The same columns
+ * and rows as version 5's.
+ */
+const AGENT_STATES_VIEW = `CREATE VIEW agent_states AS
+        SELECT a.id AS id,
+          json_extract(a.snapshot, '$.context.agent_name') AS agent_name,
+          a.user_id AS user_id,
+          json_extract(a.snapshot, '$.context.task_id') AS task_id,
+          CASE WHEN a.state LIKE 'active.%' THEN substr(a.state, 8) ELSE a.state END
+            AS current_state,
+          json_patch('{}', json_object(
+            'task_id', json_extract(a.snapshot, '$.context.task_id'),
+            'plan_id', json_extract(a.snapshot, '$.context.plan_id'),
+            'current_step_id', json_extract(a.snapshot, '$.context.current_step_id'),
+            'iteration', json_extract(a.snapshot, '$.context.iteration'),
+            'confidence', json_extract(a.snapshot, '$.context.confidence'),
+            'error', json_extract(a.snapshot, '$.context.error'),
+            'waiting_for', json_extract(a.snapshot, '$.context.waiting_for'),
+            'paused_from_state', json_extract(a.snapshot, '$.context.paused_from_state'),
+            'extra', json(json_extract(a.snapshot, '$.context.extra'))
+          )) AS metadata,
+          (SELECT json_group_array(json_object(
+              'from_state', h.from_state, 'to_state', h.to_state, 'event', json(h.event),
+              'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', h.at / 1000.0, 'unixepoch')))
+            FROM (SELECT t.* FROM actor_log l JOIN transitions t ON t.tx = l.tx
+                  WHERE l.actor_id = a.id AND t.from_state IS NOT NULL
+                  ORDER BY t.seq DESC LIMIT 20) h) AS history,
+          strftime('%Y-%m-%dT%H:%M:%fZ', a.created_at / 1000.0, 'unixepoch') AS created_at,
+          strftime('%Y-%m-%dT%H:%M:%fZ', a.updated_at / 1000.0, 'unixepoch') AS updated_at
+        FROM actors a WHERE a.machine_id = 'agent-lifecycle';`;
+
+const STATE_TRANSITIONS_VIEW = `CREATE VIEW state_transitions AS
+        SELECT t.tx AS id, l.actor_id AS task_id, t.from_state, t.to_state,
+          t.event_type AS event,
+          strftime('%Y-%m-%dT%H:%M:%fZ', t.at / 1000.0, 'unixepoch') AS timestamp,
+          t.metadata
+        FROM actor_log l JOIN transitions t ON t.tx = l.tx JOIN actors a ON a.id = l.actor_id
+        WHERE a.machine_id = 'task-lifecycle' AND t.from_state IS NOT NULL;`;
+
 /** Every migration this build knows, oldest first. Append only; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -326,6 +367,93 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX actor_index_due ON actor_index (next_due_at) WHERE next_due_at IS NOT NULL;
       CREATE INDEX actor_index_active ON actor_index (actor_id) WHERE status = 'active';
       DROP INDEX actors_active;
+    `,
+  },
+  {
+    version: 8,
+    description:
+      "a commit writes two B-trees: the log loses its (actor, seq) key, found instead through the actor row's head and a projection folded off the commit path; message ids are never reused",
+    sql: `
+      -- The actor row names its newest log row: loading an actor reads its head by
+      -- that id, exactly, on any connection.
+      ALTER TABLE actors ADD COLUMN head_tx INTEGER;
+      UPDATE actors SET head_tx =
+        (SELECT t.rowid FROM transitions t WHERE t.actor_id = actors.id AND t.seq = actors.version);
+
+      -- The log's (actor, seq) key, as a read model: refreshed with the others off
+      -- the commit path; reads of one actor's log overlay the rows logged since.
+      -- Keyed by the row too, so two rows at one seq (a hand-edited file) both show.
+      CREATE TABLE transition_keys (
+        actor_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        tx INTEGER NOT NULL,
+        PRIMARY KEY (actor_id, seq, tx)
+      ) STRICT, WITHOUT ROWID;
+
+      -- The log again, without its key; tx is the row id made explicit, so nothing
+      -- (VACUUM included) renumbers it.
+      DROP VIEW agent_states;
+      DROP VIEW state_transitions;
+      CREATE TABLE transitions_v8 (
+        tx INTEGER PRIMARY KEY,
+        actor_id TEXT NOT NULL REFERENCES actors (id),
+        seq INTEGER NOT NULL,
+        from_state TEXT,
+        to_state TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        metadata TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        chart_version INTEGER,
+        snapshot_hash TEXT
+      ) STRICT;
+      INSERT INTO transitions_v8 (tx, actor_id, seq, from_state, to_state, event_type, event,
+          at, metadata, prev_hash, hash, chart_version, snapshot_hash)
+        SELECT rowid, actor_id, seq, from_state, to_state, event_type, event,
+          at, metadata, prev_hash, hash, chart_version, snapshot_hash
+        FROM transitions ORDER BY rowid;
+      DROP TABLE transitions;
+      ALTER TABLE transitions_v8 RENAME TO transitions;
+      CREATE TRIGGER transitions_no_update BEFORE UPDATE ON transitions
+      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+      CREATE TRIGGER transitions_no_delete BEFORE DELETE ON transitions
+      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+      INSERT INTO transition_keys
+        SELECT actor_id, seq, tx FROM transitions
+        WHERE tx <= (SELECT applied FROM read_model WHERE name = 'transitions');
+
+      -- Message ids are never handed out twice. SQLite gives a plain INTEGER PRIMARY
+      -- KEY the largest id plus one, so delivering the newest message freed its id
+      -- for the next one, and a deliverer that had read the delivered message (and
+      -- retried after a conflict, at the receiver's new version) consumed the newer
+      -- message in its place: one event applied twice, another lost.
+      CREATE TABLE messages_v8 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        to_actor TEXT NOT NULL,
+        from_actor TEXT NOT NULL,
+        from_seq INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('spawn', 'event', 'stop')),
+        body TEXT NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO messages_v8 (id, to_actor, from_actor, from_seq, idx, kind, body, at)
+        SELECT id, to_actor, from_actor, from_seq, idx, kind, body, at FROM messages;
+      DROP TABLE messages;
+      ALTER TABLE messages_v8 RENAME TO messages;
+      CREATE INDEX messages_to ON messages (to_actor, id);
+
+      -- One actor's log rows: the projection's, and those logged since it was refreshed.
+      CREATE VIEW actor_log (actor_id, seq, tx) AS
+        SELECT actor_id, seq, tx FROM transition_keys
+        UNION ALL
+        SELECT actor_id, seq, tx FROM transitions
+          WHERE tx > (SELECT applied FROM read_model WHERE name = 'transitions');
+
+      ${AGENT_STATES_VIEW}
+      ${STATE_TRANSITIONS_VIEW}
     `,
   },
 ];

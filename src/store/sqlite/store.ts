@@ -12,6 +12,7 @@ import { RefreshSchedule } from '../refresh-schedule.ts';
 import { SqliteCommitter } from './commit.ts';
 import { openDatabase, Statements, toStoreError, type SqliteStoreOptions } from './connection.ts';
 import { SqliteLeases } from './leases.ts';
+import { ACTOR_LOG, LOG_ROW_COLUMNS } from './log.ts';
 import { SqliteReadModels } from './read-models.ts';
 import { SqliteSteps } from './steps.ts';
 import { SqliteTimers } from './timers.ts';
@@ -161,13 +162,16 @@ export class SqliteStore implements S.Store {
   loadActorHead(actorId: string): Promise<S.ActorHead | undefined> {
     return this.run('load', actorId, () => {
       const found = this.sql(
-        `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId FROM actors WHERE id = ?`,
-      ).get(actorId) as (S.ActorRow & { parentId: string | null }) | undefined;
+        `SELECT ${ACTOR_COLUMNS}, parent_id AS parentId, head_tx AS headTx
+         FROM actors WHERE id = ?`,
+      ).get(actorId) as
+        (S.ActorRow & { parentId: string | null; headTx: number | null }) | undefined;
       if (found === undefined) return undefined;
-      const { parentId, ...actor } = found;
+      const { parentId, headTx, ...actor } = found;
+      // The row the actor names as its head, if it is the actor's row at its version.
       const head = this.sql(
-        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq = ?`,
-      ).get(actorId, actor.version) as S.TransitionRow | undefined;
+        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE tx = ? AND actor_id = ? AND seq = ?`,
+      ).get(headTx, actorId, actor.version) as S.TransitionRow | undefined;
       return parentId === null ? { actor, head } : { actor, head, parentId };
     });
   }
@@ -230,8 +234,8 @@ export class SqliteStore implements S.Store {
     return this.run('query', actorId, () => {
       const { afterSeq, limit } = checkHistoryPage(page);
       return this.sql(
-        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? AND seq > ?
-         ORDER BY seq LIMIT ?`,
+        `SELECT ${LOG_ROW_COLUMNS} FROM ${ACTOR_LOG}
+         WHERE l.actor_id = ? AND l.seq > ? ORDER BY l.seq, l.tx LIMIT ?`,
       ).all(actorId, afterSeq, limit ?? -1) as S.TransitionRow[];
     });
   }
@@ -248,7 +252,8 @@ export class SqliteStore implements S.Store {
       if (found === undefined) return undefined;
       const { parentId, nextDueAt, ...actor } = found;
       const rows = this.sql(
-        `SELECT ${TRANSITION_COLUMNS} FROM transitions WHERE actor_id = ? ORDER BY seq`,
+        `SELECT ${LOG_ROW_COLUMNS} FROM ${ACTOR_LOG}
+         WHERE l.actor_id = ? ORDER BY l.seq, l.tx`,
       ).all(actorId) as S.TransitionRow[];
       return { actor, parentId: parentId ?? undefined, rows, nextDueAt: nextDueAt ?? undefined };
     });
