@@ -348,6 +348,9 @@ export interface MessageQuery {
  * Messages between actors (spawns, `sendTo`/`sendParent`, a child's completion):
  * written in the sender's commit ({@link ActorWrite.messagesOut}), deleted in the
  * receiver's ({@link ActorWrite.consumeMessage}), so each is delivered exactly once.
+ * A message id is never given to another message, even after it was delivered or
+ * dropped: a deliverer that read a message another one delivered must find its id
+ * gone, not consume a newer message under it.
  */
 export interface MessageFacet {
   /**
