@@ -108,6 +108,15 @@ async function keepsItsTimers(
   await getRuntime(store).close();
 }
 
+/** Opened again: nothing left to migrate, every version recorded once, verify clean. */
+async function opensAgainUnchanged(file: string): Promise<void> {
+  const again = openSqliteStore(file, { readModelRefreshMs: 0 });
+  const applied = again.db.prepare('SELECT version FROM schema_migrations').pluck().all();
+  expect(applied).toEqual(Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, i) => i + 1));
+  expect((await verify(again, { charts })).problems).toEqual([]);
+  await again.close();
+}
+
 describe.each(FIXTURES)('a SQLite store written by an earlier release: $name', (fixture) => {
   it('opens, migrates once, and keeps every pending timer (due times, order, firing, verify)', async () => {
     const file = freshFile();
@@ -127,12 +136,7 @@ describe.each(FIXTURES)('a SQLite store written by an earlier release: $name', (
     expect(legacy()).toBe(0);
     await store.close();
 
-    // Opened again: nothing left to migrate, nothing changed.
-    const again = openSqliteStore(file, { readModelRefreshMs: 0 });
-    const applied = again.db.prepare('SELECT version FROM schema_migrations').pluck().all();
-    expect(applied).toEqual(Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, i) => i + 1));
-    expect((await verify(again, { charts })).problems).toEqual([]);
-    await again.close();
+    await opensAgainUnchanged(file);
   });
 
   it('refuses nothing it cannot read: a snapshot that is not JSON keeps its timer rows', async () => {
@@ -202,11 +206,7 @@ describe('a SQLite store of schema version 7 (a366ecf): the log keyed by (actor,
     expect((await verify(store, { charts })).problems).toEqual([]);
     await store.close();
 
-    const again = openSqliteStore(file, { readModelRefreshMs: 0 });
-    const applied = again.db.prepare('SELECT version FROM schema_migrations').pluck().all();
-    expect(applied).toEqual(Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, i) => i + 1));
-    expect((await verify(again, { charts })).problems).toEqual([]);
-    await again.close();
+    await opensAgainUnchanged(file);
   });
 });
 

@@ -21,7 +21,41 @@ export interface SqliteMigration {
  * version 8): one actor's rows are found through `actor_log`. The same columns
  * and rows as version 5's.
  */
-const AGENT_STATES_VIEW = `CREATE VIEW agent_states AS
+/** The log's columns as version 1 made them (version 8 makes the table again). */
+const LOG_COLUMNS = `actor_id TEXT NOT NULL REFERENCES actors (id),
+        seq INTEGER NOT NULL,
+        from_state TEXT,
+        to_state TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        metadata TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,`;
+
+/** A message's columns after its id, as version 4 made them (version 8 makes the table again). */
+const MESSAGE_COLUMNS = `to_actor TEXT NOT NULL,
+        from_actor TEXT NOT NULL,
+        from_seq INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('spawn', 'event', 'stop')),
+        body TEXT NOT NULL,
+        at INTEGER NOT NULL`;
+
+/** The triggers that keep the log append-only (version 1; again in version 8). */
+const APPEND_ONLY = `CREATE TRIGGER transitions_no_update BEFORE UPDATE ON transitions
+      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+      CREATE TRIGGER transitions_no_delete BEFORE DELETE ON transitions
+      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;`;
+
+/**
+ * The `agent_states` view of “Agent State Machine” (v1.0): one row per
+ * agent-lifecycle actor, its flat state name, StateMetadata without its null
+ * fields, the last 20 transitions, which `recentRows` selects (rows `t` of the
+ * actor `a`). Version 5 wrote it over the log's key, version 8 through `actor_log`.
+ */
+function agentStatesView(recentRows: string): string {
+  return `CREATE VIEW agent_states AS
         SELECT a.id AS id,
           json_extract(a.snapshot, '$.context.agent_name') AS agent_name,
           a.user_id AS user_id,
@@ -42,12 +76,17 @@ const AGENT_STATES_VIEW = `CREATE VIEW agent_states AS
           (SELECT json_group_array(json_object(
               'from_state', h.from_state, 'to_state', h.to_state, 'event', json(h.event),
               'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', h.at / 1000.0, 'unixepoch')))
-            FROM (SELECT t.* FROM actor_log l JOIN transitions t ON t.tx = l.tx
-                  WHERE l.actor_id = a.id AND t.from_state IS NOT NULL
-                  ORDER BY t.seq DESC LIMIT 20) h) AS history,
+            FROM (${recentRows}) h) AS history,
           strftime('%Y-%m-%dT%H:%M:%fZ', a.created_at / 1000.0, 'unixepoch') AS created_at,
           strftime('%Y-%m-%dT%H:%M:%fZ', a.updated_at / 1000.0, 'unixepoch') AS updated_at
         FROM actors a WHERE a.machine_id = 'agent-lifecycle';`;
+}
+
+/** Version 8's {@link agentStatesView}: one actor's rows found through `actor_log`. */
+const AGENT_STATES_VIEW =
+  agentStatesView(`SELECT t.* FROM actor_log l JOIN transitions t ON t.tx = l.tx
+                  WHERE l.actor_id = a.id AND t.from_state IS NOT NULL
+                  ORDER BY t.seq DESC LIMIT 20`);
 
 const STATE_TRANSITIONS_VIEW = `CREATE VIEW state_transitions AS
         SELECT t.tx AS id, l.actor_id AS task_id, t.from_state, t.to_state,
@@ -80,22 +119,10 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX actors_state ON actors (state);
 
       CREATE TABLE transitions (
-        actor_id TEXT NOT NULL REFERENCES actors (id),
-        seq INTEGER NOT NULL,
-        from_state TEXT,
-        to_state TEXT NOT NULL,
-        event_type TEXT NOT NULL,
-        event TEXT NOT NULL,
-        at INTEGER NOT NULL,
-        metadata TEXT NOT NULL,
-        prev_hash TEXT NOT NULL,
-        hash TEXT NOT NULL,
+        ${LOG_COLUMNS}
         PRIMARY KEY (actor_id, seq)
       ) STRICT;
-      CREATE TRIGGER transitions_no_update BEFORE UPDATE ON transitions
-      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
-      CREATE TRIGGER transitions_no_delete BEFORE DELETE ON transitions
-      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+      ${APPEND_ONLY}
 
       CREATE TABLE timers (
         actor_id TEXT NOT NULL REFERENCES actors (id),
@@ -203,13 +230,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX actors_parent ON actors (parent_id) WHERE parent_id IS NOT NULL;
       CREATE TABLE messages (
         id INTEGER PRIMARY KEY,
-        to_actor TEXT NOT NULL,
-        from_actor TEXT NOT NULL,
-        from_seq INTEGER NOT NULL,
-        idx INTEGER NOT NULL,
-        kind TEXT NOT NULL CHECK (kind IN ('spawn', 'event', 'stop')),
-        body TEXT NOT NULL,
-        at INTEGER NOT NULL
+        ${MESSAGE_COLUMNS}
       ) STRICT;
       CREATE INDEX messages_to ON messages (to_actor, id);
 
@@ -266,33 +287,9 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     sql: `
       -- “Agent State Machine” (v1.0): one row per agent-lifecycle actor, its flat
       -- state name, StateMetadata without its null fields, the last 20 transitions.
-      CREATE VIEW agent_states AS
-        SELECT a.id AS id,
-          json_extract(a.snapshot, '$.context.agent_name') AS agent_name,
-          a.user_id AS user_id,
-          json_extract(a.snapshot, '$.context.task_id') AS task_id,
-          CASE WHEN a.state LIKE 'active.%' THEN substr(a.state, 8) ELSE a.state END
-            AS current_state,
-          json_patch('{}', json_object(
-            'task_id', json_extract(a.snapshot, '$.context.task_id'),
-            'plan_id', json_extract(a.snapshot, '$.context.plan_id'),
-            'current_step_id', json_extract(a.snapshot, '$.context.current_step_id'),
-            'iteration', json_extract(a.snapshot, '$.context.iteration'),
-            'confidence', json_extract(a.snapshot, '$.context.confidence'),
-            'error', json_extract(a.snapshot, '$.context.error'),
-            'waiting_for', json_extract(a.snapshot, '$.context.waiting_for'),
-            'paused_from_state', json_extract(a.snapshot, '$.context.paused_from_state'),
-            'extra', json(json_extract(a.snapshot, '$.context.extra'))
-          )) AS metadata,
-          (SELECT json_group_array(json_object(
-              'from_state', h.from_state, 'to_state', h.to_state, 'event', json(h.event),
-              'timestamp', strftime('%Y-%m-%dT%H:%M:%fZ', h.at / 1000.0, 'unixepoch')))
-            FROM (SELECT * FROM transitions t
+      ${agentStatesView(`SELECT * FROM transitions t
                   WHERE t.actor_id = a.id AND t.from_state IS NOT NULL
-                  ORDER BY t.seq DESC LIMIT 20) h) AS history,
-          strftime('%Y-%m-%dT%H:%M:%fZ', a.created_at / 1000.0, 'unixepoch') AS created_at,
-          strftime('%Y-%m-%dT%H:%M:%fZ', a.updated_at / 1000.0, 'unixepoch') AS updated_at
-        FROM actors a WHERE a.machine_id = 'agent-lifecycle';
+                  ORDER BY t.seq DESC LIMIT 20`)}
       -- “Agent State Machine Design”, StatePersistence: the latest checkpoint per task.
       CREATE VIEW task_checkpoints AS
         SELECT id AS task_id, state,
@@ -396,16 +393,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       DROP VIEW state_transitions;
       CREATE TABLE transitions_v8 (
         tx INTEGER PRIMARY KEY,
-        actor_id TEXT NOT NULL REFERENCES actors (id),
-        seq INTEGER NOT NULL,
-        from_state TEXT,
-        to_state TEXT NOT NULL,
-        event_type TEXT NOT NULL,
-        event TEXT NOT NULL,
-        at INTEGER NOT NULL,
-        metadata TEXT NOT NULL,
-        prev_hash TEXT NOT NULL,
-        hash TEXT NOT NULL,
+        ${LOG_COLUMNS}
         chart_version INTEGER,
         snapshot_hash TEXT
       ) STRICT;
@@ -416,10 +404,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         FROM transitions ORDER BY rowid;
       DROP TABLE transitions;
       ALTER TABLE transitions_v8 RENAME TO transitions;
-      CREATE TRIGGER transitions_no_update BEFORE UPDATE ON transitions
-      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
-      CREATE TRIGGER transitions_no_delete BEFORE DELETE ON transitions
-      BEGIN SELECT RAISE(ABORT, 'transitions are append-only'); END;
+      ${APPEND_ONLY}
       INSERT INTO transition_keys
         SELECT actor_id, seq, tx FROM transitions
         WHERE tx <= (SELECT applied FROM read_model WHERE name = 'transitions');
@@ -431,13 +416,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       -- message in its place: one event applied twice, another lost.
       CREATE TABLE messages_v8 (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
-        to_actor TEXT NOT NULL,
-        from_actor TEXT NOT NULL,
-        from_seq INTEGER NOT NULL,
-        idx INTEGER NOT NULL,
-        kind TEXT NOT NULL CHECK (kind IN ('spawn', 'event', 'stop')),
-        body TEXT NOT NULL,
-        at INTEGER NOT NULL
+        ${MESSAGE_COLUMNS}
       ) STRICT;
       INSERT INTO messages_v8 (id, to_actor, from_actor, from_seq, idx, kind, body, at)
         SELECT id, to_actor, from_actor, from_seq, idx, kind, body, at FROM messages;
