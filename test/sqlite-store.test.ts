@@ -296,6 +296,33 @@ describe('SQLite append-only audit log', () => {
   });
 });
 
+describe('SQLite log read through its read model', () => {
+  it('verify judges the log, not the read model of its keys: a damaged projection leaves an honest log clean, an edited log is named', async () => {
+    const store = open(`sqlite:${freshFile()}`);
+    for (const id of ['honest', 'edited']) {
+      const task = await createDurableActor(catalog['task-lifecycle'].machine, {
+        id,
+        store,
+        input: { taskId: id },
+      });
+      await task.send({ type: 'START' });
+      await task.send({ type: 'COMPLETE', result: { ok: true } });
+    }
+    await store.refreshReadModels();
+    // The read model loses a key of the honest actor: paged reads miss that row...
+    store.db.prepare(`DELETE FROM transition_keys WHERE actor_id = 'honest' AND seq = 1`).run();
+    expect((await store.history('honest')).map((r) => r.seq)).toEqual([2, 3]);
+    // ...but the log read whole is the log, and verify finds nothing wrong with it.
+    expect((await store.readActorLog('honest'))?.rows.map((r) => r.seq)).toEqual([1, 2, 3]);
+    // The control: a row of the other actor's log edited in place is named.
+    store.db.exec(`DROP TRIGGER transitions_no_update;
+      UPDATE transitions SET event = '{"type":"COMPLETE","result":{"ok":false}}'
+      WHERE actor_id = 'edited' AND seq = 3;`);
+    const report = await verify(store, { charts: Object.values(catalog) });
+    expect(report.problems.map((p) => [p.actorId, p.kind])).toEqual([['edited', 'chain']]);
+  });
+});
+
 describe('SQLite fault injection', () => {
   it('fails a commit as busy while another connection holds the write lock, then recovers', async () => {
     const file = freshFile();

@@ -251,10 +251,18 @@ export class SqliteStore implements S.Store {
         (S.ActorRow & { parentId: string | null; nextDueAt: number | null }) | undefined;
       if (found === undefined) return undefined;
       const { parentId, nextDueAt, ...actor } = found;
-      const rows = this.sql(
+      let rows = this.sql(
         `SELECT ${LOG_ROW_COLUMNS} FROM ${ACTOR_LOG}
          WHERE l.actor_id = ? ORDER BY l.seq, l.tx`,
       ).all(actorId) as S.TransitionRow[];
+      if (!wholeChain(actor, rows)) {
+        // Not the log its actor row describes: the log or the projection of its keys
+        // was damaged (or edited). What verify must judge is the log itself, read
+        // whole, so a damaged read model never makes an honest log look broken.
+        rows = this.sql(
+          `SELECT ${LOG_ROW_COLUMNS} FROM transitions t WHERE t.actor_id = ? ORDER BY t.seq, t.tx`,
+        ).all(actorId) as S.TransitionRow[];
+      }
       return { actor, parentId: parentId ?? undefined, rows, nextDueAt: nextDueAt ?? undefined };
     });
     return this.run('query', actorId, () => read());
@@ -463,4 +471,10 @@ function checkStatus(status: string): S.ActorStatus {
     throw new StoreError({ operation: 'query', kind: 'bad_query', detail: 'unknown status' });
   }
   return known;
+}
+
+/** Whether `rows` are seqs 1…version of `actor`, ending at its head. */
+function wholeChain(actor: S.ActorRow, rows: readonly S.TransitionRow[]): boolean {
+  if (rows.length !== actor.version || rows.at(-1)?.hash !== actor.headHash) return false;
+  return rows.every((row, i) => row.seq === i + 1);
 }
