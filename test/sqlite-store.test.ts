@@ -45,6 +45,22 @@ function raw(file: string, options?: Database.Options): Database.Database {
   return db;
 }
 
+/** Durable task-lifecycle actors `ids` on `store`, each sent `events` in order. */
+async function runTasks(
+  store: Store,
+  ids: readonly string[],
+  events: ReadonlyArray<Record<string, unknown> & { type: string }>,
+): Promise<void> {
+  for (const id of ids) {
+    const task = await createDurableActor(catalog['task-lifecycle'].machine, {
+      id,
+      store,
+      input: { taskId: id },
+    });
+    for (const event of events) await task.send(event as never);
+  }
+}
+
 async function rejection(promise: Promise<unknown>): Promise<StoreError> {
   const error: unknown = await promise.then(
     () => undefined,
@@ -272,14 +288,7 @@ describe('SQLite append-only audit log', () => {
       )
       .run();
     store.db.pragma('foreign_keys = ON');
-    for (const id of ['ghost', 'b']) {
-      const task = await createDurableActor(catalog['task-lifecycle'].machine, {
-        id,
-        store,
-        input: { taskId: id },
-      });
-      await task.send({ type: 'START' });
-    }
+    await runTasks(store, ['ghost', 'b'], [{ type: 'START' }]);
     const rows = async () => (await store.history('ghost')).map((r) => [r.seq, r.hash === 'x']);
     const both = [
       [1, true],
@@ -299,15 +308,11 @@ describe('SQLite append-only audit log', () => {
 describe('SQLite log read through its read model', () => {
   it('verify judges the log, not the read model of its keys: a damaged projection leaves an honest log clean, an edited log is named', async () => {
     const store = open(`sqlite:${freshFile()}`);
-    for (const id of ['honest', 'edited']) {
-      const task = await createDurableActor(catalog['task-lifecycle'].machine, {
-        id,
-        store,
-        input: { taskId: id },
-      });
-      await task.send({ type: 'START' });
-      await task.send({ type: 'COMPLETE', result: { ok: true } });
-    }
+    await runTasks(
+      store,
+      ['honest', 'edited'],
+      [{ type: 'START' }, { type: 'COMPLETE', result: { ok: true } }],
+    );
     await store.refreshReadModels();
     // The read model loses a key of the honest actor: paged reads miss that row...
     store.db.prepare(`DELETE FROM transition_keys WHERE actor_id = 'honest' AND seq = 1`).run();
