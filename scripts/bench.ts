@@ -9,6 +9,8 @@
  *   vs its floor, that raw write plus a started XState actor's `send` of the same
  *   events (what a durable send cannot go below) — ≥ 0.85; and, for information,
  *   vs the store's own commit without the runtime;
+ * - the same refund demo per task against the task lifecycle document's own Python
+ *   sketch (two commits per transition, WAL, FULL; skipped without `python3`) — ≥ 1;
  * - group commit of N concurrent sends vs the same rows batched raw — ≥ 0.5, and vs
  *   its floor (the batched rows + the same sends) — ≥ 0.7;
  * - the memory store's transitions/s (≥ 40,000) against bare XState transition(),
@@ -32,6 +34,7 @@ import { benchGroupCommit, benchSequential } from './bench/durable.ts';
 import { benchCpu } from './bench/cpu.ts';
 import { benchHeap, benchRecover } from './bench/memory.ts';
 import { benchPages } from './bench/pages.ts';
+import { benchSketch } from './bench/sketch.ts';
 import { benchStrict } from './bench/strict.ts';
 
 const args = new Set(process.argv.slice(2));
@@ -91,6 +94,7 @@ const rows: BenchRow[] = [];
 try {
   options.log(`agentcharts bench${options.quick ? ' (quick)' : ''}: databases in ${dir}`);
   rows.push(...(await benchSequential(options)));
+  rows.push(...(await benchSketch(options)));
   rows.push(...(await benchGroupCommit(options)));
   rows.push(...(await benchCpu(options)));
   rows.push(...(await benchPages(options)));
