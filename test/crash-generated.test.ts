@@ -12,8 +12,13 @@
  * after every step, hold every send once, leave nothing pending after a last
  * recovery, and verify clean (test/fixtures/crash-gen-checks.ts).
  *
+ * The same cases run again on PostgreSQL, each in a fresh schema of one
+ * throwaway server: a killed worker's connections drop mid-statement or
+ * mid-transaction, and the server, not a file, decides what was committed.
+ *
  * `AGENTCHARTS_CRASH_GEN_KILLS` sets the number of kills (default 24, what CI
  * runs; the soak is `npm run crash -- --generated 1000`),
+ * `AGENTCHARTS_CRASH_GEN_PG_KILLS` those on PostgreSQL (default 12),
  * `AGENTCHARTS_CRASH_GEN_SEED` the seed of the cases and kill plans (fixed by
  * default, so CI runs the cases that passed here; timed kills land at real
  * moments, so a run is close to, not exactly, the same run again).
@@ -28,6 +33,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, test } from 'vitest';
 import { seededRandom } from '../src/testing/random.ts';
 import { machineSpecArb, scriptArb, type ScriptStep } from './support/machine-gen.ts';
+import { usePostgres } from './support/postgres.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 import { caseFiles, type CaseFiles, type CrashCase } from './fixtures/crash-gen-case.ts';
 import { checkCase, type CaseResult } from './fixtures/crash-gen-checks.ts';
@@ -43,6 +49,8 @@ import {
 } from './fixtures/crash-gen-runner.ts';
 
 const KILLS = Number(process.env['AGENTCHARTS_CRASH_GEN_KILLS'] ?? 24);
+/** Kills of the same test on PostgreSQL (default 12 in CI; the soak sets it). */
+const PG_KILLS = Number(process.env['AGENTCHARTS_CRASH_GEN_PG_KILLS'] ?? 12);
 const SEED = Number(process.env['AGENTCHARTS_CRASH_GEN_SEED'] ?? 20_261_126);
 /** Closing steps of every case: the promises it started settle, so little stays pending. */
 const DRAIN: ScriptStep[] = [{ settle: true }, { settle: true }];
@@ -50,6 +58,9 @@ const DRAIN: ScriptStep[] = [{ settle: true }, { settle: true }];
 /** Totals over a run, printed at its end. */
 class Tally {
   readonly started = Date.now();
+
+  constructor(private readonly store: string) {}
+
   readonly counts = new Map<string, number>();
   readonly failures: string[] = [];
   readonly excused: string[] = [];
@@ -86,7 +97,7 @@ class Tally {
 
   summary(): string {
     return (
-      `crash test, generated machines (seed ${SEED}): ${this.get('kills')} kills ` +
+      `crash test, generated machines on ${this.store} (seed ${SEED}): ${this.get('kills')} kills ` +
       `(${this.list('kind ')}; in ${this.list('phase ')}) over ${this.get('cases')} cases ` +
       `(${this.get('too big')} more left out as too big), ${this.get('steps')} script steps, ` +
       `${this.get('transitions')} transitions committed, ${this.get('clean restarts')} clean ` +
@@ -100,6 +111,69 @@ class Tally {
   }
 }
 
+/**
+ * Draws cases until `kills` kills are done, runs each in killed workers on the store
+ * `storeOf` gives it (undefined: the case's own SQLite file), and fails naming the
+ * failing cases.
+ */
+async function soak(
+  pool: WorkerPool,
+  dir: string,
+  kills: number,
+  store: string,
+  storeOf: () => string | undefined,
+): Promise<void> {
+  const random = seededRandom(SEED);
+  const tally = new Tally(store);
+  const run = (files: CaseFiles, crashCase: CrashCase, planner: Planner) =>
+    crash(pool, files, storeOf(), crashCase, planner);
+  // Cases are drawn in batches until the kills are done (a case takes one to four).
+  for (let batch = 0; tally.get('kills') < kills; batch++) {
+    if (batch >= 50) throw new Error(`seed ${SEED}: too few cases for ${kills} kills`);
+    const samples = fc.sample(fc.tuple(machineSpecArb, scriptArb), {
+      seed: SEED + batch,
+      numRuns: 100,
+    });
+    for (const [i, [spec, generated]] of samples.entries()) {
+      if (tally.get('kills') >= kills) break;
+      const name = `${batch}.${i}`;
+      const crashCase: CrashCase = { spec, script: [...generated, ...DRAIN] };
+      const allowed = Math.min(1 + Math.floor(random() * 4), kills - tally.get('kills'));
+      const files = caseFiles(join(dir, `case-${name}`));
+      const outcome = await run(files, crashCase, randomKills(random, allowed));
+      if (outcome === 'skipped') {
+        tally.add('too big');
+        continue;
+      }
+      if ('failure' in outcome) {
+        tally.failures.push(describeFailure(name, crashCase, [], [outcome.failure]));
+        continue;
+      }
+      tally.addCase(name, crashCase, outcome.run, outcome.result);
+      if (outcome.result.problems.length === 0) continue;
+      // Triage: the same case run again without a kill.
+      const again = await run(caseFiles(`${files.dir}-no-kill`), crashCase, replayKills([]));
+      const alone =
+        typeof again === 'object' && 'result' in again && again.result.problems.length > 0;
+      if (alone) tally.add('fail without kills');
+      const problems = alone
+        ? [
+            ...outcome.result.problems,
+            'and without any kill: a divergence of the runtime, not of a crash',
+          ]
+        : outcome.result.problems;
+      tally.failures.push(describeFailure(name, crashCase, outcome.run.plans, problems));
+    }
+  }
+  console.log(tally.summary());
+  for (const e of tally.excused) console.log(`  excused: ${e}`);
+  expect(
+    tally.failures.slice(0, 5),
+    `seed ${SEED}: ${tally.failures.length} failing case(s)`,
+  ).toEqual([]);
+  expect(tally.get('kills')).toBe(kills);
+}
+
 describe('generated machines in a durable worker SIGKILLed at random moments', () => {
   const dir = suiteTempDir('agentcharts-crash-gen-');
   const pool = new WorkerPool();
@@ -107,64 +181,24 @@ describe('generated machines in a durable worker SIGKILLed at random moments', (
 
   test(
     `a durable run equals the plain run after every step, holds each send once and verifies clean over ${KILLS} kills`,
-    async () => {
-      const random = seededRandom(SEED);
-      const tally = new Tally();
-      // Cases are drawn in batches until the kills are done (a case takes one to four).
-      for (let batch = 0; tally.get('kills') < KILLS; batch++) {
-        if (batch >= 50) throw new Error(`seed ${SEED}: too few cases for ${KILLS} kills`);
-        const samples = fc.sample(fc.tuple(machineSpecArb, scriptArb), {
-          seed: SEED + batch,
-          numRuns: 100,
-        });
-        for (const [i, [spec, generated]] of samples.entries()) {
-          if (tally.get('kills') >= KILLS) break;
-          const name = `${batch}.${i}`;
-          const crashCase: CrashCase = { spec, script: [...generated, ...DRAIN] };
-          const allowed = Math.min(1 + Math.floor(random() * 4), KILLS - tally.get('kills'));
-          const files = caseFiles(join(dir(), `case-${name}`));
-          const outcome = await crash(pool, files, crashCase, randomKills(random, allowed));
-          if (outcome === 'skipped') {
-            tally.add('too big');
-            continue;
-          }
-          if ('failure' in outcome) {
-            tally.failures.push(describeFailure(name, crashCase, [], [outcome.failure]));
-            continue;
-          }
-          const { run, result } = outcome;
-          tally.addCase(name, crashCase, run, result);
-          if (result.problems.length === 0) continue;
-          // Triage: the same case run again without a kill.
-          const again = await crash(
-            pool,
-            caseFiles(`${files.dir}-no-kill`),
-            crashCase,
-            replayKills([]),
-          );
-          const alone =
-            typeof again === 'object' && 'result' in again && again.result.problems.length > 0;
-          if (alone) tally.add('fail without kills');
-          const problems = alone
-            ? [
-                ...result.problems,
-                'and without any kill: a divergence of the runtime, not of a crash',
-              ]
-            : result.problems;
-          tally.failures.push(describeFailure(name, crashCase, run.plans, problems));
-        }
-      }
-      console.log(tally.summary());
-      for (const e of tally.excused) console.log(`  excused: ${e}`);
-      expect(
-        tally.failures.slice(0, 5),
-        `seed ${SEED}: ${tally.failures.length} failing case(s)`,
-      ).toEqual([]);
-      expect(tally.get('kills')).toBe(KILLS);
-    },
+    () => soak(pool, dir(), KILLS, 'SQLite', () => undefined),
     // Generous: a hung worker fails its case after 30 s, long before this.
     KILLS * 10_000 + 120_000,
   );
+
+  describe('on PostgreSQL', () => {
+    const pgDir = suiteTempDir('agentcharts-crash-gen-pg-');
+    const server = usePostgres();
+    test(
+      `the same over ${PG_KILLS} kills, each case in a fresh schema of one server`,
+      async () => {
+        const pg = server();
+        if (pg === undefined) return;
+        await soak(pool, pgDir(), PG_KILLS, 'PostgreSQL', () => pg.freshUrl());
+      },
+      PG_KILLS * 10_000 + 120_000,
+    );
+  });
 });
 
 /**
@@ -174,11 +208,13 @@ describe('generated machines in a durable worker SIGKILLed at random moments', (
 async function crash(
   pool: WorkerPool,
   files: CaseFiles,
+  store: string | undefined,
   crashCase: CrashCase,
   planner: Planner,
 ): Promise<'skipped' | { failure: string } | { run: CaseRun; result: CaseResult }> {
   mkdirSync(files.dir);
   writeFileSync(files.spec, JSON.stringify(crashCase));
+  if (store !== undefined) writeFileSync(files.store, store);
   try {
     const run = await runCase(pool, files, crashCase.script, planner);
     const result = run.skipped ? undefined : checkCase(files);

@@ -7,13 +7,18 @@
  * checks that every timer due by then fired. The last recovery runs an hour
  * ahead, drains every timer and checks none is left.
  *
+ * The same run goes on PostgreSQL too, in a fresh schema of a throwaway server:
+ * there a killed worker's connections drop mid-statement or mid-transaction, its
+ * leases and notifications with them, and the server decides what was committed.
+ *
  * `AGENTCHARTS_CRASH_KILLS` sets the number of kills (default 50, the floor CI
- * runs), `AGENTCHARTS_CRASH_CHECK_EVERY` how often the database is checked (a
+ * runs), `AGENTCHARTS_CRASH_PG_KILLS` those on PostgreSQL (default 20),
+ * `AGENTCHARTS_CRASH_CHECK_EVERY` how often the database is checked (a
  * soak: `npm run crash -- --kills 1000`); `AGENTCHARTS_CRASH_SEED` replays a seed printed by a failing run
  * (timing is real, so a replay is close to, not exactly, the same run).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,11 +33,15 @@ import {
   anomalyLogger,
   checkCrashInvariants,
   crashFiles,
+  crashStoreUrl,
   reconcileFromLedger,
   type CrashCheckResult,
+  type CrashFiles,
 } from './fixtures/crash-invariants.ts';
+import { usePostgres } from './support/postgres.ts';
 
 const KILLS = Number(process.env['AGENTCHARTS_CRASH_KILLS'] ?? 50);
+const PG_KILLS = Number(process.env['AGENTCHARTS_CRASH_PG_KILLS'] ?? 20);
 /**
  * Every how many rounds the whole database is checked (every round by default).
  * A check reads everything written so far, so a long soak checks every N rounds
@@ -45,11 +54,30 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.ts', import.meta.url));
 const HOUR = 3_600_000;
 
-const dir = mkdtempSync(join(tmpdir(), 'agentcharts-crash-'));
-const files = crashFiles(dir);
 const charts = [...catalogCharts, delegation];
-process.env['AGENTCHARTS_CRASH_EFFECTS'] = files.effects;
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** One crash run's directory: the client's durable files and the store's URL. */
+interface Run {
+  dir: string;
+  files: CrashFiles;
+  store: string;
+}
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh run directory; `store` (default: the run's SQLite file) is written for the workers. */
+function newRun(store?: string): Run {
+  const dir = mkdtempSync(join(tmpdir(), 'agentcharts-crash-'));
+  dirs.push(dir);
+  const files = crashFiles(dir);
+  if (store !== undefined) writeFileSync(files.store, store);
+  // The delegation chart's invoked promise appends to the run's ledger, here as in the workers.
+  process.env['AGENTCHARTS_CRASH_EFFECTS'] = files.effects;
+  return { dir, files, store: crashStoreUrl(files) };
+}
 
 interface Ready {
   pid: number;
@@ -61,10 +89,10 @@ interface Ready {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Starts a worker, waits for it to finish recovering, lets it run `killAfterMs`, SIGKILLs it. */
-async function runUntilKilled(round: number, killAfterMs: number): Promise<Ready> {
+async function runUntilKilled(run: Run, round: number, killAfterMs: number): Promise<Ready> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', WORKER, dir, String(SEED), String(round)],
+    ['--import', 'tsx', WORKER, run.dir, String(SEED), String(round)],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';
@@ -98,13 +126,13 @@ async function runUntilKilled(round: number, killAfterMs: number): Promise<Ready
 }
 
 /** Checks the database as the kill left it (no recovery here: the next worker does it). */
-async function checkAfterKill(ready: Ready): Promise<CrashCheckResult> {
-  const store = openStore(`sqlite:${files.db}`);
+async function checkAfterKill(run: Run, ready: Ready): Promise<CrashCheckResult> {
+  const store = openStore(run.store);
   try {
     // The worker's recovery fired every timer overdue when it started.
     return await checkCrashInvariants(store, {
       charts,
-      files,
+      files: run.files,
       timersDueBefore: ready.recoveryStartedAt,
     });
   } finally {
@@ -118,10 +146,12 @@ async function checkAfterKill(ready: Ready): Promise<CrashCheckResult> {
  * the next due time until no timer is left — and checks everything.
  */
 async function recoverAndCheck(
+  run: Run,
   ahead: number,
   drainAll: boolean,
 ): Promise<CrashCheckResult & { reconciled: number }> {
-  const store = openStore(`sqlite:${files.db}`);
+  const { files } = run;
+  const store = openStore(run.store);
   const clock = new ManualClock(Date.now() + ahead);
   const errors: string[] = [];
   try {
@@ -168,56 +198,68 @@ function expectClean(result: CrashCheckResult, round: number, when: string): voi
   ).toEqual([]);
 }
 
+/** `kills` rounds of a worker killed at a random moment on `run`'s store, checked as they go. */
+async function crashRun(run: Run, name: string, kills: number): Promise<void> {
+  expect(kills).toBeGreaterThanOrEqual(1);
+  const started = Date.now();
+  let random = SEED >>> 0;
+  const nextRandom = () => {
+    random = (Math.imul(random, 1_103_515_245) + 12_345) >>> 0;
+    return random / 4_294_967_296;
+  };
+  let reconciled = 0;
+  let workerRecoverySends = 0;
+  let last: CrashCheckResult | undefined;
+  for (let round = 1; round <= kills; round++) {
+    const ready = await runUntilKilled(run, round, 30 + Math.floor(nextRandom() * 271));
+    reconciled += ready.steps;
+    workerRecoverySends += ready.counts.sent;
+    expect(ready.counts.failed, `round ${round}: actors the worker failed to recover`).toBe(0);
+    const final = round === kills;
+    if (round % CHECK_EVERY !== 0 && !final) continue;
+    last = await checkAfterKill(run, ready);
+    expectClean(last, round, 'after the kill');
+    if (round % (2 * CHECK_EVERY) === 0 || final) {
+      const recovered = await recoverAndCheck(run, final ? HOUR : 0, final);
+      reconciled += recovered.reconciled;
+      last = recovered;
+      expectClean(last, round, final ? 'after the final recovery an hour ahead' : 'after recovery');
+    }
+  }
+  const stats = (last as CrashCheckResult).stats;
+  // The run must have exercised what it claims to check.
+  expect(stats.acks).toBeGreaterThan(kills);
+  expect(stats.timersFired).toBeGreaterThan(0);
+  expect(stats.effects).toBeGreaterThan(0);
+  expect(stats.recoverySends).toBeGreaterThan(0);
+  expect(stats.messages).toBeGreaterThan(0);
+  expect(stats.invokes).toBeGreaterThan(0);
+  console.log(
+    `crash test on ${name}: ${kills} kills (seed ${SEED}), ${stats.actors} actors, ${stats.transitions} transitions ` +
+      `(${stats.acks} acknowledged, ${stats.tornAcks} torn acks), ${stats.stepsDone} steps done ` +
+      `(${stats.effects} effects, ${reconciled} reconciled after a kill), ${stats.timersFired} timers fired, ` +
+      `${stats.recoverySends} recovery sends (${workerRecoverySends} by workers), ${stats.messages} messages ` +
+      `and ${stats.invokes} invoke outcomes delivered in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+}
+
 describe('a durable worker SIGKILLed at random moments', () => {
   test(
     `loses no acknowledged transition, stays verifiable, runs no step twice and fires every due timer once over ${KILLS} kills`,
-    async () => {
-      expect(KILLS).toBeGreaterThanOrEqual(1);
-      const started = Date.now();
-      let random = SEED >>> 0;
-      const nextRandom = () => {
-        random = (Math.imul(random, 1_103_515_245) + 12_345) >>> 0;
-        return random / 4_294_967_296;
-      };
-      let reconciled = 0;
-      let workerRecoverySends = 0;
-      let last: CrashCheckResult | undefined;
-      for (let round = 1; round <= KILLS; round++) {
-        const ready = await runUntilKilled(round, 30 + Math.floor(nextRandom() * 271));
-        reconciled += ready.steps;
-        workerRecoverySends += ready.counts.sent;
-        expect(ready.counts.failed, `round ${round}: actors the worker failed to recover`).toBe(0);
-        const final = round === KILLS;
-        if (round % CHECK_EVERY !== 0 && !final) continue;
-        last = await checkAfterKill(ready);
-        expectClean(last, round, 'after the kill');
-        if (round % (2 * CHECK_EVERY) === 0 || final) {
-          const recovered = await recoverAndCheck(final ? HOUR : 0, final);
-          reconciled += recovered.reconciled;
-          last = recovered;
-          expectClean(
-            last,
-            round,
-            final ? 'after the final recovery an hour ahead' : 'after recovery',
-          );
-        }
-      }
-      const stats = (last as CrashCheckResult).stats;
-      // The run must have exercised what it claims to check.
-      expect(stats.acks).toBeGreaterThan(KILLS);
-      expect(stats.timersFired).toBeGreaterThan(0);
-      expect(stats.effects).toBeGreaterThan(0);
-      expect(stats.recoverySends).toBeGreaterThan(0);
-      expect(stats.messages).toBeGreaterThan(0);
-      expect(stats.invokes).toBeGreaterThan(0);
-      console.log(
-        `crash test: ${KILLS} kills (seed ${SEED}), ${stats.actors} actors, ${stats.transitions} transitions ` +
-          `(${stats.acks} acknowledged, ${stats.tornAcks} torn acks), ${stats.stepsDone} steps done ` +
-          `(${stats.effects} effects, ${reconciled} reconciled after a kill), ${stats.timersFired} timers fired, ` +
-          `${stats.recoverySends} recovery sends (${workerRecoverySends} by workers), ${stats.messages} messages ` +
-          `and ${stats.invokes} invoke outcomes delivered in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-      );
-    },
+    () => crashRun(newRun(), 'SQLite', KILLS),
     KILLS * 8_000 + 60_000,
   );
+
+  describe('on PostgreSQL', () => {
+    const server = usePostgres();
+    test(
+      `the same over ${PG_KILLS} kills, in a fresh schema of one server`,
+      async () => {
+        const pg = server();
+        if (pg === undefined) return;
+        await crashRun(newRun(pg.freshUrl()), 'PostgreSQL', PG_KILLS);
+      },
+      PG_KILLS * 8_000 + 60_000,
+    );
+  });
 });
