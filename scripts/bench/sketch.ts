@@ -36,6 +36,8 @@ function startSketch(db: string): Promise<Sketch | undefined> {
     const child: ChildProcessWithoutNullStreams = spawn('python3', [SKETCH, db]);
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // Writing to a sketch that died fails; its stdout ends too, and `run` says so with its stderr.
+    child.stdin.on('error', () => {});
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     child.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') resolve(undefined);
@@ -46,11 +48,22 @@ function startSketch(db: string): Promise<Sketch | undefined> {
         async run(prefix, tasks) {
           child.stdin.write(`${prefix} ${tasks}\n`);
           const line = await lines.next();
-          if (line.done === true) throw new Error(`the sketch exited:\n${stderr}`);
+          if (line.done === true) {
+            // Its stderr is whole once the process has closed its streams.
+            if (child.exitCode === null) await new Promise((closed) => child.once('close', closed));
+            throw new Error(
+              `the sketch exited (${child.exitCode ?? child.signalCode}):\n${stderr}`,
+            );
+          }
           return Number(line.value);
         },
         close() {
           return new Promise((done) => {
+            // A sketch that already died (its error is on the failing run) has nothing to end.
+            if (child.exitCode !== null || child.signalCode !== null) {
+              done();
+              return;
+            }
             child.once('exit', () => done());
             child.stdin.end();
           });
