@@ -287,6 +287,53 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await store.loadActor('p1/w1'))?.state).toBe('working');
   });
 
+  test('a child another process stopped is started over when its parent spawns it again here, though this process holds a stale copy of it', async () => {
+    // Plain XState: the child invoked again after ABANDON runs anew.
+    const plain = createActor(lead).start();
+    for (const type of ['GO', 'NUDGE', 'ABANDON', 'GO'] as const) plain.send({ type });
+    expect(plain.getSnapshot().children['w1']?.getSnapshot()).toMatchObject({
+      status: 'active',
+      value: 'waiting',
+    });
+
+    const lines: string[] = [];
+    const a = open();
+    getRuntime(a, {
+      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
+    });
+    const b = open();
+    getRuntime(b, { charts: [chart(lead)] });
+    const parent = await createDurableActor(lead, { id: 'p4', store: a });
+    await parent.send({ type: 'GO' });
+    await settle(a);
+    await parent.send({ type: 'NUDGE' }); // this process delivers to its copy of the child
+    await settle(a);
+    // Another process (a worker SIGKILLed mid-commit on PostgreSQL whose last
+    // statement still lands is one) moves the parent and stops the child.
+    await (await getRuntime(b).actor('p4')).send({ type: 'ABANDON' });
+    await settle(b);
+    expect(await a.loadActor('p4/w1')).toMatchObject({ status: 'stopped' });
+    // The precondition: this process's copy of the child is stale.
+    expect((await getRuntime(a).actor('p4/w1')).getSnapshot()).toMatchObject({
+      status: 'active',
+      value: 'working',
+    });
+
+    await parent.send({ type: 'GO' });
+    await settle(a);
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
+    const rows = await a.history('p4/w1');
+    expect(rows.map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['WORK', 'working'],
+      ['xstate.stop', 'working'],
+      ['xstate.init', 'waiting'],
+    ]);
+    expect(await a.loadActor('p4/w1')).toMatchObject({ status: 'active', state: 'waiting' });
+    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+  });
+
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
     const store = open();
     const actor = await createDurableActor(fragile, { id: 'b1', store });

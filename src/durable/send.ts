@@ -76,7 +76,14 @@ export async function processEvent(
     event: parsed,
     delivery: deliveryOf(source, options),
   });
-  if (step.kind === 'gone') return undefined;
+  if (step.kind === 'gone') {
+    // Gone on this process's copy (a child still running, an actor finished, a timer
+    // or invoke no longer pending) may be stale: another process, or a killed
+    // worker's last statement landing late, may have moved the stored actor. The
+    // caller drops what it delivers, so decide on the stored state.
+    if (await movedElsewhere(core)) return processEvent(core, event, source, options);
+    return undefined;
+  }
   if (step.kind === 'refused') {
     // Decided on a state another process may have moved: look at the stored one.
     if (await movedElsewhere(core)) return processEvent(core, event, source, options);
