@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   assign,
+  cancel,
   createActor,
   fromPromise,
   raise,
@@ -33,6 +34,10 @@ import {
   verify,
   type Store,
 } from '../src/index.ts';
+import { planEffects } from '../src/durable/effects.ts';
+import { EMPTY_LEDGER } from '../src/durable/ledger.ts';
+import { pureInitial } from '../src/durable/pure.ts';
+import { MessageLedger } from '../src/durable/verify-messages.ts';
 import { usePostgres } from './support/postgres.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
@@ -721,6 +726,49 @@ describe('found by the differential test', () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test("a delayed sendTo to a child stopped since still fires, releasing its id: a later send's cancel misses", async () => {
+    // XState forgets an id when any send scheduled with it fires, even one whose
+    // child was stopped and whose id a later send took over: that later send can no
+    // longer be cancelled. The durable runtime dropped the first when its child
+    // stopped, so the id stayed held and the cancel found the second.
+    const parent = setup({ actors: { kid } }).createMachine({
+      id: 'released',
+      initial: 'a',
+      states: {
+        a: {
+          invoke: { id: 'k', src: 'kid' },
+          entry: sendTo('k', { type: 'HIT' }, { delay: 100, id: 't' }),
+          on: { AGAIN: { target: 'a', reenter: true }, CANCEL: { actions: cancel('t') } },
+        },
+      },
+    });
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(parent, { id: 'rel', store, clock });
+    const oracle = plain(parent);
+    const steps: Array<{ send: 'AGAIN' | 'CANCEL' } | { wait: number }> = [
+      { wait: 50 },
+      { send: 'AGAIN' },
+      { wait: 70 },
+      { send: 'CANCEL' },
+      { wait: 100 },
+    ];
+    for (const step of steps) {
+      if ('send' in step) {
+        oracle.actor.send({ type: step.send });
+        await durable.send({ type: step.send });
+      } else {
+        oracle.clock.advance(step.wait);
+        await advance(store, clock, step.wait);
+      }
+    }
+    const plainKid = oracle.actor.getSnapshot().children['k']?.getSnapshot() as {
+      context: unknown;
+    };
+    expect(plainKid.context).toEqual({ got: 1 });
+    expect((await openDurableActor(store, 'rel/k')).getSnapshot().context).toEqual({ got: 1 });
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
   test('leaving a state whose invoke settled stops nothing: an outer invoke of the same id still delivers', async () => {
     let releaseOuter: (value: number) => void = () => {};
     const outer = new Promise<number>((resolve) => (releaseOuter = resolve));
@@ -1020,6 +1068,129 @@ describe('15. a delayed send whose id a later one took over outlives its sender'
     expect(oracle.actor.getSnapshot().context).toEqual({ hi: 1 });
     expect(durable.getSnapshot().context).toEqual({ hi: 1 });
     expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+  });
+});
+
+describe('16. an entry sendTo reaches the child its state invokes', () => {
+  // XState resolves the child's id after the entry actions and relays the event
+  // before starting the child, which takes it from its mailbox once started. The
+  // durable runtime sent it before the spawn, to no actor, and it was lost.
+  const kid = setup({ types: { context: {} as { got: number } } }).createMachine({
+    id: 'greeted',
+    context: { got: 0 },
+    initial: 'idle',
+    states: {
+      idle: { on: { HIT: { actions: assign({ got: ({ context }) => context.got + 1 }) } } },
+    },
+  });
+  const host = setup({ actors: { kid } }).createMachine({
+    id: 'greeter',
+    initial: 'a',
+    states: {
+      a: {
+        invoke: { id: 'k', src: 'kid' },
+        entry: sendTo('k', { type: 'HIT' }),
+        on: {
+          AGAIN: { target: 'a', reenter: true },
+          MORE: { actions: sendTo('k', { type: 'HIT' }) },
+        },
+      },
+    },
+  });
+
+  test('on creation and on re-entry, the new child gets it, as in XState', async () => {
+    const { store } = clocked();
+    const durable = await createDurableActor(host, { id: 'gr', store });
+    await getRuntime(store).drain();
+    const oracle = plain(host);
+    const plainKid = () =>
+      (oracle.actor.getSnapshot().children['k']?.getSnapshot() as { context: unknown }).context;
+    const durableKid = async () => (await openDurableActor(store, 'gr/k')).getSnapshot().context;
+    expect(plainKid()).toEqual({ got: 1 });
+    expect(await durableKid()).toEqual({ got: 1 });
+    for (const type of ['MORE', 'AGAIN', 'MORE'] as const) {
+      oracle.actor.send({ type });
+      await durable.send({ type });
+      await getRuntime(store).drain();
+      expect(await durableKid()).toEqual(plainKid());
+    }
+    expect(plainKid()).toEqual({ got: 2 });
+    const log = (await store.history('gr/k')).map((row) => row.eventType);
+    expect(log).toEqual(['xstate.init', 'HIT', 'HIT', 'xstate.stop', 'xstate.init', 'HIT', 'HIT']);
+    expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+  });
+
+  test('a child its state stops in the same step never starts, and what was sent to it is lost', async () => {
+    // An `always` leaves the state at once: XState stops the child before it starts.
+    // The durable runtime refused the send (no such child) and the creation failed.
+    const passing = setup({ actors: { kid } }).createMachine({
+      id: 'passing',
+      initial: 'a',
+      states: {
+        a: { invoke: { id: 'k', src: 'kid' }, entry: sendTo('k', { type: 'HIT' }), always: 'b' },
+        b: {},
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(passing, { id: 'pa', store });
+    await getRuntime(store).drain();
+    const oracle = plain(passing);
+    expect(oracle.actor.getSnapshot().value).toBe('b');
+    expect(Object.keys(oracle.actor.getSnapshot().children)).toEqual([]);
+    expect(durable.getSnapshot().value).toBe('b');
+    expect(Object.keys(durable.getSnapshot().children)).toEqual([]);
+    expect(await store.loadActor('pa/k')).toBeUndefined();
+    expect(await store.pendingMessages({ afterId: 0, limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(passing)] })).problems).toEqual([]);
+  });
+
+  test('verify still accepts a log agentcharts 0.1.0 wrote, the spawn after the send', () => {
+    const [next, actions] = pureInitial(host, undefined);
+    const base = { machine: host, actorId: 'gr', parentId: undefined, seq: 1, now: 0 };
+    const effects = planEffects({
+      ...base,
+      previous: undefined,
+      next,
+      actions,
+      ledger: EMPTY_LEDGER,
+    });
+    expect(effects.messages.map((m) => [m.idx, m.kind])).toEqual([
+      [0, 'spawn'],
+      [1, 'event'],
+    ]);
+    expect(effects.legacyMessages?.map((m) => [m.idx, m.kind])).toEqual([
+      [0, 'event'],
+      [1, 'spawn'],
+    ]);
+    /** What the child's creation row claims: the spawn at message `idx` of the parent's seq 1. */
+    const claimOfSpawn = (idx: number) => {
+      const ledger = new MessageLedger();
+      ledger.sent('gr', 1, effects.messages, effects.legacyMessages);
+      ledger.row('gr/k', {
+        actorId: 'gr/k',
+        seq: 1,
+        fromState: null,
+        toState: 'idle',
+        eventType: 'xstate.init',
+        event: '{"type":"xstate.init"}',
+        at: 0,
+        metadata: JSON.stringify({ source: 'spawn', parent: 'gr', fromSeq: 1, idx }),
+        prevHash: '',
+        hash: '',
+        chartVersion: 1,
+        snapshotHash: null,
+      });
+      return ledger.problems();
+    };
+    expect(claimOfSpawn(0)).toEqual([]); // this build's order
+    expect(claimOfSpawn(1)).toEqual([]); // 0.1.0's order
+    // The control: a spawn claimed at a place neither order has is still a problem.
+    expect(claimOfSpawn(2)).toEqual([
+      expect.objectContaining({
+        kind: 'message',
+        detail: "message 2 of gr seq 1 is not in its sender's log",
+      }),
+    ]);
   });
 });
 

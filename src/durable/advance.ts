@@ -24,6 +24,7 @@ import {
   pendingInvoke,
   pendingTimer,
   TO_PARENT,
+  TO_STOPPED,
   withoutFired,
   withoutSettled,
   type Ledger,
@@ -187,7 +188,8 @@ function relay(
 ): Step {
   const step = commit(f, 'relayed', event, snapshot, [], ledger);
   if (step.kind !== 'commit') return step;
-  const receiver = to === TO_PARENT ? f.parentId : childActorId(f.actorId, to);
+  const receiver =
+    to === TO_PARENT ? f.parentId : to === TO_STOPPED ? undefined : childActorId(f.actorId, to);
   if (receiver !== undefined) {
     step.effects.messages.push({
       to: receiver,

@@ -5,7 +5,10 @@
  * entering and leaving states, the stops of a macrostep that ends in a final
  * state) becomes, one to one and in order, a durable effect with XState's id:
  * a timer in the actor's ledger, a step begun, a message row, an emitted event or
- * a user action to run after the commit. Nothing is inferred from diffing
+ * a user action to run after the commit. One reordering: a child an entering
+ * state invokes, named by an entry `sendTo` of that state, is spawned before the
+ * send, since XState relays that event to the child before starting it and the
+ * child takes it from its mailbox once started. Nothing is inferred from diffing
  * snapshots — a finished machine stops updating `snapshot.children`, so the
  * actions are the only record of what it stopped — except spawns made inside
  * `assign`, which XState runs without an action and which are read off the
@@ -28,6 +31,7 @@ import { actorKind, checkActor } from './actor-kinds.ts';
 import {
   EMPTY_LEDGER,
   TO_PARENT,
+  TO_STOPPED,
   type Ledger,
   type PendingInvoke,
   type PendingTimer,
@@ -80,6 +84,13 @@ export interface Effects {
   invokesStop: string[];
   /** Messages to other actors (and to itself), in the order XState executed them. */
   messages: OutgoingMessage[];
+  /**
+   * The same messages in the order agentcharts 0.1.0 wrote them, when it differs:
+   * they sent an event to a child the entering state invokes (an entry `sendTo` by
+   * the child's id) before the child's spawn, so it was lost. `verify` accepts a
+   * delivery recorded in either order.
+   */
+  legacyMessages?: OutgoingMessage[] | undefined;
   emitted: EventObject[];
   effects: Effect[];
 }
@@ -142,6 +153,18 @@ export function planEffects(t: TransitionFacts): Effects {
   return planner.plan();
 }
 
+/**
+ * A spawn planned before its action ({@link Planner.early}): its messages (a stop of
+ * a child it replaces, then the spawn) at `at`, `count` of them, and how many
+ * messages preceded its `spawnChild` action.
+ */
+interface Early {
+  at: number;
+  count: number;
+  before: number;
+  ref: ChildRef;
+}
+
 class Planner {
   private readonly timers: PendingTimer[];
   private readonly invokes: PendingInvoke[];
@@ -163,6 +186,13 @@ class Planner {
   private late: Map<ChildRef, string> | undefined;
   /** Refs spawned by this transition, by ref. */
   private spawned: Map<ChildRef, string> | undefined;
+  /** Refs a `spawnChild` action of this transition spawns (an invoke, or the action). */
+  private bySpawnAction: Set<ChildRef> | undefined;
+  /**
+   * Spawns made before their action, for an entry `sendTo` that named the child
+   * first: the message index each got, and how many messages preceded its action.
+   */
+  private early: Early[] | undefined;
 
   constructor(private readonly t: TransitionFacts) {
     this.timers = [...t.ledger.timers];
@@ -183,20 +213,24 @@ class Planner {
       if (ref) (this.before ??= new Map()).set(ref, id);
     }
     const actions = t.actions;
-    let bySpawnAction: Set<ChildRef> | undefined;
     for (let i = 0; i < actions.length; i++) {
       const action = actions[i] as Action;
       if (action.type === 'xstate.stopChild' && action.params) {
         this.stopping(action.params as ChildRef);
       } else if (action.type === 'xstate.spawnChild') {
         const ref = (action.params as { actorRef?: ChildRef } | undefined)?.actorRef;
-        if (ref) (bySpawnAction ??= new Set()).add(ref);
+        if (ref) (this.bySpawnAction ??= new Set()).add(ref);
       }
     }
     const next = t.next.children as Record<string, ChildRef | undefined>;
     for (const id in next) {
       const ref = next[id];
-      if (ref && !this.before?.has(ref) && !bySpawnAction?.has(ref) && !this.stopped?.has(ref)) {
+      if (
+        ref &&
+        !this.before?.has(ref) &&
+        !this.bySpawnAction?.has(ref) &&
+        !this.stopped?.has(ref)
+      ) {
         (this.late ??= new Map()).set(ref, id);
       }
     }
@@ -235,6 +269,7 @@ class Planner {
       invokesStart: this.invokesStart,
       invokesStop: this.invokesStop,
       messages: this.messages.length === 0 ? [] : this.messages.map((m, idx) => ({ ...m, idx })),
+      legacyMessages: this.early === undefined ? undefined : this.legacyOrder(this.early),
       emitted: this.emitted,
       effects: this.effects,
     };
@@ -246,7 +281,10 @@ class Planner {
         const ref = (action.params as { actorRef?: ChildRef } | undefined)?.actorRef;
         // Stopped in the same macrostep (an `always` left the invoking state): XState
         // never starts it, and neither does the durable runtime.
-        if (ref && !this.stopped?.has(ref)) this.spawn(ref, ref.id);
+        if (!ref || this.stopped?.has(ref)) return;
+        const early = this.early?.find((e) => e.ref === ref);
+        if (early !== undefined) early.before = this.messages.length;
+        else this.spawn(ref, ref.id);
         return;
       }
       case 'xstate.stopChild': {
@@ -351,8 +389,12 @@ class Planner {
     });
     // A delayed `sendTo` holds the child it was sent to: XState delivers it to that
     // stopped actor, which ignores it, never to a child spawned again under its id.
+    // One with an id still fires, releasing the id (a later send may hold it).
     for (let i = this.timers.length - 1; i >= 0; i--) {
-      if (this.timers[i]?.to === id) this.timers.splice(i, 1);
+      const timer = this.timers[i] as PendingTimer;
+      if (timer.to !== id) continue;
+      if (timer.id === undefined) this.timers.splice(i, 1);
+      else this.timers[i] = { ...timer, to: TO_STOPPED };
     }
   }
 
@@ -360,7 +402,7 @@ class Planner {
   private send(params: SendParams, idx: number): void {
     const event = params.event ?? { type: 'unknown' };
     const to = this.receiver(params.to);
-    if (to === null) return; // a promise actor: it ignores events, as in XState
+    if (to === null) return; // nothing receives it, as in XState
     if (typeof params.delay === 'number') {
       this.schedule(params.id, event, params.delay, to ?? undefined, idx);
       return;
@@ -370,7 +412,8 @@ class Planner {
 
   /**
    * Who a send goes to: `undefined` for the actor itself, `TO_PARENT`, or a child
-   * id; null when the receiver is a promise actor. Refuses anything else.
+   * id; null when nothing receives it (a promise actor, or a child that never
+   * starts). Refuses anything else.
    */
   private receiver(target: unknown): string | undefined | null {
     const { t } = this;
@@ -399,6 +442,10 @@ class Planner {
         for (const key in children) if (children[key] === ref) id = key;
       }
     }
+    // A child spawned and stopped in this same step (an `always` left the state that
+    // invokes it): XState stops it before it ever starts, and what was sent to it is
+    // lost with it.
+    if (ref !== undefined && this.stopped?.has(ref) && !this.before?.has(ref)) return null;
     if (ref === undefined || id === undefined) {
       const name = (target as { id?: unknown } | undefined)?.id;
       throw this.refuse(
@@ -414,7 +461,30 @@ class Planner {
     }
     // A child spawned inside `assign` in this transition: its spawn goes first.
     if (this.late?.has(ref)) this.spawn(ref, id);
+    else if (this.bySpawnAction?.has(ref) && !this.spawned?.has(ref) && !this.stopped?.has(ref)) {
+      // An entry `sendTo` naming a child its state invokes (the only way to reach a
+      // child before its spawn): XState resolves the id after the entry actions and
+      // relays the event before starting the child, which takes it from its mailbox
+      // once started. Its spawn goes first.
+      const at = this.messages.length;
+      this.spawn(ref, id);
+      (this.early ??= []).push({ at, count: this.messages.length - at, before: -1, ref });
+    }
     return id;
+  }
+
+  /** {@link Effects.legacyMessages}: each early spawn moved back to its own action. */
+  private legacyOrder(spawns: readonly Early[]): OutgoingMessage[] {
+    const early = spawns.filter((e) => e.before >= 0);
+    const moved = new Set<number>();
+    for (const e of early) for (let k = 0; k < e.count; k++) moved.add(e.at + k);
+    const order: number[] = [];
+    for (let i = 0; i <= this.messages.length; i++) {
+      for (const e of early)
+        if (e.before === i) for (let k = 0; k < e.count; k++) order.push(e.at + k);
+      if (i < this.messages.length && !moved.has(i)) order.push(i);
+    }
+    return order.map((from, idx) => ({ ...(this.messages[from] as OutgoingMessage), idx }));
   }
 
   private actorIdOf(to: string | undefined): string {
@@ -475,7 +545,7 @@ class Planner {
       return false;
     }
     if (timer.to === TO_PARENT) return this.t.parentId !== undefined;
-    return this.t.next.status === 'error';
+    return this.t.next.status === 'error' && timer.to !== TO_STOPPED;
   }
 
   /** A child that finished tells its parent, with its output or its error. */

@@ -65,6 +65,13 @@ export interface Ledger {
 /** The receiver of a delayed `sendTo(parent)`. */
 export const TO_PARENT = '#parent';
 
+/**
+ * The receiver of a delayed `sendTo` whose child was stopped since: XState still
+ * fires it (to the stopped child, which ignores it), and its firing releases its id
+ * as any timer's does (see {@link withoutFired}).
+ */
+export const TO_STOPPED = '#stopped';
+
 /** Nothing pending. */
 export const EMPTY_LEDGER: Ledger = Object.freeze({
   timers: Object.freeze([]),

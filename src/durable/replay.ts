@@ -17,7 +17,14 @@ export interface Replayed {
 }
 
 export type RowReplay =
-  | { ok: true; snapshot: AnyMachineSnapshot; ledger: Ledger; messages: OutgoingMessage[] }
+  | {
+      ok: true;
+      snapshot: AnyMachineSnapshot;
+      ledger: Ledger;
+      messages: OutgoingMessage[];
+      /** The messages as agentcharts 0.1.0 ordered them, where that differs. */
+      legacyMessages?: OutgoingMessage[] | undefined;
+    }
   | { ok: false; detail: string };
 
 /** What a row's metadata says about where its event came from. */
@@ -91,6 +98,7 @@ export function replayRow(
     snapshot: step.next,
     ledger: step.effects.ledger,
     messages: step.effects.messages,
+    legacyMessages: step.effects.legacyMessages,
   };
 }
 

@@ -28,6 +28,8 @@ function parse(text: string): unknown {
 
 export class MessageLedger {
   private readonly outbox = new Map<string, OutgoingMessage>();
+  /** Where agentcharts 0.1.0 ordered a row's messages differently (`Effects.legacyMessages`). */
+  private readonly legacy = new Map<string, OutgoingMessage>();
   private readonly claims: Claim[] = [];
   private readonly notReplayed = new Set<string>();
 
@@ -36,9 +38,15 @@ export class MessageLedger {
     this.notReplayed.add(`${actorId}:${seq}`);
   }
 
-  /** Records what one replayed row sends. */
-  sent(actorId: string, seq: number, messages: readonly OutgoingMessage[]): void {
+  /** Records what one replayed row sends (and in what order older runtimes wrote it). */
+  sent(
+    actorId: string,
+    seq: number,
+    messages: readonly OutgoingMessage[],
+    legacy?: readonly OutgoingMessage[],
+  ): void {
     for (const m of messages) this.outbox.set(`${actorId}:${seq}:${m.idx}`, m);
+    if (legacy) for (const m of legacy) this.legacy.set(`${actorId}:${seq}:${m.idx}`, m);
   }
 
   /** Records what one row says it received. */
@@ -74,7 +82,9 @@ export class MessageLedger {
     for (const c of this.claims) {
       const key = `${c.from}:${c.fromSeq}:${c.idx}`;
       if (this.notReplayed.has(`${c.from}:${c.fromSeq}`)) continue;
-      const sent = this.outbox.get(key);
+      const sent = matches(this.outbox.get(key), c)
+        ? this.outbox.get(key)
+        : (this.legacy.get(key) ?? this.outbox.get(key));
       const where = `message ${c.idx} of ${c.from} seq ${c.fromSeq}`;
       if (delivered.has(key)) {
         problems.push({
@@ -102,4 +112,8 @@ export class MessageLedger {
     }
     return problems;
   }
+}
+
+function matches(sent: OutgoingMessage | undefined, c: Claim): boolean {
+  return sent !== undefined && sent.to === c.actorId && sent.kind === c.kind;
 }

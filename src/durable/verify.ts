@@ -236,7 +236,7 @@ function verifyActor(
       const step = replayRow(chart.machine, actorId, parentId, state, row, event);
       if (!step.ok) return problem(actorId, 'replay', row.seq, step.detail);
       state = { snapshot: step.snapshot, ledger: step.ledger };
-      messages.sent(actorId, row.seq, step.messages);
+      messages.sent(actorId, row.seq, step.messages, step.legacyMessages);
     }
     if (!state.snapshot) continue;
     const label = stateLabel(state.snapshot.value);

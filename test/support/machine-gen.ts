@@ -4,8 +4,10 @@
  * cover nested, parallel and history states, guarded `after` timers, delayed
  * `raise` and `sendTo` with `cancel`, `always`, invoked promises that resolve,
  * reject or throw in `onDone`, a child machine (invoked, and spawned with a
- * `systemId`) that talks back with `sendParent` and finishes with an output, and
- * final states.
+ * `systemId`) that talks back with `sendParent` and finishes with an output (sent
+ * to from transitions, and from its state's entry and exit, around its start and
+ * stop), transitions that re-enter their target (`reenter: true`), and final
+ * states.
  *
  * Every generated machine terminates each macrostep (an `always` resets what its
  * guard reads; an immediate raise is handled without a target) and throws only on
@@ -42,6 +44,8 @@ export interface TransitionSpec {
   event: CallerEvent | InternalEvent;
   guard: Guard | null;
   target: string | null;
+  /** With a target: leave and enter it again even when it holds the source (`reenter: true`). */
+  reenter: boolean;
   actions: ActionSpec[];
 }
 
@@ -251,6 +255,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
   };
   const transition = (t: TransitionSpec) => ({
     ...target(t.target),
+    ...(t.reenter && t.target !== null ? { reenter: true } : {}),
     ...(t.guard === null ? {} : { guard: t.guard }),
     actions: actions(t.actions),
   });
@@ -414,11 +419,20 @@ function actionArb(
   if (source === 'effect' || source === 'message')
     plain.push(fc.constant<ActionSpec>({ do: 'boom' }));
   // Nor a send to the child on its message: a child that answers would ping-pong forever.
+  // On entry or exit only a PONG: a FIN finishes the child at once, and a parent whose
+  // `onDone` enters that state again would finish the next one too, forever; a GO
+  // arms the child's timer in the step that arms the state's own `after` timers, and
+  // two actors' timers due at the same instant fire in the order they were armed,
+  // which differs (docs/durability.md).
   if (kidHere && source !== 'message') {
+    const events =
+      source === 'entry'
+        ? fc.constant('PONG' as const)
+        : fc.constantFrom('PONG' as const, 'GO' as const, 'FIN' as const);
     plain.push(
       fc.record({
         do: fc.constant('sendKid' as const),
-        event: fc.constantFrom('PONG' as const, 'GO' as const, 'FIN' as const),
+        event: events,
         delay: fc.constantFrom<number | null>(null, 100, 200),
         id: fc.boolean(),
       }),
@@ -534,6 +548,7 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
                 event: fc.constant<TransitionSpec['event']>(event),
                 guard: fc.constant(null),
                 target: fc.constant(null),
+                reenter: fc.constant(false),
                 actions: fc.array(fc.constantFrom<ActionSpec>({ do: 'inc' }, { do: 'note' }), {
                   maxLength: 2,
                 }),
@@ -546,6 +561,7 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
                 // A child greets its parent when it starts: a greeting that enters a
                 // state starting such a child would never end.
                 target: event === 'PING' ? fc.constant(null) : targetArb,
+                reenter: fc.boolean(),
               })
               .chain((t) =>
                 fc
@@ -560,8 +576,10 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
         kind: fc.constant(shape.kind),
         children: fc.tuple(...shape.children.map(stateArb)).map((c) => c),
         history: fc.constant(shape.history),
-        entry: fc.array(actionArb('entry', false), { maxLength: 1 }),
-        exit: fc.array(actionArb('entry', false), { maxLength: 1 }),
+        // A send to the state's own child on entry names it before its spawn (XState
+        // relays it when the child starts); on exit, before its stop.
+        entry: fc.array(actionArb('entry', kidHere), { maxLength: 1 }),
+        exit: fc.array(actionArb('entry', kidHere), { maxLength: 1 }),
         on,
         after: fc.option(
           fc.record({
@@ -611,6 +629,7 @@ export const machineSpecArb: fc.Arbitrary<MachineSpec> = shapeArb.chain((shapes)
           event: fc.constant(event),
           guard: guardArb,
           target: fc.constant(null),
+          reenter: fc.constant(false),
           actions: fc.array(actionArb(event === 'A' ? 'caller' : 'message', false), {
             maxLength: 2,
           }),
