@@ -334,6 +334,51 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
   });
 
+  test("a child takes another process's stop before this process's spawn, when that process did not deliver it", async () => {
+    // Found by the PostgreSQL crash test (round 450 of 600): a killed worker's last
+    // statement, ABANDON, landed after the next worker loaded the parent. That worker
+    // took GO on the moved parent and delivered its spawn while the stop waited
+    // undelivered in the store: the child still ran, and the spawn was refused.
+    const lines: string[] = [];
+    const a = open();
+    getRuntime(a, {
+      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
+    });
+    const b = open();
+    getRuntime(b, { charts: [chart(lead)] });
+    const parent = await createDurableActor(lead, { id: 'p5', store: a });
+    await parent.send({ type: 'GO' });
+    await settle(a);
+    // Another process moves the parent and dies before delivering its stop.
+    const other = await getRuntime(b).actor('p5');
+    getRuntime(b).courier.close();
+    await other.send({ type: 'ABANDON' });
+    expect(await a.pendingMessages({ limit: 10 })).toMatchObject([
+      { to: 'p5/w1', kind: 'stop' },
+    ]);
+    expect(await a.loadActor('p5/w1')).toMatchObject({ status: 'active' });
+
+    await parent.send({ type: 'GO' }); // on this process's stale copy: reloaded, taken
+    await settle(a);
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
+    const rows = await a.history('p5/w1');
+    expect(rows.map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['xstate.stop', 'waiting'],
+      ['xstate.init', 'waiting'],
+    ]);
+    expect(await a.loadActor('p5/w1')).toMatchObject({ status: 'active', state: 'waiting' });
+    // Control: the child started over takes its parent's next message.
+    await parent.send({ type: 'NUDGE' });
+    await settle(a);
+    expect(await a.loadActor('p5/w1')).toMatchObject({ status: 'active', state: 'working' });
+    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+    const plain = createActor(lead).start();
+    for (const type of ['GO', 'ABANDON', 'GO', 'NUDGE'] as const) plain.send({ type });
+    expect(plain.getSnapshot().children['w1']?.getSnapshot()).toMatchObject({ value: 'working' });
+  });
+
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
     const store = open();
     const actor = await createDurableActor(fragile, { id: 'b1', store });

@@ -48,6 +48,12 @@ interface Posted {
   readonly row?: MessageRow;
   /** Its row being looked up ahead of its delivery (see {@link Courier.lookAhead}). */
   lookup?: Promise<MessageRow | undefined>;
+  /**
+   * Older pending messages to the same receiver that its lookup met and this courier
+   * has not queued: posted by another process (or a killed worker's last statement
+   * landing late), they go first.
+   */
+  older?: MessageRow[] | undefined;
 }
 
 /** What one commit posted: its sender, the sender's transition, its messages in order. */
@@ -296,16 +302,32 @@ export class Courier {
     // Claimed until its delivery settles: a message whose commit is in flight is still
     // pending in the store, and must not be queued again (by deliverAll) meanwhile.
     let started = false;
+    let requeued = false;
     try {
       if (this.closed) return undefined;
       // The commit that posted it must be on disk before its row is looked for, and
       // the receiver's own last one before it is delivered to (a spawn reads the row).
       await this.inFlight.get(p.from);
       await this.inFlight.get(p.to);
-      const row = p.row ?? (await (p.lookup ?? this.find(p)));
+      let row = p.row ?? (await (p.lookup ?? this.find(p)));
       if (row === undefined) return undefined;
       if (p.row === undefined && row.kind !== 'spawn' && !(await this.hooks.owns(row.to))) {
         return undefined;
+      }
+      if (p.older !== undefined) {
+        // Met older messages to the receiver: looked up again now that the receiver's
+        // own deliveries have settled (a lookup made ahead may have seen them pending).
+        p.older = undefined;
+        row = await this.find(p);
+        if (row === undefined) return undefined;
+        const older = p.older as MessageRow[] | undefined;
+        p.older = undefined;
+        const order = older === undefined ? 'now' : await this.putBehind(p, row, older);
+        if (order === 'wait') return undefined;
+        if (order === 'behind') {
+          requeued = true;
+          return undefined;
+        }
       }
       let submitted: () => void = () => {};
       const onSubmit = new Promise<'submitted'>((resolve) => {
@@ -331,8 +353,37 @@ export class Courier {
       this.failed(p.to, error);
       return undefined;
     } finally {
-      if (!started) this.claimed.delete(key);
+      if (!started && !requeued) this.claimed.delete(key);
     }
+  }
+
+  /**
+   * Messages to one receiver are delivered in the order they were posted, across
+   * processes: when older pending messages to `p`'s receiver exist that this courier
+   * has not queued (another process posted them and has not delivered them yet, or
+   * a killed worker's last statement landed late), they go into the receiver's
+   * mailbox ahead of `p`, and `p` after them; true when they did. A parent moved by
+   * another process and then moved on here would otherwise have its child take this
+   * process's spawn before that process's stop, and the spawn, finding the child
+   * running, would be refused. `now` when there are none (or this courier has them
+   * queued already); `wait` when this runtime may not deliver them (another's
+   * lease): `p` stays pending too.
+   */
+  private async putBehind(
+    p: Posted,
+    row: MessageRow,
+    found: readonly MessageRow[],
+  ): Promise<'now' | 'behind' | 'wait'> {
+    const older = found.filter((m) => !this.claimed.has(keyOf(m)));
+    const box = this.mailboxes.get(p.to);
+    if (older.length === 0 || box === undefined) return 'now';
+    if (older.some((m) => m.kind !== 'spawn') && !(await this.hooks.owns(p.to))) return 'wait';
+    const ahead: Posted[] = older.map((m) => {
+      this.claimed.add(keyOf(m));
+      return { to: m.to, from: m.from, fromSeq: m.fromSeq, idx: m.idx, row: m };
+    });
+    box.unshift(...ahead, { to: p.to, from: p.from, fromSeq: p.fromSeq, idx: p.idx, row });
+    return 'behind';
   }
 
   /** Runs one delivery: true when it was made here or elsewhere, false when it stays pending. */
@@ -368,13 +419,24 @@ export class Courier {
     this.hooks.logger.error({ actorId, err: error }, 'message delivery failed; it stays pending');
   }
 
-  /** The pending row of a posted message, if it is still pending. */
+  /**
+   * The pending row of a posted message, if it is still pending (oldest first: the
+   * rows before it, nearly always none, are noted in {@link Posted.older}).
+   */
   private async find(p: Posted): Promise<MessageRow | undefined> {
     let afterId = 0;
+    const older: MessageRow[] = [];
     for (let limit = FIRST_PAGE; ; limit = PAGE) {
       const page = await this.hooks.store.pendingMessages({ to: p.to, afterId, limit });
-      const row = page.find((m) => m.from === p.from && m.fromSeq === p.fromSeq && m.idx === p.idx);
-      if (row !== undefined || page.length < limit) return row;
+      const at = page.findIndex(
+        (m) => m.from === p.from && m.fromSeq === p.fromSeq && m.idx === p.idx,
+      );
+      if (at >= 0) {
+        if (at > 0 || older.length > 0) p.older = [...older, ...page.slice(0, at)];
+        return page[at];
+      }
+      if (page.length < limit) return undefined;
+      older.push(...page);
       afterId = page.at(-1)?.id ?? afterId;
     }
   }
