@@ -769,6 +769,51 @@ describe('found by the differential test', () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test('a child spawned inside assign starts where it was made: its greeting comes before later sends answer', async () => {
+    const greeter = setup({}).createMachine({
+      id: 'greeting-kid',
+      entry: sendParent({ type: 'HELLO' }),
+      initial: 'idle',
+      states: { idle: { on: { FIN: 'done' } }, done: { type: 'final' } },
+    });
+    const host = setup({
+      types: { context: {} as { heard: string[]; k3?: unknown } },
+      actors: { greeter },
+    }).createMachine({
+      id: 'made-here',
+      context: { heard: [] },
+      invoke: {
+        id: 'k',
+        src: 'greeter',
+        onDone: {
+          actions: assign({ heard: ({ context, event }) => [...context.heard, event.type] }),
+        },
+      },
+      on: {
+        HELLO: {
+          actions: assign({ heard: ({ context, event }) => [...context.heard, event.type] }),
+        },
+        C: {
+          actions: [
+            assign({ k3: ({ spawn }) => spawn('greeter', { id: 'k3' }) }),
+            sendTo('k', { type: 'FIN' }),
+          ],
+        },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(host, { id: 'mh', store });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'C' });
+    await getRuntime(store).drain();
+    const oracle = plain(host);
+    oracle.actor.send({ type: 'C' });
+    const heard = ['HELLO', 'HELLO', 'xstate.done.actor.k'];
+    expect(oracle.actor.getSnapshot().context.heard).toEqual(heard);
+    expect(durable.getSnapshot().context.heard).toEqual(heard);
+    expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+  });
+
   test('leaving a state whose invoke settled stops nothing: an outer invoke of the same id still delivers', async () => {
     let releaseOuter: (value: number) => void = () => {};
     const outer = new Promise<number>((resolve) => (releaseOuter = resolve));

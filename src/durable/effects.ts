@@ -12,7 +12,8 @@
  * snapshots — a finished machine stops updating `snapshot.children`, so the
  * actions are the only record of what it stopped — except spawns made inside
  * `assign`, which XState runs without an action and which are read off the
- * children they add.
+ * children they add, each placed where it was made (the pure transition marks
+ * where an actor was created: XState starts the child there).
  *
  * The send path, creation, recovery and `verify` all plan with this module, so a
  * replay of the log reproduces exactly what the live actor did.
@@ -36,7 +37,7 @@ import {
   type PendingInvoke,
   type PendingTimer,
 } from './ledger.ts';
-import { isPureSelf, PARENT_REF } from './pure.ts';
+import { CREATED, isPureSelf, PARENT_REF } from './pure.ts';
 
 /** A user action, run after its transition committed. */
 export interface Effect {
@@ -86,9 +87,11 @@ export interface Effects {
   messages: OutgoingMessage[];
   /**
    * The same messages in the order agentcharts 0.1.0 wrote them, when it differs:
-   * they sent an event to a child the entering state invokes (an entry `sendTo` by
-   * the child's id) before the child's spawn, so it was lost. `verify` accepts a
-   * delivery recorded in either order.
+   * it sent an event to a child the entering state invokes (an entry `sendTo` by
+   * the child's id) before the child's spawn, so it was lost; and it spawned a
+   * child made inside `assign` at the first send to it, or after the step's other
+   * messages, not where it was made. `verify` accepts a delivery recorded in
+   * either order.
    */
   legacyMessages?: OutgoingMessage[] | undefined;
   emitted: EventObject[];
@@ -154,15 +157,17 @@ export function planEffects(t: TransitionFacts): Effects {
 }
 
 /**
- * A spawn planned before its action ({@link Planner.early}): its messages (a stop of
- * a child it replaces, then the spawn) at `at`, `count` of them, and how many
- * messages preceded its `spawnChild` action.
+ * A spawn planned earlier than agentcharts 0.1.0 planned it ({@link Planner.early}):
+ * its messages (a stop of a child it replaces, then the spawn) at `at`, `count` of
+ * them, and how many messages preceded it in 0.1.0's order: its `spawnChild`
+ * action, or for a spawn inside `assign` (`late`), the first send to it or the end.
  */
 interface Early {
   at: number;
   count: number;
   before: number;
   ref: ChildRef;
+  late: boolean;
 }
 
 class Planner {
@@ -182,7 +187,7 @@ class Planner {
   private before: Map<ChildRef, string> | undefined;
   /** Refs the transition stopped (a spawn of one of them is no spawn). */
   private stopped: Set<ChildRef> | undefined;
-  /** Spawns made inside `assign` (no action), placed before the first message to them. */
+  /** Spawns made inside `assign` (no action), placed where they were made ({@link CREATED}). */
   private late: Map<ChildRef, string> | undefined;
   /** Refs spawned by this transition, by ref. */
   private spawned: Map<ChildRef, string> | undefined;
@@ -237,6 +242,9 @@ class Planner {
 
     for (let i = 0; i < actions.length; i++) this.action(actions[i] as Action, i);
     if (this.late) for (const [ref, id] of this.late) this.spawn(ref, id);
+    if (this.early) {
+      for (const e of this.early) if (e.late && e.before < 0) e.before = this.messages.length;
+    }
 
     const finished = t.next.status !== 'active';
     if (finished) {
@@ -282,7 +290,7 @@ class Planner {
         // Stopped in the same macrostep (an `always` left the invoking state): XState
         // never starts it, and neither does the durable runtime.
         if (!ref || this.stopped?.has(ref)) return;
-        const early = this.early?.find((e) => e.ref === ref);
+        const early = this.early?.find((e) => e.ref === ref && !e.late);
         if (early !== undefined) early.before = this.messages.length;
         else this.spawn(ref, ref.id);
         return;
@@ -307,6 +315,18 @@ class Planner {
         const sendId = (action.params as { sendId?: unknown }).sendId;
         const i = this.timers.findIndex((timer) => timer.sendId === sendId);
         if (i >= 0) this.timers.splice(i, 1);
+        return;
+      }
+      case CREATED: {
+        // A child spawned inside `assign` starts where it was made (XState defers its
+        // start there), so what it sends on starting comes before later sends.
+        const ref = action.params as ChildRef;
+        const id = this.late?.get(ref);
+        if (id === undefined) return;
+        const at = this.messages.length;
+        this.spawn(ref, id);
+        const count = this.messages.length - at;
+        (this.early ??= []).push({ at, count, before: -1, ref, late: true });
         return;
       }
       case 'xstate.emit': {
@@ -460,6 +480,8 @@ class Planner {
       throw this.refuse(id, 'sendTo', 'a durable actor sends only to child machines');
     }
     // A child spawned inside `assign` in this transition: its spawn goes first.
+    const made = this.early?.find((e) => e.ref === ref && e.late && e.before < 0);
+    if (made !== undefined) made.before = this.messages.length; // 0.1.0 spawned it here
     if (this.late?.has(ref)) this.spawn(ref, id);
     else if (this.bySpawnAction?.has(ref) && !this.spawned?.has(ref) && !this.stopped?.has(ref)) {
       // An entry `sendTo` naming a child its state invokes (the only way to reach a
@@ -468,13 +490,19 @@ class Planner {
       // once started. Its spawn goes first.
       const at = this.messages.length;
       this.spawn(ref, id);
-      (this.early ??= []).push({ at, count: this.messages.length - at, before: -1, ref });
+      (this.early ??= []).push({
+        at,
+        count: this.messages.length - at,
+        before: -1,
+        ref,
+        late: false,
+      });
     }
     return id;
   }
 
   /** {@link Effects.legacyMessages}: each early spawn moved back to its own action. */
-  private legacyOrder(spawns: readonly Early[]): OutgoingMessage[] {
+  private legacyOrder(spawns: readonly Early[]): OutgoingMessage[] | undefined {
     const early = spawns.filter((e) => e.before >= 0);
     const moved = new Set<number>();
     for (const e of early) for (let k = 0; k < e.count; k++) moved.add(e.at + k);
@@ -484,6 +512,7 @@ class Planner {
         if (e.before === i) for (let k = 0; k < e.count; k++) order.push(e.at + k);
       if (i < this.messages.length && !moved.has(i)) order.push(i);
     }
+    if (order.every((from, idx) => from === idx)) return undefined;
     return order.map((from, idx) => ({ ...(this.messages[from] as OutgoingMessage), idx }));
   }
 

@@ -25,7 +25,15 @@ interface SystemInternals {
   _set(systemId: string, ref: AnyActorRef): void;
   _unregister(ref: AnyActorRef): void;
   get(systemId: string): AnyActorRef | undefined;
+  _sendInspectionEvent(event: { type: string; actorRef?: AnyActorRef }): void;
 }
+
+/**
+ * The mark a pure call puts among the actions it collects where an actor was
+ * created: XState starts a child spawned inside `assign` (which is no action) at
+ * that point of the step, so its spawn goes there among the step's effects.
+ */
+export const CREATED = 'agentcharts.created';
 
 type SystemRef = AnyActorRef & { systemId?: string };
 
@@ -35,6 +43,8 @@ interface PureScope {
   keyed: AnyActorRef[];
   /** The children of the snapshot the current call starts from. */
   before: Record<string, SystemRef | undefined> | undefined;
+  /** Where the current call collects its actions ({@link CREATED} marks too). */
+  actions: unknown[] | undefined;
 }
 
 const scopes = new WeakMap<AnyStateMachine, PureScope>();
@@ -74,6 +84,14 @@ function scopeOf(machine: AnyStateMachine): PureScope {
     // `system.get(id)` finds the children the snapshot had too, as in a live actor
     // (they are not registered: a child stopped and spawned again with its system id
     // in one transition must not collide with itself).
+    // Every actor made during a call is marked among its actions, in order.
+    const inspect = system._sendInspectionEvent.bind(system);
+    system._sendInspectionEvent = (event) => {
+      if (event.type === '@xstate.actor' && event.actorRef !== self) {
+        pure?.actions?.push({ type: CREATED, params: event.actorRef });
+      }
+      inspect(event);
+    };
     const get = system.get.bind(system);
     system.get = (systemId) => {
       const found = get(systemId);
@@ -95,7 +113,7 @@ function scopeOf(machine: AnyStateMachine): PureScope {
       emit: ignore,
       actionExecutor: ignore,
     };
-    pure = { scope, keyed, before: undefined };
+    pure = { scope, keyed, before: undefined, actions: undefined };
     scopes.set(machine, pure);
   }
   return pure;
@@ -124,11 +142,13 @@ function collecting<T>(
     }
   };
   pure.before = before?.children as PureScope['before'];
+  pure.actions = actions;
   try {
     return [step(scope), actions];
   } finally {
     scope.actionExecutor = ignore;
     pure.before = undefined;
+    pure.actions = undefined;
     if (keyed.length > 0) {
       for (const ref of keyed) system._unregister(ref);
       keyed.length = 0;

@@ -81,6 +81,28 @@ function json(value: unknown): unknown {
   return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
 }
 
+/**
+ * A context's JSON without its refs to children that are gone: XState's own
+ * `restoreSnapshot` revives a persisted ref from `children`, so one to a child
+ * stopped or finished since reads `undefined` after a restore, plain or durable.
+ */
+function withoutGoneRefs(value: unknown, children: Record<string, unknown>): unknown {
+  if (Array.isArray(value)) return value.map((v) => withoutGoneRefs(v, children));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const ref = v as { xstate$$type?: unknown; id?: unknown } | null;
+    const gone =
+      ref !== null &&
+      typeof ref === 'object' &&
+      ref.xstate$$type === 1 &&
+      typeof ref.id === 'string' &&
+      !(ref.id in children);
+    if (!gone) out[key] = withoutGoneRefs(v, children);
+  }
+  return out;
+}
+
 function viewOf(snapshot: {
   value: unknown;
   context: unknown;
@@ -90,7 +112,7 @@ function viewOf(snapshot: {
 }): ActorView {
   return {
     value: snapshot.value,
-    context: json(snapshot.context),
+    context: withoutGoneRefs(json(snapshot.context), snapshot.children),
     status: snapshot.status,
     output: json(snapshot.output),
     children: Object.keys(snapshot.children).sort(),

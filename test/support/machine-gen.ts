@@ -38,6 +38,8 @@ export type ActionSpec =
   | { do: 'raiseLater'; event: 'T1' | 'T2'; delay: number; id: boolean }
   | { do: 'sendKid'; event: 'PONG' | 'GO' | 'FIN'; delay: number | null; id: boolean }
   | { do: 'respawn'; systemId: boolean }
+  /** The same through `assign` (XState's `spawn` there; the ref kept in context). */
+  | { do: 'respawnInAssign' }
   | { do: 'stopK2' };
 
 export interface TransitionSpec {
@@ -233,6 +235,14 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
             a.delay === null ? {} : { delay: a.delay, ...(a.id ? { id: 'k1' } : {}) },
           ),
         ];
+      case 'respawnInAssign':
+        return [
+          stopChild('k3'),
+          assign({
+            k3: ({ spawn }: { spawn: (src: 'kid', options: { id: string }) => unknown }) =>
+              spawn('kid', { id: 'k3' }),
+          }),
+        ];
       case 'respawn':
         return [
           stopChild('k2'),
@@ -412,6 +422,7 @@ function actionArb(
   if (source !== 'entry' && source !== 'message') {
     plain.push(
       fc.record({ do: fc.constant('respawn' as const), systemId: fc.boolean() }),
+      fc.constant<ActionSpec>({ do: 'respawnInAssign' }),
       fc.constant<ActionSpec>({ do: 'stopK2' }),
     );
   }
