@@ -287,6 +287,24 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await store.loadActor('p1/w1'))?.state).toBe('working');
   });
 
+  /**
+   * Two processes on one file: `a` (its error log in `lines`) holds parent `id`,
+   * which has taken GO (its child running); `b` knows the chart.
+   */
+  async function twoProcesses(id: string) {
+    const lines: string[] = [];
+    const a = open();
+    getRuntime(a, {
+      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
+    });
+    const b = open();
+    getRuntime(b, { charts: [chart(lead)] });
+    const parent = await createDurableActor(lead, { id, store: a });
+    await parent.send({ type: 'GO' });
+    await settle(a);
+    return { lines, a, b, parent };
+  }
+
   test('a child another process stopped is started over when its parent spawns it again here, though this process holds a stale copy of it', async () => {
     // Plain XState: the child invoked again after ABANDON runs anew.
     const plain = createActor(lead).start();
@@ -296,16 +314,7 @@ describe('a child machine is a durable actor of its own', () => {
       value: 'waiting',
     });
 
-    const lines: string[] = [];
-    const a = open();
-    getRuntime(a, {
-      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
-    });
-    const b = open();
-    getRuntime(b, { charts: [chart(lead)] });
-    const parent = await createDurableActor(lead, { id: 'p4', store: a });
-    await parent.send({ type: 'GO' });
-    await settle(a);
+    const { lines, a, b, parent } = await twoProcesses('p4');
     await parent.send({ type: 'NUDGE' }); // this process delivers to its copy of the child
     await settle(a);
     // Another process (a worker SIGKILLed mid-commit on PostgreSQL whose last
@@ -339,23 +348,12 @@ describe('a child machine is a durable actor of its own', () => {
     // statement, ABANDON, landed after the next worker loaded the parent. That worker
     // took GO on the moved parent and delivered its spawn while the stop waited
     // undelivered in the store: the child still ran, and the spawn was refused.
-    const lines: string[] = [];
-    const a = open();
-    getRuntime(a, {
-      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
-    });
-    const b = open();
-    getRuntime(b, { charts: [chart(lead)] });
-    const parent = await createDurableActor(lead, { id: 'p5', store: a });
-    await parent.send({ type: 'GO' });
-    await settle(a);
+    const { lines, a, b, parent } = await twoProcesses('p5');
     // Another process moves the parent and dies before delivering its stop.
     const other = await getRuntime(b).actor('p5');
     getRuntime(b).courier.close();
     await other.send({ type: 'ABANDON' });
-    expect(await a.pendingMessages({ limit: 10 })).toMatchObject([
-      { to: 'p5/w1', kind: 'stop' },
-    ]);
+    expect(await a.pendingMessages({ limit: 10 })).toMatchObject([{ to: 'p5/w1', kind: 'stop' }]);
     expect(await a.loadActor('p5/w1')).toMatchObject({ status: 'active' });
 
     await parent.send({ type: 'GO' }); // on this process's stale copy: reloaded, taken
