@@ -431,12 +431,17 @@ export class Courier {
       const at = page.findIndex(
         (m) => m.from === p.from && m.fromSeq === p.fromSeq && m.idx === p.idx,
       );
+      // Older rows this courier has queued or is delivering are its own to order.
+      const end = at >= 0 ? at : page.length;
+      for (let i = 0; i < end; i++) {
+        const m = page[i] as MessageRow;
+        if (!this.claimed.has(keyOf(m))) older.push(m);
+      }
       if (at >= 0) {
-        if (at > 0 || older.length > 0) p.older = [...older, ...page.slice(0, at)];
+        if (older.length > 0) p.older = older;
         return page[at];
       }
       if (page.length < limit) return undefined;
-      older.push(...page);
       afterId = page.at(-1)?.id ?? afterId;
     }
   }
