@@ -105,6 +105,16 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Whether a process SIGKILLed with its group is gone, waiting for the kernel to
+ * finish killing it: the group leader's exit can be reported first, a child of
+ * it still dying for a moment on a loaded machine (polled, for up to 5 s).
+ */
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  return !alive(pid);
+}
+
 describe('npm start (examples/refund-demo)', () => {
   let dir: string;
   let file: string;
@@ -247,7 +257,7 @@ describe('an interrupted demo', () => {
     const cut = await demo(dir(), ['--db', 'story.db'], /--PAUSE_FOR_APPROVAL-->/);
     expect(cut.signal).toBe('SIGKILL');
     const workerPid = Number(/\[(\d+)\] +worker process started/.exec(cut.stdout)?.[1]);
-    expect(alive(workerPid)).toBe(false);
+    expect(await gone(workerPid)).toBe(true);
 
     const store = openStore(`sqlite:${file}`);
     const stored = await store.loadActor('refund-1');
