@@ -814,6 +814,44 @@ describe('found by the differential test', () => {
     expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
   });
 
+  test('a delayed send with an id to an actor that takes no events still takes the id over, as XState schedules it', async () => {
+    // XState schedules it (to a promise actor here, which ignores events): it holds
+    // the id, so a cancel finds it and the earlier send to the child still fires.
+    const machine = setup({
+      actors: { kid, wait: fromPromise(() => new Promise<never>(() => {})) },
+    }).createMachine({
+      id: 'taken-over',
+      invoke: [
+        { id: 'k', src: 'kid' },
+        { id: 'p', src: 'wait' },
+      ],
+      on: {
+        ARM: { actions: sendTo('k', { type: 'HIT' }, { delay: 100, id: 't' }) },
+        NOBODY: { actions: sendTo('p', { type: 'X' }, { delay: 200, id: 't' }) },
+        CANCEL: { actions: cancel('t') },
+      },
+    });
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(machine, { id: 'to', store, clock });
+    // The promise never settles: wait for what is settled only.
+    const settled = () => getRuntime(store).drain({ invokes: 'settled' });
+    await settled();
+    const oracle = plain(machine);
+    for (const type of ['ARM', 'NOBODY', 'CANCEL'] as const) {
+      oracle.actor.send({ type });
+      await durable.send({ type });
+    }
+    oracle.clock.advance(300);
+    clock.advance(300);
+    await settled();
+    const plainKid = oracle.actor.getSnapshot().children['k']?.getSnapshot() as {
+      context: unknown;
+    };
+    expect(plainKid.context).toEqual({ got: 1 });
+    expect((await openDurableActor(store, 'to/k')).getSnapshot().context).toEqual({ got: 1 });
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+  });
+
   test('leaving a state whose invoke settled stops nothing: an outer invoke of the same id still delivers', async () => {
     let releaseOuter: (value: number) => void = () => {};
     const outer = new Promise<number>((resolve) => (releaseOuter = resolve));

@@ -422,7 +422,14 @@ class Planner {
   private send(params: SendParams, idx: number): void {
     const event = params.event ?? { type: 'unknown' };
     const to = this.receiver(params.to);
-    if (to === null) return; // nothing receives it, as in XState
+    if (to === null) {
+      // Nothing receives it, as in XState; a delayed one is still scheduled there,
+      // holding its id until it fires (to no one) or is cancelled.
+      if (typeof params.delay === 'number' && params.id !== undefined) {
+        this.schedule(params.id, event, params.delay, TO_STOPPED, idx);
+      }
+      return;
+    }
     if (typeof params.delay === 'number') {
       this.schedule(params.id, event, params.delay, to ?? undefined, idx);
       return;
