@@ -55,6 +55,22 @@ function jsonStringBytes(text: string): number {
   return utf8.encode(JSON.stringify(text)).byteLength;
 }
 
+/**
+ * The most UTF-8 bytes one character of a string adds to its JSON text beyond the
+ * one byte a plain character takes: a control character is written `\u00XX` (six
+ * bytes); nothing else takes more than three (a surrogate pair, two characters,
+ * four).
+ */
+const MAX_EXTRA_BYTES_PER_CHAR = 5;
+
+/** Length of `value` written as JSON (a finite number): integers counted, not printed. */
+function jsonNumberBytes(value: number): number {
+  if (!Number.isSafeInteger(value)) return String(value).length;
+  let digits = value < 0 ? 2 : 1;
+  for (let rest = Math.abs(value); rest >= 10; rest = Math.floor(rest / 10)) digits++;
+  return digits;
+}
+
 /** What a value that JSON cannot carry unchanged is, in words. */
 function describe(value: unknown): string {
   switch (typeof value) {
@@ -85,10 +101,17 @@ function describe(value: unknown): string {
  * object properties are dropped, as JSON drops them (an absent optional field).
  */
 export function walkJson(value: unknown, options: JsonWalkOptions = {}): JsonWalk {
-  const walker = new Walker(options);
+  const walker = new Walker(options, false);
   const result = walker.walk(value);
-  const { problem, bytes, budget } = walker;
+  const { problem, budget } = walker;
   if (problem) return { ok: false, problem };
+  let bytes = walker.bytes;
+  if (bytes + MAX_EXTRA_BYTES_PER_CHAR * walker.chars > budget) {
+    // The quick count cannot tell: measure every string exactly (large events only).
+    const exact = new Walker({ budget }, true);
+    exact.walk(result);
+    bytes = exact.bytes;
+  }
   if (bytes > budget) return { ok: false, problem: { reason: 'oversize', path: [] } };
   return { ok: true, value: result, bytes };
 }
@@ -98,6 +121,15 @@ class Walker {
   readonly budget: number;
   /** Sizes are counted only against a budget (the per-transition context check has none). */
   private readonly measure: boolean;
+  /**
+   * Count each string's exact UTF-8 JSON size. Otherwise a string counts as its
+   * length + 2 (exact for printable ASCII; never more than the truth) and its
+   * length is added to `chars`, which bounds what the count may have left out: a
+   * walk well inside its budget needs no exact count (most events).
+   */
+  private readonly exact: boolean;
+  /** Characters of the strings counted at their length (keys and values). */
+  chars = 0;
   private readonly forbid: boolean;
   private readonly copy: boolean;
   private readonly actorRefs: boolean;
@@ -108,12 +140,19 @@ class Walker {
   bytes = 0;
   problem: JsonProblem | undefined;
 
-  constructor(options: JsonWalkOptions) {
+  constructor(options: JsonWalkOptions, exact: boolean) {
+    this.exact = exact;
     this.budget = options.budget ?? Number.POSITIVE_INFINITY;
     this.measure = Number.isFinite(this.budget);
     this.forbid = options.refuseForbiddenKeys === true;
     this.copy = options.copy === true;
     this.actorRefs = options.actorRefs === true;
+  }
+
+  private stringBytes(text: string): number {
+    if (this.exact) return jsonStringBytes(text);
+    this.chars += text.length;
+    return text.length + 2;
   }
 
   private fail(reason: JsonProblem['reason'], path: string[], detail?: string): undefined {
@@ -130,11 +169,11 @@ class Walker {
     if (this.bytes > this.budget) return this.fail('oversize', []);
     switch (typeof v) {
       case 'string':
-        if (this.measure) this.bytes += jsonStringBytes(v);
+        if (this.measure) this.bytes += this.stringBytes(v);
         return v;
       case 'number':
         if (!Number.isFinite(v)) return this.fail('invalid_field', this.at(), describe(v));
-        if (this.measure) this.bytes += String(v).length;
+        if (this.measure) this.bytes += jsonNumberBytes(v);
         return v;
       case 'boolean':
         this.bytes += v ? 4 : 5;
@@ -185,7 +224,7 @@ class Walker {
       const child = (v as Record<string, unknown>)[key];
       if (child === undefined) continue; // dropped by JSON, as optional fields are
       members++;
-      if (this.measure) this.bytes += jsonStringBytes(key) + 1; // "key":
+      if (this.measure) this.bytes += this.stringBytes(key) + 1; // "key":
       path.push(key);
       const done = this.walk(child);
       path.pop();
