@@ -6,6 +6,7 @@
  * written out.
  */
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   assign,
@@ -38,6 +39,7 @@ import { planEffects } from '../src/durable/effects.ts';
 import { EMPTY_LEDGER } from '../src/durable/ledger.ts';
 import { pureInitial } from '../src/durable/pure.ts';
 import { MessageLedger } from '../src/durable/verify-messages.ts';
+import { hashTransition, sha256 } from '../src/durable/row.ts';
 import { usePostgres } from './support/postgres.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
@@ -767,6 +769,84 @@ describe('found by the differential test', () => {
     expect(plainKid.context).toEqual({ got: 1 });
     expect((await openDurableActor(store, 'rel/k')).getSnapshot().context).toEqual({ got: 1 });
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test('verify accepts an actor agentcharts 0.1.0 left holding no send to its stopped child, and still finds a removed pending timer', async () => {
+    // 0.1.0 dropped a delayed sendTo when its child stopped; this build keeps it, as
+    // XState does, to fire to no one. A 0.1.0 actor stopped before it fired holds
+    // one timer fewer than the replay of its own (honest) log.
+    const parent = setup({ actors: { kid } }).createMachine({
+      id: 'dropped-before',
+      initial: 'a',
+      states: {
+        a: {
+          invoke: { id: 'k', src: 'kid' },
+          entry: sendTo('k', { type: 'HIT' }, { delay: 100, id: 't' }),
+          on: { AGAIN: { target: 'a', reenter: true } },
+        },
+      },
+    });
+    const file = join(dir(), 'dropped-before.db');
+    const clock = new ManualClock(1_000_000);
+    const store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock });
+    await createDurableActor(parent, { id: 'db', store, clock });
+    await advance(store, clock, 50);
+    await createDurableActor(parent, { id: 'ctl', store, clock });
+    for (const id of ['db', 'ctl']) {
+      await (await openDurableActor(store, id)).send({ type: 'AGAIN' });
+    }
+    await getRuntime(store).drain();
+    const charts = [chartOf(parent)];
+    expect((await verify(store, { charts })).problems).toEqual([]);
+
+    /** Rewrites actor `id` as if `keep` chose its pending timers, its chain made whole again. */
+    const rewrite = async (id: string, keep: (timer: { to?: string }) => boolean) => {
+      const raw = new Database(file);
+      for (const t of raw
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        .all() as { name: string }[]) {
+        raw.exec(`DROP TRIGGER "${t.name}"`);
+      }
+      const { snapshot } = raw.prepare('SELECT snapshot FROM actors WHERE id = ?').get(id) as {
+        snapshot: string;
+      };
+      const parsed = JSON.parse(snapshot) as {
+        agentcharts: { timers: Array<{ to?: string; due: number }> };
+      };
+      const before = parsed.agentcharts.timers.length;
+      parsed.agentcharts.timers = parsed.agentcharts.timers.filter(keep);
+      expect(parsed.agentcharts.timers.length).toBe(before - 1);
+      const json = JSON.stringify(parsed);
+      const head = (await store.history(id)).at(-1);
+      if (!head) throw new Error('no head row');
+      const { hash: _old, ...content } = { ...head, snapshotHash: sha256(json) };
+      const hash = hashTransition(content);
+      const due = Math.min(...parsed.agentcharts.timers.map((t) => t.due));
+      raw
+        .prepare(
+          'UPDATE transitions SET snapshot_hash = ?, hash = ? WHERE actor_id = ? AND seq = ?',
+        )
+        .run(content.snapshotHash, hash, id, head.seq);
+      raw
+        .prepare('UPDATE actors SET snapshot = ?, head_hash = ?, next_due_at = ? WHERE id = ?')
+        .run(json, hash, due, id);
+      raw.prepare('UPDATE actor_index SET next_due_at = ? WHERE actor_id = ?').run(due, id);
+      raw.close();
+    };
+    // What 0.1.0 wrote: the send to the stopped child gone, the new child's kept.
+    await rewrite('db', (t) => t.to !== '#stopped');
+    // The control: the new child's send removed instead is still a difference.
+    await rewrite('ctl', (t) => t.to === '#stopped');
+    const reopened = track(openStore(`sqlite:${file}`));
+    expect((await verify(reopened, { charts })).problems).toEqual([
+      {
+        actorId: 'ctl',
+        kind: 'snapshot',
+        seq: 2,
+        detail: 'what the actor has pending (timers, invokes) differs from the replay',
+      },
+    ]);
   });
 
   test('a child spawned inside assign starts where it was made: its greeting comes before later sends answer', async () => {
