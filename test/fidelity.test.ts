@@ -19,6 +19,7 @@ import {
   setup,
   spawnChild,
   stopChild,
+  type AnyActorRef,
   type AnyStateMachine,
 } from 'xstate';
 import {
@@ -800,41 +801,14 @@ describe('found by the differential test', () => {
     const charts = [chartOf(parent)];
     expect((await verify(store, { charts })).problems).toEqual([]);
 
-    /** Rewrites actor `id` as if `keep` chose its pending timers, its chain made whole again. */
-    const rewrite = async (id: string, keep: (timer: { to?: string }) => boolean) => {
-      const raw = new Database(file);
-      for (const t of raw
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        .all() as { name: string }[]) {
-        raw.exec(`DROP TRIGGER "${t.name}"`);
-      }
-      const { snapshot } = raw.prepare('SELECT snapshot FROM actors WHERE id = ?').get(id) as {
-        snapshot: string;
-      };
-      const parsed = JSON.parse(snapshot) as {
-        agentcharts: { timers: Array<{ to?: string; due: number }> };
-      };
-      const before = parsed.agentcharts.timers.length;
-      parsed.agentcharts.timers = parsed.agentcharts.timers.filter(keep);
-      expect(parsed.agentcharts.timers.length).toBe(before - 1);
-      const json = JSON.stringify(parsed);
-      const head = (await store.history(id)).at(-1);
-      if (!head) throw new Error('no head row');
-      const { hash: _old, ...content } = { ...head, snapshotHash: sha256(json) };
-      const hash = hashTransition(content);
-      const due = Math.min(...parsed.agentcharts.timers.map((t) => t.due));
-      raw
-        .prepare(
-          'UPDATE transitions SET snapshot_hash = ?, hash = ? WHERE actor_id = ? AND seq = ?',
-        )
-        .run(content.snapshotHash, hash, id, head.seq);
-      raw
-        .prepare('UPDATE actors SET snapshot = ?, head_hash = ?, next_due_at = ? WHERE id = ?')
-        .run(json, hash, due, id);
-      raw.prepare('UPDATE actor_index SET next_due_at = ? WHERE actor_id = ?').run(due, id);
-      raw.close();
-    };
     // What 0.1.0 wrote: the send to the stopped child gone, the new child's kept.
+    const keepTimers = (keep: (timer: { to?: string }) => boolean) => (ledger: StoredLedger) => {
+      const before = ledger.timers?.length ?? 0;
+      ledger.timers = ledger.timers?.filter(keep);
+      expect(ledger.timers?.length).toBe(before - 1);
+    };
+    const rewrite = (id: string, keep: (timer: { to?: string }) => boolean) =>
+      rewriteLedger(file, store, id, keepTimers(keep));
     await rewrite('db', (t) => t.to !== '#stopped');
     // The control: the new child's send removed instead is still a difference.
     await rewrite('ctl', (t) => t.to === '#stopped');
@@ -846,6 +820,165 @@ describe('found by the differential test', () => {
         seq: 2,
         detail: 'what the actor has pending (timers, invokes) differs from the replay',
       },
+    ]);
+  });
+
+  test("an actor's first step starts its children before its entry's sends, as XState's start does", async () => {
+    // XState starts the children of the initial snapshot (`logic.start`) before it
+    // runs the initial entry's sends, so a child's greeting reaches the parent ahead
+    // of the entry's send to itself, and ahead of another child's answer to it.
+    const greeter = setup({}).createMachine({
+      id: 'first-greeter',
+      entry: sendParent({ type: 'PING' }),
+    });
+    const echo = setup({}).createMachine({
+      id: 'first-echo',
+      on: { PONG: { actions: sendParent({ type: 'ECHO' }) } },
+    });
+    const toSelf = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { greeter },
+    }).createMachine({
+      id: 'first-self',
+      context: { log: [] },
+      initial: 's0',
+      states: {
+        s0: {
+          entry: sendTo(({ self }) => self, { type: 'PONG' }),
+          invoke: { id: 'k', src: 'greeter' },
+        },
+      },
+      on: {
+        PING: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        PONG: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    const toSibling = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { greeter, echo },
+    }).createMachine({
+      id: 'first-sibling',
+      context: { log: [] },
+      initial: 'o',
+      invoke: { id: 'j', src: 'echo' },
+      states: { o: { entry: sendTo('j', { type: 'PONG' }), invoke: { id: 'k', src: 'greeter' } } },
+      on: {
+        PING: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        ECHO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    for (const [machine, expected] of [
+      [toSelf, ['PING', 'PONG']],
+      [toSibling, ['PING', 'ECHO']],
+    ] as const) {
+      const { store } = clocked();
+      const durable = await createDurableActor(machine as AnyStateMachine, { id: 'fs', store });
+      await getRuntime(store).drain();
+      expect(plain(machine).actor.getSnapshot().context).toEqual({ log: expected });
+      expect(durable.getSnapshot().context).toEqual({ log: expected });
+      expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    }
+  });
+
+  test('system.get no longer finds a child that finished, or that the same step stopped: the send goes to the sender, as in XState', async () => {
+    const kidOf = setup({ types: { context: {} as { m: number } } }).createMachine({
+      id: 'sys-kid',
+      context: { m: 0 },
+      initial: 'idle',
+      states: {
+        idle: {
+          on: { FIN: 'done', PONG: { actions: assign({ m: ({ context }) => context.m + 1 }) } },
+        },
+        done: { type: 'final' },
+      },
+    });
+    const host = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid: kidOf },
+    }).createMachine({
+      id: 'sys-host',
+      context: { log: [] },
+      on: {
+        SPAWN: { actions: spawnChild('kid', { id: 'k2', systemId: 'k2sys' }) },
+        SEND: {
+          actions: sendTo(({ system }) => system.get('k2sys') as AnyActorRef, { type: 'PONG' }),
+        },
+        SWAP: {
+          actions: [
+            stopChild('k2'),
+            spawnChild('kid', { id: 'k2' }),
+            sendTo(({ system }) => system.get('k2sys') as AnyActorRef, { type: 'PONG' }),
+          ],
+        },
+        PONG: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(host, { id: 'sh', store });
+    const oracle = plain(host).actor;
+    const both = async (type: 'SPAWN' | 'SEND' | 'SWAP') => {
+      oracle.send({ type });
+      await durable.send({ type });
+      await getRuntime(store).drain();
+    };
+    const kidContext = async () => (await openDurableActor(store, 'sh/k2')).getSnapshot().context;
+    await both('SPAWN');
+    await both('SEND'); // the control: a running child is found, and gets it
+    expect(await kidContext()).toEqual({ m: 1 });
+    (oracle.getSnapshot().children['k2'] as AnyActorRef).send({ type: 'FIN' });
+    await (await openDurableActor(store, 'sh/k2')).send({ type: 'FIN' });
+    await getRuntime(store).drain();
+    await both('SEND'); // finished: forgotten
+    await both('SPAWN');
+    await both('SWAP'); // stopped earlier in this step: forgotten
+    expect(oracle.getSnapshot().context.log).toEqual(['PONG', 'PONG']);
+    expect(durable.getSnapshot().context.log).toEqual(['PONG', 'PONG']);
+    const plainKid = (oracle.getSnapshot().children['k2'] as AnyActorRef).getSnapshot() as {
+      context: unknown;
+    };
+    expect(plainKid.context).toEqual({ m: 0 });
+    expect(await kidContext()).toEqual({ m: 0 });
+    expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+  });
+
+  test('verify accepts a parent an earlier build wrote without the mark of its finished child; another missing mark is still a difference', async () => {
+    const kid = setup({}).createMachine({
+      id: 'mark-kid',
+      initial: 'idle',
+      states: { idle: { on: { FIN: 'done' } }, done: { type: 'final' } },
+    });
+    const host = setup({
+      actors: { kid, work: fromPromise(() => Promise.resolve(1)) },
+    }).createMachine({
+      id: 'mark-host',
+      entry: spawnChild('kid', { id: 'k', systemId: 'ksys' }),
+      invoke: { id: 'p', src: 'work' },
+    });
+    const file = join(dir(), 'finished-mark.db');
+    const store = track(openStore(`sqlite:${file}`));
+    for (const id of ['mk', 'ctl']) {
+      await createDurableActor(host, { id, store });
+      await getRuntime(store).drain();
+      await (await openDurableActor(store, `${id}/k`)).send({ type: 'FIN' });
+      await getRuntime(store).drain();
+    }
+    const charts = [chartOf(host)];
+    expect((await verify(store, { charts })).problems).toEqual([]);
+    const dropMark = (mark: string) => (ledger: StoredLedger) => {
+      expect(ledger.settled).toEqual(expect.arrayContaining([mark]));
+      ledger.settled = ledger.settled?.filter((id) => id !== mark);
+    };
+    // Earlier builds did not mark a finished child machine.
+    await rewriteLedger(file, store, 'mk', dropMark('k'));
+    // The control: the settled promise's mark removed is still a difference.
+    await rewriteLedger(file, store, 'ctl', dropMark('p'));
+    const reopened = track(openStore(`sqlite:${file}`));
+    expect((await verify(reopened, { charts })).problems).toEqual([
+      expect.objectContaining({
+        actorId: 'ctl',
+        kind: 'snapshot',
+        detail: 'what the actor has pending (timers, invokes) differs from the replay',
+      }),
     ]);
   });
 
@@ -1374,6 +1507,52 @@ test('a ConcurrencyError is still what a caller gets when another process moved 
   await mine.send({ type: 'INC' });
   expect(mine.getSnapshot().context.n).toBe(2);
 });
+
+/** A ledger as a snapshot stores it (the parts the tests below edit). */
+interface StoredLedger {
+  timers?: Array<{ to?: string; due: number }> | undefined;
+  settled?: string[] | undefined;
+}
+
+/**
+ * Rewrites the ledger stored on actor `id` of SQLite file `file` as an earlier
+ * build would have written it, and makes its chain whole again (the head row's
+ * snapshot hash and hash, the actor's head hash and next due time).
+ */
+async function rewriteLedger(
+  file: string,
+  store: Store,
+  id: string,
+  edit: (ledger: StoredLedger) => void,
+): Promise<void> {
+  const raw = new Database(file);
+  for (const t of raw.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").all() as {
+    name: string;
+  }[]) {
+    raw.exec(`DROP TRIGGER "${t.name}"`);
+  }
+  const { snapshot } = raw.prepare('SELECT snapshot FROM actors WHERE id = ?').get(id) as {
+    snapshot: string;
+  };
+  const parsed = JSON.parse(snapshot) as { agentcharts: StoredLedger };
+  edit(parsed.agentcharts);
+  if (parsed.agentcharts.settled?.length === 0) delete parsed.agentcharts.settled;
+  const json = JSON.stringify(parsed);
+  const head = (await store.history(id)).at(-1);
+  if (!head) throw new Error('no head row');
+  const { hash: _old, ...content } = { ...head, snapshotHash: sha256(json) };
+  const hash = hashTransition(content);
+  const dues = (parsed.agentcharts.timers ?? []).map((t) => t.due);
+  const due = dues.length === 0 ? null : Math.min(...dues);
+  raw
+    .prepare('UPDATE transitions SET snapshot_hash = ?, hash = ? WHERE actor_id = ? AND seq = ?')
+    .run(content.snapshotHash, hash, id, head.seq);
+  raw
+    .prepare('UPDATE actors SET snapshot = ?, head_hash = ?, next_due_at = ? WHERE id = ?')
+    .run(json, hash, due, id);
+  raw.prepare('UPDATE actor_index SET next_due_at = ? WHERE actor_id = ?').run(due, id);
+  raw.close();
+}
 
 function chartOf(machine: AnyStateMachine) {
   return defineChart(machine);

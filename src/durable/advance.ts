@@ -14,10 +14,11 @@
  * - a delayed `sendTo` that falls due is relayed: a message to its receiver, the
  *   sender's state unchanged.
  */
-import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import type { AnyActorLogic, AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { UnpersistableValueError } from '../core/errors.ts';
 import { walkJson } from '../core/json.ts';
 import { stateLabel } from '../core/state.ts';
+import { actorKind } from './actor-kinds.ts';
 import { childActorId, planEffects, type Effects } from './effects.ts';
 import {
   EMPTY_LEDGER,
@@ -117,10 +118,17 @@ export function advance(f: StepFacts): Step {
     ledger = withoutSettled(ledger, invoke);
   }
 
+  // A child machine that finished tells its parent so: its system id is forgotten
+  // from then on, as XState forgets it when the child stops.
+  const finishing = delivery.source === 'message' ? finishedChild(snapshot, event) : undefined;
+  if (finishing !== undefined) {
+    const settled = ledger.settled ?? [];
+    if (!settled.includes(finishing)) ledger = { ...ledger, settled: [...settled, finishing] };
+  }
   let next: AnyMachineSnapshot;
   let actions: unknown[];
   try {
-    [next, actions] = pureTransition(f.machine, snapshot, event);
+    [next, actions] = pureTransition(f.machine, snapshot, event, ledger.settled);
     checkValues(f, next, snapshot, caller);
   } catch (error) {
     if (caller) throw error;
@@ -137,6 +145,24 @@ export function advance(f: StepFacts): Step {
     if (caller) throw error;
     return fail(f, snapshot, ledger, event, error);
   }
+}
+
+const DONE_PREFIX = 'xstate.done.actor.';
+const ERROR_PREFIX = 'xstate.error.actor.';
+
+/** The id of the child machine whose completion `event` reports, when it is one of `snapshot`'s. */
+function finishedChild(snapshot: AnyMachineSnapshot, event: EventObject): string | undefined {
+  const { type } = event;
+  const id = type.startsWith(DONE_PREFIX)
+    ? type.slice(DONE_PREFIX.length)
+    : type.startsWith(ERROR_PREFIX)
+      ? type.slice(ERROR_PREFIX.length)
+      : undefined;
+  if (id === undefined) return undefined;
+  const child = (snapshot.children as Record<string, { logic?: unknown } | undefined>)[id];
+  return child !== undefined && actorKind(child.logic as AnyActorLogic) === 'machine'
+    ? id
+    : undefined;
 }
 
 function isActive(snapshot: AnyMachineSnapshot | undefined): boolean {

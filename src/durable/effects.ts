@@ -240,6 +240,7 @@ class Planner {
       }
     }
 
+    if (t.previous === undefined && t.next.status === 'active') this.startFirst(next);
     for (let i = 0; i < actions.length; i++) this.action(actions[i] as Action, i);
     if (this.late) for (const [ref, id] of this.late) this.spawn(ref, id);
     if (this.early) {
@@ -281,6 +282,26 @@ class Planner {
       emitted: this.emitted,
       effects: this.effects,
     };
+  }
+
+  /**
+   * An actor's first step: XState starts the children its initial state made
+   * (`logic.start`, in the order of `children`) before it runs any of the step's
+   * other actions, so what they send on starting comes before the sends of the
+   * initial entry. Their spawns go first; each is recorded as early, so 0.1.0's
+   * order (each spawn at its action) is still known.
+   */
+  private startFirst(children: Record<string, ChildRef | undefined>): void {
+    for (const id in children) {
+      const ref = children[id];
+      if (ref === undefined || this.stopped?.has(ref) || actorKind(ref.logic) !== 'machine') {
+        continue;
+      }
+      const late = this.late?.has(ref) === true;
+      const at = this.messages.length;
+      this.spawn(ref, id);
+      (this.early ??= []).push({ at, count: this.messages.length - at, before: -1, ref, late });
+    }
   }
 
   private action(action: Action, idx: number): void {
@@ -364,6 +385,7 @@ class Planner {
       this.invokesStart.push({ id, key, logic: ref.logic, input });
       return;
     }
+    this.settled?.delete(id); // a new child under the id of one that finished
     // A machine spawned under the id of a running child it did not stop (a history
     // target that resolves to the source state enters it again without leaving it):
     // XState orphans the first child, still running, outside `children`; a durable
@@ -402,6 +424,7 @@ class Planner {
       }
       return;
     }
+    this.settled?.delete(id);
     this.messages.push({
       to: childActorId(this.t.actorId, id),
       kind: 'stop',

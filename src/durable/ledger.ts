@@ -55,9 +55,11 @@ export interface Ledger {
   readonly timers: readonly PendingTimer[];
   readonly invokes: readonly PendingInvoke[];
   /**
-   * Invoke ids whose place in XState's `children` is held by an invoke that has
-   * settled (a settled promise stays there until its state is left): a stop of
-   * that id stops nothing that runs, and no earlier invoke of the id.
+   * Child ids whose place in XState's `children` is held by an actor that has
+   * finished (a settled promise, or a child machine whose completion the actor
+   * took; either stays there until stopped): `system.get` no longer finds it by
+   * its system id, and a stop of a promise's id stops nothing that runs, nor any
+   * earlier invoke of the id.
    */
   readonly settled?: readonly string[] | undefined;
 }

@@ -43,6 +43,10 @@ interface PureScope {
   keyed: AnyActorRef[];
   /** The children of the snapshot the current call starts from. */
   before: Record<string, SystemRef | undefined> | undefined;
+  /** Ids of `before` children that have finished (XState forgot their system ids). */
+  finished: readonly string[] | undefined;
+  /** Children the current call stopped (their system ids are free at once). */
+  stopped: AnyActorRef[];
   /** Where the current call collects its actions ({@link CREATED} marks too). */
   actions: unknown[] | undefined;
 }
@@ -83,7 +87,9 @@ function scopeOf(machine: AnyStateMachine): PureScope {
     };
     // `system.get(id)` finds the children the snapshot had too, as in a live actor
     // (they are not registered: a child stopped and spawned again with its system id
-    // in one transition must not collide with itself).
+    // in one transition must not collide with itself) — but not one that has
+    // finished, nor one this call stopped: XState forgets the system id of an actor
+    // that stops or finishes, and a `sendTo` that finds no actor goes to the sender.
     // Every actor made during a call is marked among its actions, in order.
     const inspect = system._sendInspectionEvent.bind(system);
     system._sendInspectionEvent = (event) => {
@@ -98,7 +104,10 @@ function scopeOf(machine: AnyStateMachine): PureScope {
       if (found !== undefined) return found;
       const children = pure?.before;
       for (const id in children) {
-        if (children[id]?.systemId === systemId) return children[id];
+        const child = children[id];
+        if (child?.systemId !== systemId) continue;
+        if (pure?.finished?.includes(id) || pure?.stopped.includes(child)) continue;
+        return child;
       }
       return undefined;
     };
@@ -113,7 +122,14 @@ function scopeOf(machine: AnyStateMachine): PureScope {
       emit: ignore,
       actionExecutor: ignore,
     };
-    pure = { scope, keyed, before: undefined, actions: undefined };
+    pure = {
+      scope,
+      keyed,
+      before: undefined,
+      finished: undefined,
+      stopped: [],
+      actions: undefined,
+    };
     scopes.set(machine, pure);
   }
   return pure;
@@ -121,13 +137,14 @@ function scopeOf(machine: AnyStateMachine): PureScope {
 
 /**
  * Runs `step` with the scope's action executor collecting into a fresh list, the
- * children of `before` visible to `system.get`; every system id taken is released
- * after it.
+ * children of `before` visible to `system.get` (but those in `finished`); every
+ * system id taken is released after it.
  */
 function collecting<T>(
   machine: AnyStateMachine,
   before: AnyMachineSnapshot | undefined,
   step: (scope: Scope) => T,
+  finished?: readonly string[],
 ): [T, unknown[]] {
   const pure = scopeOf(machine);
   const { scope, keyed } = pure;
@@ -139,15 +156,19 @@ function collecting<T>(
     // with that id later in the same step takes it.
     if (action.type === 'xstate.stopChild' && action.params) {
       system._unregister(action.params as AnyActorRef);
+      pure.stopped.push(action.params as AnyActorRef);
     }
   };
   pure.before = before?.children as PureScope['before'];
+  pure.finished = finished;
   pure.actions = actions;
   try {
     return [step(scope), actions];
   } finally {
     scope.actionExecutor = ignore;
     pure.before = undefined;
+    pure.finished = undefined;
+    pure.stopped.length = 0;
     pure.actions = undefined;
     if (keyed.length > 0) {
       for (const ref of keyed) system._unregister(ref);
@@ -156,16 +177,22 @@ function collecting<T>(
   }
 }
 
-/** `transition(machine, snapshot, event)`: the next snapshot and the actions XState executed. */
+/**
+ * `transition(machine, snapshot, event)`: the next snapshot and the actions XState
+ * executed. `finished`: ids of the snapshot's children that have finished (a live
+ * XState actor has forgotten their system ids).
+ */
 export function pureTransition(
   machine: AnyStateMachine,
   snapshot: AnyMachineSnapshot,
   event: EventObject,
+  finished?: readonly string[],
 ): [AnyMachineSnapshot, unknown[]] {
   return collecting(
     machine,
     snapshot,
     (scope) => machine.transition(snapshot, event, scope) as AnyMachineSnapshot,
+    finished,
   );
 }
 

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
-import type { AnyMachineSnapshot, EventObject } from 'xstate';
-import { childMachines } from './actor-kinds.ts';
+import type { AnyActorLogic, AnyMachineSnapshot, EventObject } from 'xstate';
+import { actorKind, childMachines } from './actor-kinds.ts';
 import { pureRestore } from './pure.ts';
 import { MIGRATION_EVENT, type MigrationEvent } from './migrate.ts';
 import { MessageLedger } from './verify-messages.ts';
@@ -308,7 +308,7 @@ function checkStored(
   let expected = persisted(chart, snapshot, replayed) as Record<string, unknown>;
   if (legacy) delete expected[LEDGER_KEY];
   if (!legacy && !isDeepStrictEqual(expected, actual)) {
-    const before = withoutStoppedSends(replayed, storedLedger);
+    const before = asEarlierBuildsWrote(replayed, storedLedger, snapshot);
     if (before !== replayed) {
       replayed = before;
       expected = persisted(chart, snapshot, replayed) as Record<string, unknown>;
@@ -338,17 +338,37 @@ function checkStored(
 }
 
 /**
- * The replayed ledger as an actor written by agentcharts 0.1.0 holds it: 0.1.0
- * dropped a delayed `sendTo` whose child was stopped (or never started) where
- * XState keeps it, to fire to no one; this build replays it as XState does. Such a
- * send changes nothing when it fires but which later send its id cancels, so an
- * honest 0.1.0 log that still had one pending would read as a false difference.
- * Returns `replayed` itself when it holds none that `stored` lacks.
+ * The replayed ledger as the builds before this one wrote it, where an honest log
+ * of theirs would otherwise read as a false difference. Returns `replayed` itself
+ * when it holds nothing of either kind that `stored` lacks:
+ *
+ * - a delayed `sendTo` whose child was stopped (or never started): 0.1.0 dropped
+ *   it where XState keeps it, to fire to no one; it changes nothing when it fires
+ *   but which later send its id cancels;
+ * - a child machine that finished, among the `settled` ids: earlier builds did not
+ *   record it, and `system.get` kept finding it.
  */
-function withoutStoppedSends(replayed: Ledger, stored: Ledger): Ledger {
+function asEarlierBuildsWrote(
+  replayed: Ledger,
+  stored: Ledger,
+  snapshot: AnyMachineSnapshot,
+): Ledger {
   const keys = new Set(stored.timers.map((t) => t.key));
   const timers = replayed.timers.filter((t) => t.to !== TO_STOPPED || keys.has(t.key));
-  return timers.length === replayed.timers.length ? replayed : { ...replayed, timers };
+  const children = snapshot.children as Record<string, { logic?: unknown } | undefined>;
+  const settled = replayed.settled?.filter(
+    (id) =>
+      stored.settled?.includes(id) === true ||
+      children[id]?.logic === undefined ||
+      actorKind(children[id].logic as AnyActorLogic) !== 'machine',
+  );
+  if (timers.length === replayed.timers.length && settled?.length === replayed.settled?.length) {
+    return replayed;
+  }
+  const { settled: _all, ...rest } = replayed;
+  return settled !== undefined && settled.length > 0
+    ? { ...rest, timers, settled }
+    : { ...rest, timers };
 }
 
 /**
@@ -419,7 +439,7 @@ function checkMigration(
     if (
       _pending !== undefined &&
       !isDeepStrictEqual(
-        ledgerJson(withoutStoppedSends(replayed.ledger, ledger)),
+        ledgerJson(asEarlierBuildsWrote(replayed.ledger, ledger, replayed.snapshot)),
         ledgerJson(ledger),
       )
     ) {

@@ -3,8 +3,9 @@
  * (`createActor`, in memory, a stepped clock) and on durable actors (a store, the
  * same kind of clock, restarts that close the runtime and `recover()`), compared
  * after every step: state value, context, status and output of the actor and of
- * each child machine, the children it has, and the events each actor consumed
- * from effects (timers, messages, invoke results), in order.
+ * each child machine, the children it has, the events each actor consumed
+ * from effects (timers, messages, invoke results), in order, and the events the
+ * actor emitted (`emit`), in order.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { createActor, type AnyActorRef, type AnyStateMachine, type InspectionEvent } from 'xstate';
@@ -203,6 +204,8 @@ export class PlainSide {
   private readonly queued = new Map<unknown, object[]>();
   private readonly consumed = new Map<unknown, string[]>();
   private readonly erroredWithSnapshot = new Set<unknown>();
+  /** What the root emitted since it started (`actor.on('*')`), as JSON. */
+  readonly emitted: unknown[] = [];
 
   constructor(
     machine: AnyStateMachine,
@@ -217,6 +220,9 @@ export class PlainSide {
 
   async start(): Promise<void> {
     this.root.start();
+    // Listened to once it has started, as a durable actor's listeners can be (its
+    // creation's entry actions emit to no one).
+    this.root.on('*', (event: unknown) => this.emitted.push(json(event)));
     await settlePlain();
   }
 
@@ -369,9 +375,24 @@ export async function runBoth(
   };
   await settleDurable();
 
+  // What the durable root emitted, told by its runtime (one per process, so
+  // watched again after a restart, before `recover()` runs anything).
+  const emitted: unknown[] = [];
+  const watchEmitted = () =>
+    getRuntime(store).observe({
+      onEmitted: (notice) => {
+        if (notice.actorId === ROOT) emitted.push(json(notice.event));
+      },
+    });
+  watchEmitted();
+
   let restarts = 0;
-  const compare = async (step: number): Promise<void> =>
+  const compare = async (step: number): Promise<void> => {
     compareWorlds(step, plain.world(), await durableWorld(store));
+    if (!isDeepStrictEqual(plain.emitted, emitted)) {
+      throw new Divergence(step, 'the events the actor emitted', plain.emitted, emitted);
+    }
+  };
   await compare(0);
 
   for (const [i, step] of script.entries()) {
@@ -414,6 +435,8 @@ export async function runBoth(
           await store.close();
           store = source.open();
         }
+        getRuntime(store, { clock: durableClock, charts: [chart] });
+        watchEmitted();
         const report = await recover(store, { charts: [chart], clock: durableClock });
         if (process.env['DIFF_DEBUG'])
           console.log(
