@@ -1244,6 +1244,44 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
+  test("a child spawned again under the id of one that finished greets its parent before the parent's own next send", async () => {
+    // The child finished on a caller's event: its parent's onDone enters the state
+    // again, which invokes a new child and sends the parent an event. XState starts
+    // the new child first; the finished one's id counted as busy until its last
+    // messages were delivered, so the new child's greeting came second.
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid },
+    }).createMachine({
+      id: 'again',
+      context: { log: [] },
+      initial: 'idle',
+      states: {
+        idle: { on: { START: 'p' } },
+        p: {
+          invoke: { id: 'k', src: 'kid', onDone: { target: 'p', reenter: true } },
+          initial: 'c',
+          states: { c: { entry: sendTo(({ self }) => self, { type: 'SELF' }) } },
+        },
+      },
+      on: {
+        HELLO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        SELF: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'ag', store });
+    await durable.send({ type: 'START' });
+    await getRuntime(store).drain();
+    await (await openDurableActor(store, 'ag/k')).send({ type: 'FIN' });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'START' });
+    (oracle.getSnapshot().children['k'] as AnyActorRef).send({ type: 'FIN' });
+    expect(oracle.getSnapshot().context.log).toEqual(['HELLO', 'SELF', 'HELLO', 'SELF']);
+    expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
 });
 
 describe('15. a delayed send whose id a later one took over outlives its sender', () => {

@@ -35,7 +35,12 @@ export function startInvokes(core: ActorCore, effects: Effects): void {
 export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
   const out = write.messagesOut;
   if (out !== undefined && out.length > 0) {
-    runtime.courier.post({ from: write.actorId, fromSeq: write.transition.seq, messages: out });
+    runtime.courier.post({
+      from: write.actorId,
+      fromSeq: write.transition.seq,
+      messages: out,
+      finished: write.actor.status !== 'active',
+    });
   }
 }
 

@@ -61,6 +61,8 @@ export interface PostedBatch {
   readonly from: string;
   readonly fromSeq: number;
   readonly messages: readonly OutgoingMessage[];
+  /** The commit finished its sender (done, failed or stopped). */
+  readonly finished?: boolean | undefined;
 }
 
 const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
@@ -102,6 +104,7 @@ export class Courier {
   private readonly mailboxes = new Map<string, Posted[]>();
   /** Actors delivering or being delivered to: what is sent to them waits in their mailbox. */
   private readonly processing = new Set<string>();
+
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -131,7 +134,7 @@ export class Courier {
       return;
     }
     const previous = this.senders.get(batch.from) ?? Promise.resolve();
-    const run = previous.then(() => this.fromSender(batch.from, posted));
+    const run = previous.then(() => this.fromSender(batch.from, posted, batch.finished === true));
     this.senders.set(batch.from, run);
     this.track(
       run.finally(() => {
@@ -219,9 +222,17 @@ export class Courier {
    * A sender's messages from a commit made outside a delivery (a caller's event, a
    * timer, an invoke's outcome, a creation): the sender counts as processing until
    * they are delivered, as in XState, so answers to it wait for its later messages.
+   * Not one its commit finished: that actor is gone, and what is sent to its id now
+   * (a stop, a spawn of it again: a new actor, whose greeting comes first) goes at
+   * once.
    */
-  private async fromSender(from: string, posted: readonly Posted[]): Promise<void> {
-    const hold = !this.processing.has(from);
+  private async fromSender(
+    from: string,
+    posted: readonly Posted[],
+    finished: boolean,
+  ): Promise<void> {
+    // A sender its commit finished is gone, as in XState: nothing waits for it.
+    const hold = !finished && !this.processing.has(from);
     if (hold) this.processing.add(from);
     try {
       await this.sendAll(posted);
