@@ -38,7 +38,7 @@ import {
 } from '../src/index.ts';
 import { planEffects } from '../src/durable/effects.ts';
 import { EMPTY_LEDGER } from '../src/durable/ledger.ts';
-import { pureInitial } from '../src/durable/pure.ts';
+import { pureInitial, pureTransition } from '../src/durable/pure.ts';
 import { MessageLedger } from '../src/durable/verify-messages.ts';
 import { hashTransition, sha256 } from '../src/durable/row.ts';
 import { usePostgres } from './support/postgres.ts';
@@ -1476,6 +1476,63 @@ describe('16. an entry sendTo reaches the child its state invokes', () => {
     expect(await store.loadActor('pa/k')).toBeUndefined();
     expect(await store.pendingMessages({ afterId: 0, limit: 10 })).toEqual([]);
     expect((await verify(store, { charts: [chartOf(passing)] })).problems).toEqual([]);
+  });
+
+  test("the event goes after the child's start: its greeting and the parent's own send keep XState's order", async () => {
+    // XState queues the event in the unstarted child's mailbox, runs the entry's next
+    // send (to the parent itself), then starts the child: its greeting, then its
+    // answer to the event. Spawning the child before the send put both first.
+    const answering = setup({}).createMachine({
+      id: 'answering',
+      entry: sendParent({ type: 'PING' }),
+      on: { HIT: { actions: sendParent({ type: 'ECHO' }) } },
+    });
+    const host = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { answering },
+    }).createMachine({
+      id: 'held',
+      context: { log: [] },
+      initial: 'a',
+      states: {
+        a: { on: { GO: 'b' } },
+        b: {
+          entry: [sendTo('k', { type: 'HIT' }), sendTo(({ self }) => self, { type: 'SELF' })],
+          invoke: { id: 'k', src: 'answering' },
+        },
+      },
+      on: {
+        PING: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        ECHO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        SELF: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(host, { id: 'hd', store });
+    await durable.send({ type: 'GO' });
+    await getRuntime(store).drain();
+    const oracle = plain(host).actor;
+    oracle.send({ type: 'GO' });
+    expect(oracle.getSnapshot().context.log).toEqual(['SELF', 'PING', 'ECHO']);
+    expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
+    expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+    // 0.1.0 wrote the event first, then the send to itself, then the spawn.
+    const [before] = pureInitial(host, undefined);
+    const [next, actions] = pureTransition(host, before, { type: 'GO' });
+    const effects = planEffects({
+      machine: host,
+      actorId: 'hd',
+      parentId: undefined,
+      seq: 2,
+      now: 0,
+      previous: before,
+      next,
+      actions,
+      ledger: EMPTY_LEDGER,
+    });
+    const shape = (m: { to: string; kind: string }) => `${m.kind}:${m.to}`;
+    expect(effects.messages.map(shape)).toEqual(['event:hd', 'spawn:hd/k', 'event:hd/k']);
+    expect(effects.legacyMessages?.map(shape)).toEqual(['event:hd/k', 'event:hd', 'spawn:hd/k']);
   });
 
   test('verify still accepts a log agentcharts 0.1.0 wrote, the spawn after the send', () => {

@@ -5,10 +5,13 @@
  * entering and leaving states, the stops of a macrostep that ends in a final
  * state) becomes, one to one and in order, a durable effect with XState's id:
  * a timer in the actor's ledger, a step begun, a message row, an emitted event or
- * a user action to run after the commit. One reordering: a child an entering
- * state invokes, named by an entry `sendTo` of that state, is spawned before the
- * send, since XState relays that event to the child before starting it and the
- * child takes it from its mailbox once started. Nothing is inferred from diffing
+ * a user action to run after the commit. Two reorderings, as XState's system
+ * orders what they send: an event sent to a child before the action that spawns
+ * it (an entry `sendTo` of the state that invokes it) goes right after the spawn,
+ * since XState queues it in the child's mailbox, read once the child has started;
+ * and an actor's first step spawns the children of its initial state before its
+ * other messages, since XState starts them before it runs the step's actions.
+ * Nothing is inferred from diffing
  * snapshots — a finished machine stops updating `snapshot.children`, so the
  * actions are the only record of what it stopped — except spawns made inside
  * `assign`, which XState runs without an action and which are read off the
@@ -168,6 +171,8 @@ interface Early {
   before: number;
   ref: ChildRef;
   late: boolean;
+  /** Not a spawn: an event sent to the child before its spawn, moved after it. */
+  held?: true;
 }
 
 class Planner {
@@ -194,10 +199,20 @@ class Planner {
   /** Refs a `spawnChild` action of this transition spawns (an invoke, or the action). */
   private bySpawnAction: Set<ChildRef> | undefined;
   /**
-   * Spawns made before their action, for an entry `sendTo` that named the child
-   * first: the message index each got, and how many messages preceded its action.
+   * Messages placed elsewhere than 0.1.0 placed them: spawns made before their
+   * action (an actor's first step; a spawn inside `assign`) and events held until
+   * their child's spawn. The message index each got, and how many preceded it in
+   * 0.1.0's order.
    */
   private early: Early[] | undefined;
+  /**
+   * Events sent to a child this step spawns, before its spawn (an entry `sendTo` of
+   * the state that invokes it): XState queues them in the child's mailbox, which it
+   * reads once started, so they go right after the spawn; and how many messages
+   * preceded each when it was sent.
+   */
+  private held:
+    Map<ChildRef, Array<{ message: Omit<OutgoingMessage, 'idx'>; before: number }>> | undefined;
 
   constructor(private readonly t: TransitionFacts) {
     this.timers = [...t.ledger.timers];
@@ -311,9 +326,23 @@ class Planner {
         // Stopped in the same macrostep (an `always` left the invoking state): XState
         // never starts it, and neither does the durable runtime.
         if (!ref || this.stopped?.has(ref)) return;
-        const early = this.early?.find((e) => e.ref === ref && !e.late);
-        if (early !== undefined) early.before = this.messages.length;
-        else this.spawn(ref, ref.id);
+        const early = this.early?.find((e) => e.ref === ref && !e.late && e.held === undefined);
+        if (early !== undefined) {
+          early.before = this.messages.length;
+          return;
+        }
+        this.spawn(ref, ref.id);
+        for (const { message, before } of this.held?.get(ref) ?? []) {
+          (this.early ??= []).push({
+            at: this.messages.length,
+            count: 1,
+            before,
+            ref,
+            late: false,
+            held: true,
+          });
+          this.messages.push(message);
+        }
         return;
       }
       case 'xstate.stopChild': {
@@ -457,7 +486,29 @@ class Planner {
       this.schedule(params.id, event, params.delay, to ?? undefined, idx);
       return;
     }
-    this.messages.push({ to: this.actorIdOf(to), kind: 'event', body: JSON.stringify(event) });
+    const message = { to: this.actorIdOf(to), kind: 'event' as const, body: JSON.stringify(event) };
+    const child = this.unspawned(params.to, to);
+    if (child === undefined) this.messages.push(message);
+    else {
+      const held = (this.held ??= new Map()).get(child);
+      const entry = { message, before: this.messages.length };
+      if (held === undefined) this.held.set(child, [entry]);
+      else held.push(entry);
+    }
+  }
+
+  /**
+   * The child a send's `target` is (an id named before its child existed, or the
+   * ref XState resolved), when this step spawns it by an action not run yet.
+   */
+  private unspawned(target: unknown, to: string | undefined): ChildRef | undefined {
+    if (to === undefined || to === TO_PARENT) return undefined;
+    const ref =
+      typeof target === 'string'
+        ? (this.t.next.children as Record<string, ChildRef | undefined>)[to]
+        : (target as ChildRef);
+    if (ref === undefined || !this.bySpawnAction?.has(ref)) return undefined;
+    return this.spawned?.has(ref) === true || this.stopped?.has(ref) === true ? undefined : ref;
   }
 
   /**
@@ -513,21 +564,6 @@ class Planner {
     const made = this.early?.find((e) => e.ref === ref && e.late && e.before < 0);
     if (made !== undefined) made.before = this.messages.length; // 0.1.0 spawned it here
     if (this.late?.has(ref)) this.spawn(ref, id);
-    else if (this.bySpawnAction?.has(ref) && !this.spawned?.has(ref) && !this.stopped?.has(ref)) {
-      // An entry `sendTo` naming a child its state invokes (the only way to reach a
-      // child before its spawn): XState resolves the id after the entry actions and
-      // relays the event before starting the child, which takes it from its mailbox
-      // once started. Its spawn goes first.
-      const at = this.messages.length;
-      this.spawn(ref, id);
-      (this.early ??= []).push({
-        at,
-        count: this.messages.length - at,
-        before: -1,
-        ref,
-        late: false,
-      });
-    }
     return id;
   }
 
