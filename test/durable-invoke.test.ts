@@ -161,6 +161,61 @@ describe('actor kinds a durable actor cannot persist', () => {
     expect(actor.version).toBe(1);
   });
 
+  test("a parent that asks for a child's snapshots is refused, where its onSnapshot would silently never run", async () => {
+    // XState sends the parent every snapshot of such a child; a durable parent is
+    // not sent them. The control: the same child without onSnapshot, or spawned
+    // without syncSnapshot, is created and spawned.
+    const kid = setup({}).createMachine({
+      id: 'snap-kid',
+      initial: 'a',
+      states: { a: { on: { NEXT: 'b' } }, b: {} },
+    });
+    const invoking = (withSnapshots: boolean) =>
+      setup({ actors: { kid } }).createMachine({
+        id: withSnapshots ? 'snap-invoke' : 'snap-invoke-ok',
+        invoke: {
+          id: 'k',
+          src: 'kid',
+          ...(withSnapshots ? { onSnapshot: { actions: () => {} } } : {}),
+        },
+      });
+    const spawning = (syncSnapshot: boolean) =>
+      setup({ actors: { kid } }).createMachine({
+        id: syncSnapshot ? 'snap-spawn' : 'snap-spawn-ok',
+        on: { GO: { actions: spawnChild('kid', { id: 'k', syncSnapshot }) } },
+      });
+    const inAssign = (syncSnapshot: boolean) =>
+      setup({ actors: { kid } }).createMachine({
+        id: syncSnapshot ? 'snap-assign' : 'snap-assign-ok',
+        context: { ref: null },
+        on: {
+          GO: { actions: assign({ ref: ({ spawn }) => spawn('kid', { id: 'k', syncSnapshot }) }) },
+        },
+      });
+    const store = open();
+    for (const machine of [invoking(true), spawning(true)]) {
+      await expect(createDurableActor(machine, { id: machine.id, store })).rejects.toMatchObject({
+        name: 'UnsupportedActorError',
+        machineId: machine.id,
+        actorId: 'k',
+        kind: 'snapshot-syncing machine',
+      });
+      expect(await store.loadActor(machine.id)).toBeUndefined();
+    }
+    const assigning = await createDurableActor(inAssign(true), { id: 'sa', store });
+    await expect(assigning.send({ type: 'GO' })).rejects.toBeInstanceOf(UnsupportedActorError);
+    expect(await store.history('sa')).toHaveLength(1);
+    // The controls.
+    await createDurableActor(invoking(false), { id: 'ok1', store });
+    for (const machine of [spawning(false), inAssign(false)]) {
+      const actor = await createDurableActor(machine, { id: machine.id, store });
+      await actor.send({ type: 'GO' });
+      expect(Object.keys(actor.getSnapshot().children)).toEqual(['k']);
+    }
+    await getRuntime(store).drain();
+    expect(await store.loadActor('ok1/k')).toBeDefined();
+  });
+
   test('a spawnChild of a callback is refused at creation', async () => {
     const machine = setup({ actors: { cb: fromCallback(() => () => {}) } }).createMachine({
       id: 'spawn-child',

@@ -106,6 +106,27 @@ interface SpawnAction {
   type?: string;
   id?: string;
   src?: string | AnyActorLogic;
+  syncSnapshot?: boolean;
+}
+
+/** What a durable parent cannot be told: every snapshot of its child. */
+const NO_SNAPSHOTS =
+  "a durable parent is not sent its child's snapshots (onSnapshot, syncSnapshot: true): have the child sendParent what the parent needs to know";
+
+/**
+ * Refuses a child whose parent asked for its snapshots (an invoke's `onSnapshot`,
+ * a spawn's `syncSnapshot: true`): XState sends them to the parent after each of
+ * the child's transitions, the durable runtime does not, and the parent's
+ * `onSnapshot` would silently never run.
+ */
+export function refuseSnapshots(machine: AnyStateMachine, state: string, actorId: string): never {
+  throw new UnsupportedActorError({
+    machineId: machine.id,
+    state,
+    actorId,
+    kind: 'snapshot-syncing machine',
+    hint: NO_SNAPSHOTS,
+  });
 }
 
 function spawnsOf(actions: readonly unknown[] | undefined): SpawnAction[] {
@@ -129,6 +150,9 @@ export function checkDurableActors(machine: AnyStateMachine): void {
   const walk = (node: AnyStateNode, path: string): void => {
     for (const invoke of node.invoke) {
       checkActor(machine, path, invoke.id, resolveActorLogic(machine, invoke.src));
+      if ((invoke as { onSnapshot?: unknown }).onSnapshot !== undefined) {
+        refuseSnapshots(machine, path, invoke.id);
+      }
     }
     const actions = [
       ...node.entry,
@@ -139,6 +163,7 @@ export function checkDurableActors(machine: AnyStateMachine): void {
       if (spawn.src === undefined) continue;
       const id = spawn.id ?? (typeof spawn.src === 'string' ? spawn.src : 'spawned');
       checkActor(machine, path, id, resolveActorLogic(machine, spawn.src));
+      if (spawn.syncSnapshot === true) refuseSnapshots(machine, path, id);
     }
     for (const [key, child] of Object.entries(node.states)) {
       walk(child, path ? `${path}.${key}` : key);

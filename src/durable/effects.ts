@@ -31,7 +31,7 @@ import type {
 import { UnsupportedActorError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import type { OutgoingMessage, TimerRow } from '../store/types.ts';
-import { actorKind, checkActor } from './actor-kinds.ts';
+import { actorKind, checkActor, refuseSnapshots } from './actor-kinds.ts';
 import {
   EMPTY_LEDGER,
   TO_PARENT,
@@ -398,6 +398,11 @@ class Planner {
     this.late?.delete(ref);
     (this.spawned ??= new Map()).set(ref, id);
     const kind = checkActor(t.machine, stateLabel(t.next.value), id, ref.logic);
+    // A spawn inside `assign` asking for the child's snapshots (the static check
+    // sees only invokes and `spawnChild` actions).
+    if ((ref as { _syncSnapshot?: unknown })._syncSnapshot === true) {
+      refuseSnapshots(t.machine, stateLabel(t.next.value), id);
+    }
     const input = ref.options?.input;
     if (kind === 'promise') {
       // Two invokes of one id entered together (a state and its child) both run, as
