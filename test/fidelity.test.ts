@@ -12,6 +12,7 @@ import {
   assign,
   cancel,
   createActor,
+  emit,
   fromPromise,
   raise,
   sendParent,
@@ -980,6 +981,26 @@ describe('found by the differential test', () => {
         detail: 'what the actor has pending (timers, invokes) differs from the replay',
       }),
     ]);
+  });
+
+  test("the initial entry's emits reach the runtime's observers, as a plain actor's listeners attached before start", async () => {
+    const emitting = setup({}).createMachine({
+      id: 'emits-first',
+      entry: emit({ type: 'HELLO' }),
+      on: { GO: { actions: emit({ type: 'AGAIN' }) } },
+    });
+    const seen: string[] = [];
+    const oracle = createActor(emitting);
+    oracle.on('*', (event) => seen.push(event.type));
+    oracle.start();
+    oracle.send({ type: 'GO' });
+    const { store } = clocked();
+    const told: string[] = [];
+    getRuntime(store).observe({ onEmitted: (notice) => told.push(notice.event.type) });
+    const durable = await createDurableActor(emitting, { id: 'ef', store });
+    await durable.send({ type: 'GO' });
+    expect(seen).toEqual(['HELLO', 'AGAIN']);
+    expect(told).toEqual(seen);
   });
 
   test('a child spawned inside assign starts where it was made: its greeting comes before later sends answer', async () => {

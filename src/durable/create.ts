@@ -118,7 +118,9 @@ export async function createActor<TLogic extends AnyStateMachine>(
   for (const t of effects.timersSet) runtime.schedule(t);
   startInvokes(core, effects);
   postMessages(runtime, write);
-  afterCommit(core, { ...effects, emitted: [] }, () => ({
+  // What the initial entry emitted reaches the runtime's observers (the actor's own
+  // listeners cannot exist yet), as a plain actor's listeners attached before start.
+  afterCommit(core, effects, () => ({
     actorId: options.id,
     machineId: machine.id,
     version: 1,

@@ -219,10 +219,10 @@ export class PlainSide {
   }
 
   async start(): Promise<void> {
-    this.root.start();
-    // Listened to once it has started, as a durable actor's listeners can be (its
-    // creation's entry actions emit to no one).
+    // Listened to before it starts, as the durable runtime's observers are before
+    // the durable actor is created: its initial entry's emits count too.
     this.root.on('*', (event: unknown) => this.emitted.push(json(event)));
+    this.root.start();
     await settlePlain();
   }
 
@@ -367,14 +367,6 @@ export async function runBoth(
   const durableClock = new StepClock(START);
   let store = source.open();
   getRuntime(store, { clock: durableClock, charts: [chart] });
-  await createDurableActor(machine, { id: ROOT, store, clock: durableClock, schemas: false });
-  // Promises still waiting for their gate are not waited for; settled ones are.
-  const settleDurable = async () => {
-    await settlePlain();
-    await getRuntime(store).drain({ invokes: 'settled' });
-  };
-  await settleDurable();
-
   // What the durable root emitted, told by its runtime (one per process, so
   // watched again after a restart, before `recover()` runs anything).
   const emitted: unknown[] = [];
@@ -385,6 +377,13 @@ export async function runBoth(
       },
     });
   watchEmitted();
+  await createDurableActor(machine, { id: ROOT, store, clock: durableClock, schemas: false });
+  // Promises still waiting for their gate are not waited for; settled ones are.
+  const settleDurable = async () => {
+    await settlePlain();
+    await getRuntime(store).drain({ invokes: 'settled' });
+  };
+  await settleDurable();
 
   let restarts = 0;
   const compare = async (step: number): Promise<void> => {
