@@ -17,7 +17,7 @@
  * - `stateIn('#<id>')` guards (`inState`, alone or `and` the other guard) naming
  *   a state of a parallel region, on transitions and `after`;
  * - `emit` of an event carrying the event it ran on and `n` (the harness compares
- *   what the actor emitted, listening once it has started, on both sides);
+ *   what the actor emitted, listening from before it starts, on both sides);
  * - `forwardTo` the state's own child of a caller's event (a child that takes them
  *   counts them: `kid.forwarded`);
  * - `sendTo(({ system }) => system.get('k2sys'))` (`bySystemId`): the child holding
