@@ -104,7 +104,6 @@ export class Courier {
   private readonly mailboxes = new Map<string, Posted[]>();
   /** Actors delivering or being delivered to: what is sent to them waits in their mailbox. */
   private readonly processing = new Set<string>();
-
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
