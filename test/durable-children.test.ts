@@ -435,6 +435,184 @@ describe('a child machine is a durable actor of its own', () => {
   });
 });
 
+/**
+ * A child that reports its snapshots: a counter its parent drives, each snapshot
+ * noted by the parent (state, count, `.matches`), a greeting from its entry, a
+ * bump after its second step, and done on END.
+ */
+const counter = setup({
+  types: { context: {} as { n: number } },
+}).createMachine({
+  id: 'snap-counter',
+  context: { n: 0 },
+  initial: 'a',
+  entry: sendParent({ type: 'HELLO' }),
+  states: {
+    a: { on: { NEXT: { target: 'b', actions: assign({ n: ({ context }) => context.n + 1 }) } } },
+    b: {
+      on: {
+        NEXT: {
+          actions: [assign({ n: ({ context }) => context.n + 1 }), sendParent({ type: 'BUMP' })],
+        },
+        END: 'c',
+      },
+    },
+    c: { type: 'final' },
+  },
+});
+
+type Seen = { seen: string[] };
+const seeing = (context: Seen, entry: string) => [...context.seen, entry];
+const noteSnapshot = assign({
+  seen: ({ context, event }: { context: Seen; event: { type: string; snapshot?: unknown } }) => {
+    const snap = event.snapshot as {
+      value: unknown;
+      context: { n: number };
+      matches(state: string): boolean;
+    };
+    return seeing(
+      context,
+      `${event.type}:${String(snap.value)}:${snap.context.n}:${snap.matches('b')}`,
+    );
+  },
+});
+
+/** The three ways to ask: invoke `onSnapshot`, `spawnChild(…, { syncSnapshot })`, `spawn` in `assign`. */
+function snapshotParents(): AnyStateMachine[] {
+  const on = {
+    HELLO: {
+      actions: assign({ seen: ({ context }: { context: Seen }) => seeing(context, 'hello') }),
+    },
+    BUMP: {
+      actions: assign({ seen: ({ context }: { context: Seen }) => seeing(context, 'bump') }),
+    },
+    GO: { actions: sendTo('k', { type: 'NEXT' }) },
+    STOP: { actions: sendTo('k', { type: 'END' }) },
+  };
+  const invoking = setup({ actors: { counter } }).createMachine({
+    id: 'snap-invoking',
+    context: { seen: [] } as Seen,
+    initial: 'run',
+    states: {
+      run: {
+        invoke: {
+          id: 'k',
+          src: 'counter',
+          onSnapshot: [
+            // A guard that reads the snapshot as XState hands it (a live one).
+            {
+              guard: ({
+                event,
+              }: {
+                event: { snapshot: { matches(s: string): boolean; context: { n: number } } };
+              }) => event.snapshot.matches('b') && event.snapshot.context.n >= 2,
+              target: 'busy',
+              actions: noteSnapshot,
+            },
+            { actions: noteSnapshot },
+          ],
+          onDone: 'over',
+        },
+        on,
+      },
+      busy: { on: { STOP: 'over' } },
+      over: {},
+    },
+  } as never);
+  const spawning = setup({ actors: { counter } }).createMachine({
+    id: 'snap-spawning',
+    context: { seen: [] } as Seen,
+    entry: spawnChild('counter', { id: 'k', syncSnapshot: true }),
+    on: { ...on, 'xstate.snapshot.k': { actions: noteSnapshot } },
+  } as never);
+  const assigning = setup({ actors: { counter } }).createMachine({
+    id: 'snap-assigning',
+    context: { seen: [], ref: null } as Seen & { ref: unknown },
+    entry: assign({ ref: ({ spawn }) => spawn('counter', { id: 'k', syncSnapshot: true }) }),
+    on: { ...on, 'xstate.snapshot.k': { actions: noteSnapshot } },
+  } as never);
+  return [invoking, spawning, assigning] as unknown as AnyStateMachine[];
+}
+
+describe("a parent that asks for a child machine's snapshots is sent them, as XState's is", () => {
+  test('after every event the child takes, its greeting and sends first; verify replays them; a reopened store goes on', async () => {
+    const events = ['GO', 'GO', 'GO', 'STOP'] as const;
+    for (const machine of snapshotParents()) {
+      file = join(dir, `${machine.id}.sqlite`);
+      const plain = createActor(machine).start();
+      for (const type of events) plain.send({ type });
+      const expected = (plain.getSnapshot() as { context: Seen }).context.seen;
+      // Each snapshot the child had while active, after what it sent: the control
+      // that the parent's onSnapshot runs at all, and in XState's order.
+      expect(
+        expected.filter((e) => e.startsWith('xstate.snapshot.k')).length,
+      ).toBeGreaterThanOrEqual(3);
+      expect(expected.slice(0, 2)).toEqual(['hello', 'xstate.snapshot.k:a:0:false']);
+
+      const first = open();
+      const durable = await createDurableActor(machine, {
+        id: machine.id,
+        store: first,
+        schemas: false,
+      });
+      await settle(first);
+      for (const type of events.slice(0, 2)) {
+        await durable.send({ type });
+        await settle(first);
+      }
+      // The child's row says it owes its parent its snapshots, across a reopen.
+      const child = await first.loadActor(`${machine.id}/k`);
+      expect(JSON.parse(child?.snapshot ?? '{}').agentcharts).toEqual({ sync: true });
+      await getRuntime(first).close();
+      const store = open();
+      const reopened = await recover(store, {
+        charts: [defineChart(machine), defineChart(counter)],
+      });
+      expect(reopened.actors.filter((a) => a.action === 'failed')).toEqual([]);
+      const again = await getRuntime(store).actor(machine.id);
+      for (const type of events.slice(2)) {
+        await again.send({ type }).catch(() => undefined);
+        await settle(store);
+      }
+      expect(again.getSnapshot().value).toEqual(plain.getSnapshot().value);
+      expect((again.getSnapshot() as { context: Seen }).context.seen).toEqual(expected);
+      const report = await verify(store, { charts: [defineChart(machine), defineChart(counter)] });
+      expect(report.problems).toEqual([]);
+      expect(report.ok).toBe(true);
+    }
+  });
+
+  test("the parent's log keeps the snapshot as the child persisted it; a child that does not sync sends none", async () => {
+    const [invoking] = snapshotParents();
+    const quiet = setup({ actors: { counter } }).createMachine({
+      id: 'snap-quiet',
+      context: { seen: [] } as Seen,
+      entry: spawnChild('counter', { id: 'k' }),
+      on: {
+        'xstate.snapshot.k': { actions: noteSnapshot },
+        GO: { actions: sendTo('k', { type: 'NEXT' }) },
+      },
+    } as never);
+    const store = open();
+    for (const machine of [invoking as AnyStateMachine, quiet as unknown as AnyStateMachine]) {
+      const actor = await createDurableActor(machine, { id: machine.id, store, schemas: false });
+      await settle(store);
+      await actor.send({ type: 'GO' });
+      await settle(store);
+    }
+    const rows = (await store.history('snap-invoking')).filter((r) =>
+      r.eventType.startsWith('xstate.snapshot.'),
+    );
+    expect(rows.map((r) => JSON.parse(r.event).snapshot.value)).toEqual(['a', 'b']);
+    expect(JSON.parse(rows[1]?.event ?? '{}').snapshot.context).toEqual({ n: 1 });
+    expect((await store.history('snap-quiet')).map((r) => r.eventType)).not.toContain(
+      'xstate.snapshot.k',
+    );
+    // The control: the quiet child did take GO.
+    expect((await store.loadActor('snap-quiet/k'))?.state).toBe('b');
+  });
+});
+
 describe('messages across a crash', () => {
   test("a child's completion written before the crash reaches its parent once after recovery", async () => {
     const first = open();

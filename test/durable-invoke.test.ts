@@ -161,35 +161,32 @@ describe('actor kinds a durable actor cannot persist', () => {
     expect(actor.version).toBe(1);
   });
 
-  test("a parent that asks for a child's snapshots is refused, where its onSnapshot would silently never run", async () => {
-    // XState sends the parent every snapshot of such a child; a durable parent is
-    // not sent them. The control: the same child without onSnapshot, or spawned
-    // without syncSnapshot, is created and spawned.
-    const kid = setup({}).createMachine({
-      id: 'snap-kid',
-      initial: 'a',
-      states: { a: { on: { NEXT: 'b' } }, b: {} },
-    });
+  test("a parent that asks for a promise's snapshots is refused, where its onSnapshot would silently never run", async () => {
+    // XState sends the parent the promise's snapshot once, as it starts; a durable
+    // parent is not sent it (a child machine's snapshots are: durable-children).
+    // The controls: the same promise without onSnapshot, or spawned without
+    // syncSnapshot, is created and started.
+    const call = fromPromise(() => Promise.resolve(1));
     const invoking = (withSnapshots: boolean) =>
-      setup({ actors: { kid } }).createMachine({
+      setup({ actors: { call } }).createMachine({
         id: withSnapshots ? 'snap-invoke' : 'snap-invoke-ok',
         invoke: {
           id: 'k',
-          src: 'kid',
+          src: 'call',
           ...(withSnapshots ? { onSnapshot: { actions: () => {} } } : {}),
         },
       });
     const spawning = (syncSnapshot: boolean) =>
-      setup({ actors: { kid } }).createMachine({
+      setup({ actors: { call } }).createMachine({
         id: syncSnapshot ? 'snap-spawn' : 'snap-spawn-ok',
-        on: { GO: { actions: spawnChild('kid', { id: 'k', syncSnapshot }) } },
+        on: { GO: { actions: spawnChild('call', { id: 'k', syncSnapshot }) } },
       });
     const inAssign = (syncSnapshot: boolean) =>
-      setup({ actors: { kid } }).createMachine({
+      setup({ actors: { call } }).createMachine({
         id: syncSnapshot ? 'snap-assign' : 'snap-assign-ok',
         context: { ref: null },
         on: {
-          GO: { actions: assign({ ref: ({ spawn }) => spawn('kid', { id: 'k', syncSnapshot }) }) },
+          GO: { actions: assign({ ref: ({ spawn }) => spawn('call', { id: 'k', syncSnapshot }) }) },
         },
       });
     const store = open();
@@ -198,12 +195,15 @@ describe('actor kinds a durable actor cannot persist', () => {
         name: 'UnsupportedActorError',
         machineId: machine.id,
         actorId: 'k',
-        kind: 'snapshot-syncing machine',
+        kind: 'snapshot-syncing promise',
       });
       expect(await store.loadActor(machine.id)).toBeUndefined();
     }
     const assigning = await createDurableActor(inAssign(true), { id: 'sa', store });
-    await expect(assigning.send({ type: 'GO' })).rejects.toBeInstanceOf(UnsupportedActorError);
+    await expect(assigning.send({ type: 'GO' })).rejects.toMatchObject({
+      name: 'UnsupportedActorError',
+      kind: 'snapshot-syncing promise',
+    });
     expect(await store.history('sa')).toHaveLength(1);
     // The controls.
     await createDurableActor(invoking(false), { id: 'ok1', store });
@@ -213,7 +213,6 @@ describe('actor kinds a durable actor cannot persist', () => {
       expect(Object.keys(actor.getSnapshot().children)).toEqual(['k']);
     }
     await getRuntime(store).drain();
-    expect(await store.loadActor('ok1/k')).toBeDefined();
   });
 
   test('a spawnChild of a callback is refused at creation', async () => {

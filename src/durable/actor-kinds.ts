@@ -109,22 +109,22 @@ interface SpawnAction {
   syncSnapshot?: boolean;
 }
 
-/** What a durable parent cannot be told: every snapshot of its child. */
+/** What a durable parent is not told of a promise: its one snapshot, at its start. */
 const NO_SNAPSHOTS =
-  "a durable parent is not sent its child's snapshots (onSnapshot, syncSnapshot: true): have the child sendParent what the parent needs to know";
+  "a durable parent is sent the snapshots of a child machine only (onSnapshot, syncSnapshot: true); a promise's one snapshot, at its start, is not: take its result with onDone";
 
 /**
- * Refuses a child whose parent asked for its snapshots (an invoke's `onSnapshot`,
- * a spawn's `syncSnapshot: true`): XState sends them to the parent after each of
- * the child's transitions, the durable runtime does not, and the parent's
- * `onSnapshot` would silently never run.
+ * Refuses a promise whose parent asked for its snapshots (an invoke's `onSnapshot`,
+ * a spawn's `syncSnapshot: true`): XState sends the parent the promise's snapshot
+ * when it starts, the durable runtime does not, and that `onSnapshot` would
+ * silently never run. A child machine's snapshots are sent (Ledger.sync).
  */
 export function refuseSnapshots(machine: AnyStateMachine, state: string, actorId: string): never {
   throw new UnsupportedActorError({
     machineId: machine.id,
     state,
     actorId,
-    kind: 'snapshot-syncing machine',
+    kind: 'snapshot-syncing promise',
     hint: NO_SNAPSHOTS,
   });
 }
@@ -149,8 +149,8 @@ export function checkDurableActors(machine: AnyStateMachine): void {
   if (checked.has(machine)) return;
   const walk = (node: AnyStateNode, path: string): void => {
     for (const invoke of node.invoke) {
-      checkActor(machine, path, invoke.id, resolveActorLogic(machine, invoke.src));
-      if ((invoke as { onSnapshot?: unknown }).onSnapshot !== undefined) {
+      const kind = checkActor(machine, path, invoke.id, resolveActorLogic(machine, invoke.src));
+      if ((invoke as { onSnapshot?: unknown }).onSnapshot !== undefined && kind !== 'machine') {
         refuseSnapshots(machine, path, invoke.id);
       }
     }
@@ -162,8 +162,8 @@ export function checkDurableActors(machine: AnyStateMachine): void {
     for (const spawn of spawnsOf(actions)) {
       if (spawn.src === undefined) continue;
       const id = spawn.id ?? (typeof spawn.src === 'string' ? spawn.src : 'spawned');
-      checkActor(machine, path, id, resolveActorLogic(machine, spawn.src));
-      if (spawn.syncSnapshot === true) refuseSnapshots(machine, path, id);
+      const kind = checkActor(machine, path, id, resolveActorLogic(machine, spawn.src));
+      if (spawn.syncSnapshot === true && kind !== 'machine') refuseSnapshots(machine, path, id);
     }
     for (const [key, child] of Object.entries(node.states)) {
       walk(child, path ? `${path}.${key}` : key);

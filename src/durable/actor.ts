@@ -207,11 +207,21 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * initial snapshot from the new input, consuming the spawn message. False when the
    * child is still running (the spawn is refused).
    */
-  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<boolean> {
+  restartFromSpawn(
+    message: MessageRow,
+    spawn: { input: unknown; childId: string; sync?: true | undefined },
+  ): Promise<boolean> {
+    const { input, childId } = spawn;
     return this.enqueue(async () => {
       const done = await processEvent(this.core, { type: 'xstate.init', input }, 'spawn', {
         consumeMessage: message.id,
-        metadata: { parent: message.from, fromSeq: message.fromSeq, idx: message.idx, childId },
+        metadata: {
+          parent: message.from,
+          fromSeq: message.fromSeq,
+          idx: message.idx,
+          childId,
+          ...(spawn.sync === true ? { sync: true } : {}),
+        },
       });
       return done !== undefined;
     });

@@ -22,6 +22,7 @@ import { actorKind } from './actor-kinds.ts';
 import { childActorId, planEffects, type Effects } from './effects.ts';
 import {
   EMPTY_LEDGER,
+  SYNCED_LEDGER,
   pendingInvoke,
   pendingTimer,
   TO_PARENT,
@@ -31,7 +32,7 @@ import {
   type Ledger,
 } from './ledger.ts';
 import type { EventSource } from './notices.ts';
-import { errorValue, pureInitial, pureTransition } from './pure.ts';
+import { errorValue, pureInitial, pureRestore, pureTransition } from './pure.ts';
 
 /** Context and output may hold XState actor refs (XState persists them as references). */
 const JSON_CHECK = { actorRefs: true } as const;
@@ -42,8 +43,11 @@ export type Delivery =
   | { source: 'timer'; key: string }
   | { source: 'invoke'; key: string }
   | { source: 'message' }
-  /** Creation, or a finished child spawned again (`xstate.init` with its input). */
-  | { source: 'create' | 'spawn' };
+  /**
+   * Creation, or a finished child spawned again (`xstate.init` with its input);
+   * `sync`: its parent asked for its snapshots (Ledger.sync).
+   */
+  | { source: 'create' | 'spawn'; sync?: boolean | undefined };
 
 export interface StepFacts {
   machine: AnyStateMachine;
@@ -90,7 +94,8 @@ export function advance(f: StepFacts): Step {
   if (delivery.source === 'create' || delivery.source === 'spawn') {
     const [next, actions] = pureInitial(f.machine, (f.event as { input?: unknown }).input);
     checkValues(f, next, undefined, true);
-    return commit(f, 'transition', f.event, next, actions, EMPTY_LEDGER);
+    const ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
+    return commit(f, 'transition', f.event, next, actions, ledger);
   }
   const caller = fromCaller(delivery.source);
   const snapshot = f.snapshot;
@@ -127,14 +132,15 @@ export function advance(f: StepFacts): Step {
   }
   let next: AnyMachineSnapshot;
   let actions: unknown[];
+  const live = delivery.source === 'message' ? liveEvent(snapshot, event) : event;
   try {
-    [next, actions] = pureTransition(f.machine, snapshot, event, ledger.settled);
+    [next, actions] = pureTransition(f.machine, snapshot, live, ledger.settled);
     checkValues(f, next, snapshot, caller);
   } catch (error) {
     if (caller) throw error;
     return fail(f, snapshot, ledger, event, error);
   }
-  if (next === snapshot && actions.length === 0 && !snapshot.can(event)) {
+  if (next === snapshot && actions.length === 0 && !snapshot.can(live)) {
     if (caller) return { kind: 'refused' };
     return commit(f, 'dropped', event, snapshot, [], ledger);
   }
@@ -165,6 +171,36 @@ function finishedChild(snapshot: AnyMachineSnapshot, event: EventObject): string
     : undefined;
 }
 
+const SNAPSHOT_PREFIX = 'xstate.snapshot.';
+
+/**
+ * A synced child's snapshot event as XState hands it to the parent: its `snapshot`
+ * a live snapshot of the child's machine (`.matches`, `.hasTag`, `.can`), revived
+ * from the persisted form its message carries. The log keeps the persisted form.
+ * Any other event, or one whose child is not among the parent's children, as it is.
+ */
+function liveEvent(snapshot: AnyMachineSnapshot, event: EventObject): EventObject {
+  if (!event.type.startsWith(SNAPSHOT_PREFIX)) return event;
+  const persisted = (event as { snapshot?: unknown }).snapshot;
+  const child = (snapshot.children as Record<string, { logic?: unknown } | undefined>)[
+    event.type.slice(SNAPSHOT_PREFIX.length)
+  ];
+  if (
+    child === undefined ||
+    persisted === null ||
+    typeof persisted !== 'object' ||
+    actorKind(child.logic as AnyActorLogic) !== 'machine'
+  ) {
+    return event;
+  }
+  try {
+    const revived = pureRestore(child.logic as AnyStateMachine, persisted);
+    return { ...event, snapshot: revived } as EventObject;
+  } catch {
+    return event; // not a snapshot of that machine: the parent's transition sees it as sent
+  }
+}
+
 function isActive(snapshot: AnyMachineSnapshot | undefined): boolean {
   return snapshot !== undefined && snapshot.status === 'active';
 }
@@ -188,6 +224,7 @@ function commit(
     next,
     actions,
     ledger,
+    relayed: outcome === 'relayed',
   });
   return { kind: 'commit', outcome, event, next, effects };
 }

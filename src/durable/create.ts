@@ -47,7 +47,11 @@ export async function createActor<TLogic extends AnyStateMachine>(
     snapshot: undefined,
     ledger: EMPTY_LEDGER,
     event: initEvent,
-    delivery: { source: 'create' },
+    // A child whose parent asked for its snapshots (its creation row says so).
+    delivery: {
+      source: 'create',
+      sync: spawned !== undefined && options.metadata?.['sync'] === true,
+    },
   });
   if (step.kind !== 'commit') throw new Error('creation always commits');
   const { next: initial, effects } = step;

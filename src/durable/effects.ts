@@ -33,13 +33,14 @@ import { stateLabel } from '../core/state.ts';
 import type { OutgoingMessage, TimerRow } from '../store/types.ts';
 import { actorKind, checkActor, refuseSnapshots } from './actor-kinds.ts';
 import {
-  EMPTY_LEDGER,
+  makeLedger,
   TO_PARENT,
   TO_STOPPED,
   type Ledger,
   type PendingInvoke,
   type PendingTimer,
 } from './ledger.ts';
+import { encodeSnapshot } from './codec.ts';
 import { CREATED, isPureSelf, PARENT_REF } from './pure.ts';
 
 /** A user action, run after its transition committed. */
@@ -66,6 +67,8 @@ export interface SpawnBody {
   childId: string;
   systemId: string | undefined;
   input: unknown;
+  /** The parent asked for the child's snapshots (see Ledger.sync); absent when not. */
+  sync?: true | undefined;
 }
 
 /** Everything a committed transition owes besides its snapshot. */
@@ -117,6 +120,12 @@ export interface TransitionFacts {
   actions: readonly unknown[];
   /** What was pending before, less what this transition consumes. */
   ledger: Ledger;
+  /**
+   * The step only passes on a delayed `sendTo` that fell due: XState's scheduler
+   * delivers it to the receiver, the sender takes no event (and a synced child
+   * sends its parent no snapshot).
+   */
+  relayed?: boolean | undefined;
 }
 
 /** The durable actor id of child `childId` of `parentId`. */
@@ -274,12 +283,13 @@ class Planner {
       this.completion();
     }
     if (finished) this.settled?.clear();
-    const ledger: Ledger =
-      this.settled !== undefined && this.settled.size > 0
-        ? { timers: this.timers, invokes: this.invokes, settled: [...this.settled] }
-        : this.timers.length === 0 && this.invokes.length === 0
-          ? EMPTY_LEDGER
-          : { timers: this.timers, invokes: this.invokes };
+    const ledger = makeLedger(
+      this.timers,
+      this.invokes,
+      this.settled === undefined ? undefined : [...this.settled],
+      t.ledger.sync,
+    );
+    if (t.ledger.sync === true && !finished && t.relayed !== true) this.snapshotToParent();
     const cancelAll = finished && this.timers.length === 0;
     const { timersSet, timersCancel } = cancelAll
       ? { timersSet: [], timersCancel: [] }
@@ -398,11 +408,10 @@ class Planner {
     this.late?.delete(ref);
     (this.spawned ??= new Map()).set(ref, id);
     const kind = checkActor(t.machine, stateLabel(t.next.value), id, ref.logic);
-    // A spawn inside `assign` asking for the child's snapshots (the static check
+    const sync = (ref as { _syncSnapshot?: unknown })._syncSnapshot === true;
+    // A promise asked for its snapshots (a spawn inside `assign`: the static check
     // sees only invokes and `spawnChild` actions).
-    if ((ref as { _syncSnapshot?: unknown })._syncSnapshot === true) {
-      refuseSnapshots(t.machine, stateLabel(t.next.value), id);
-    }
+    if (sync && kind !== 'machine') refuseSnapshots(t.machine, stateLabel(t.next.value), id);
     const input = ref.options?.input;
     if (kind === 'promise') {
       // Two invokes of one id entered together (a state and its child) both run, as
@@ -439,6 +448,7 @@ class Planner {
       systemId: ref.systemId,
       input,
     };
+    if (sync) body.sync = true;
     this.messages.push({
       to: childActorId(t.actorId, id),
       kind: 'spawn',
@@ -659,6 +669,24 @@ class Planner {
         ? { type: `xstate.done.actor.${childId}`, output: t.next.output, actorId: childId }
         : { type: `xstate.error.actor.${childId}`, error: t.next.error, actorId: childId };
     this.messages.push({ to: t.parentId, kind: 'event', body: JSON.stringify(event) });
+  }
+
+  /**
+   * A synced child (see Ledger.sync) sends its parent its snapshot after every event
+   * it takes while it stays active, its creation included, after the messages the
+   * step sent: XState's child tells its observers, the parent's relay among them,
+   * once the step's actions have run (`Actor.update`). The body holds the snapshot
+   * in its persisted form; the parent revives it for its transition (advance.ts).
+   */
+  private snapshotToParent(): void {
+    const { t } = this;
+    if (t.parentId === undefined) return;
+    const type = `xstate.snapshot.${t.actorId.slice(t.parentId.length + 1)}`;
+    this.messages.push({
+      to: t.parentId,
+      kind: 'event',
+      body: `{"type":${JSON.stringify(type)},"snapshot":${encodeSnapshot(t.machine, t.next)}}`,
+    });
   }
 
   /** What the transition armed or moved, and what it removed (for the in-process wake-ups). */

@@ -62,6 +62,13 @@ export interface Ledger {
    * earlier invoke of the id.
    */
   readonly settled?: readonly string[] | undefined;
+  /**
+   * A child machine whose parent asked for its snapshots (an invoke's `onSnapshot`,
+   * a spawn's `syncSnapshot: true`): after every event it takes while it is active,
+   * it sends the parent `xstate.snapshot.<id>` with its snapshot, as XState's child
+   * does. Set on its creation, for its whole life.
+   */
+  readonly sync?: true | undefined;
 }
 
 /** The receiver of a delayed `sendTo(parent)`. */
@@ -90,19 +97,55 @@ export function isEmptyLedger(ledger: Ledger): boolean {
 /** The ledger a persisted snapshot carries; undefined when it has none (written before ledgers). */
 export function ledgerOf(persisted: unknown): Ledger | undefined {
   const raw = (persisted as Record<string, unknown> | null)?.[LEDGER_KEY] as
-    { timers?: unknown; invokes?: unknown; settled?: unknown } | undefined;
+    { timers?: unknown; invokes?: unknown; settled?: unknown; sync?: unknown } | undefined;
   if (raw === undefined) return undefined;
   if (raw === null || typeof raw !== 'object') return EMPTY_LEDGER;
   // Nothing pending (`{}`, most rows): no arrays to build.
-  if (raw.timers === undefined && raw.invokes === undefined && raw.settled === undefined) {
+  if (
+    raw.timers === undefined &&
+    raw.invokes === undefined &&
+    raw.settled === undefined &&
+    raw.sync === undefined
+  ) {
     return EMPTY_LEDGER;
   }
   const timers = Array.isArray(raw.timers) ? (raw.timers as unknown[]).map(timerOf) : [];
   const invokes = Array.isArray(raw.invokes) ? (raw.invokes as PendingInvoke[]) : [];
   const settled = Array.isArray(raw.settled) ? (raw.settled as string[]) : [];
-  if (settled.length > 0) return { timers, invokes, settled };
-  return timers.length === 0 && invokes.length === 0 ? EMPTY_LEDGER : { timers, invokes };
+  return makeLedger(timers, invokes, settled, raw.sync === true);
 }
+
+/**
+ * A ledger of these parts, without the fields that hold nothing (EMPTY_LEDGER when
+ * nothing is pending and nothing is owed).
+ */
+export function makeLedger(
+  timers: readonly PendingTimer[],
+  invokes: readonly PendingInvoke[],
+  settled: readonly string[] | undefined,
+  sync: boolean | undefined,
+): Ledger {
+  const hasSettled = settled !== undefined && settled.length > 0;
+  if (timers.length === 0 && invokes.length === 0 && !hasSettled && sync !== true) {
+    return EMPTY_LEDGER;
+  }
+  const ledger: {
+    timers: typeof timers;
+    invokes: typeof invokes;
+    settled?: typeof settled;
+    sync?: true;
+  } = { timers, invokes };
+  if (hasSettled) ledger.settled = settled;
+  if (sync === true) ledger.sync = true;
+  return ledger;
+}
+
+/** The ledger a synced child starts with (see {@link Ledger.sync}). */
+export const SYNCED_LEDGER: Ledger = Object.freeze({
+  timers: Object.freeze([]),
+  invokes: Object.freeze([]),
+  sync: true as const,
+});
 
 /** A stored timer, in its short form (`after`) or its long one. */
 function timerOf(stored: unknown): PendingTimer {
@@ -139,7 +182,7 @@ export function withoutSettled(ledger: Ledger, invoke: PendingInvoke): Ledger {
 
 /** The JSON value stored for a ledger (`{}` when nothing is pending). */
 export function ledgerJson(ledger: Ledger): unknown {
-  const out: { timers?: unknown; invokes?: unknown; settled?: unknown } = {};
+  const out: { timers?: unknown; invokes?: unknown; settled?: unknown; sync?: true } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
       if (isShort(t)) return { after: t.key, due: t.due };
@@ -161,6 +204,7 @@ export function ledgerJson(ledger: Ledger): unknown {
     });
   }
   if (ledger.settled !== undefined && ledger.settled.length > 0) out.settled = ledger.settled;
+  if (ledger.sync === true) out.sync = true;
   return out;
 }
 

@@ -85,9 +85,15 @@ export interface LiveActor {
   deliverTimer(timerId: string): Promise<boolean>;
   /** Delivers a message from another actor, consuming it in the same commit. */
   deliverMessage(message: MessageRow): Promise<void>;
-  /** Starts a finished child over when its parent spawns it again. */
-  /** False when the child is still running (the spawn is refused). */
-  restartFromSpawn(message: MessageRow, input: unknown, childId: string): Promise<boolean>;
+  /**
+   * Starts a finished child over when its parent spawns it again (the spawn's input,
+   * child id, and whether the parent asks for its snapshots). False when the child
+   * is still running (the spawn is refused).
+   */
+  restartFromSpawn(
+    message: MessageRow,
+    spawn: { input: unknown; childId: string; sync?: true | undefined },
+  ): Promise<boolean>;
   /** Forgets the in-memory actor (its durable state lives on). */
   detach(): void;
   /** Nothing of it is in flight here: no queued send, running invoke or step, no listener. */

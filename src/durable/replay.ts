@@ -34,6 +34,7 @@ export interface RowSource {
   invoke?: unknown;
   dropped?: unknown;
   relay?: unknown;
+  sync?: unknown;
 }
 
 export function parseJson(text: string): unknown {
@@ -109,7 +110,7 @@ function deliveryOf(
   meta: RowSource,
 ): Delivery {
   if (event.type === 'xstate.init' && (state.snapshot === undefined || row.seq === 1)) {
-    return { source: 'create' };
+    return { source: 'create', sync: meta.source === 'spawn' && meta.sync === true };
   }
   switch (meta.source) {
     case 'timer': {
@@ -130,7 +131,7 @@ function deliveryOf(
     case 'message':
       return { source: 'message' };
     case 'spawn':
-      return { source: 'spawn' };
+      return { source: 'spawn', sync: meta.sync === true };
     case 'recover':
       return { source: 'recover' };
     default:

@@ -147,8 +147,9 @@ function deliveryOf(source: EventSource, options: SendOptions): Delivery {
     case 'invoke':
       return { source, key: options.invoke ?? '' };
     case 'message':
-    case 'spawn':
       return { source };
+    case 'spawn':
+      return { source, sync: options.metadata?.['sync'] === true };
   }
 }
 

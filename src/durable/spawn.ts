@@ -34,7 +34,7 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
     if (existing.status !== 'active') {
       // The parent spawned this child id again after it finished: it starts over.
       const child = await runtime.actor(message.to);
-      if (await child.restartFromSpawn(message, body.input, body.childId)) return;
+      if (await child.restartFromSpawn(message, body)) return;
     }
     await refuseRunning(runtime, message);
     return;
@@ -56,6 +56,7 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
           idx: message.idx,
           childId: body.childId,
           ...(body.systemId === undefined ? {} : { systemId: body.systemId }),
+          ...(body.sync === true ? { sync: true } : {}),
         },
       },
       { schemas: chart?.events },

@@ -244,7 +244,16 @@ export class PlainSide {
         .filter((key) => key !== 'work')
         .sort()[step.kid];
       const ref = id === undefined ? undefined : children[id];
-      if (id !== undefined && ref && !neverStarted(ref) && this.status(ref) === 'active') {
+      // Only an event the child takes: a durable actor refuses a caller's event it
+      // has no transition for (by design), where XState's child takes it, changing
+      // nothing, and still tells a parent that asked for its snapshots.
+      if (
+        id !== undefined &&
+        ref &&
+        !neverStarted(ref) &&
+        this.status(ref) === 'active' &&
+        (ref.getSnapshot() as { can(event: { type: string }): boolean }).can({ type: step.send })
+      ) {
         ref.send({ type: step.send });
         result.kid = id;
       }

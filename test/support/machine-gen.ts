@@ -21,7 +21,10 @@
  * - `forwardTo` the state's own child of a caller's event (a child that takes them
  *   counts them: `kid.forwarded`);
  * - `sendTo(({ system }) => system.get('k2sys'))` (`bySystemId`): the child holding
- *   that id is spawned on the actor's entry and lasts (buildMachine says why).
+ *   that id is spawned on the actor's entry and lasts (buildMachine says why);
+ * - snapshots of the child machines (`snapshots`): `onSnapshot` on the invokes
+ *   (guarded on `event.snapshot.matches(...)`, and a fallback) and
+ *   `syncSnapshot: true` on the spawns, each snapshot noted in context.
  *
  * Every generated machine terminates each macrostep (an `always` resets what its
  * guard reads; an immediate raise is handled without a target) and throws only on
@@ -131,6 +134,13 @@ export interface MachineSpec {
    * (absent: true); otherwise only `respawn` spawns it, and it finishes on FIN.
    */
   sysLasts?: boolean | undefined;
+  /**
+   * The actor asks for its child machines' snapshots: its invokes of `kid` have an
+   * `onSnapshot` (a guarded entry on `.matches('busy')` and a fallback, each noting
+   * the snapshot's state and context), and `k2`, `k3` and `k4` are spawned with
+   * `syncSnapshot: true`, their snapshots noted at the root.
+   */
+  snapshots?: boolean | undefined;
 }
 
 /** A caller's step of a script. */
@@ -180,6 +190,13 @@ export class Gate {
       await settle();
     }
   }
+}
+
+/** What a parent is handed of a child machine's snapshot (typed loosely, as the configs are). */
+interface AnySnapshotOf {
+  value: unknown;
+  context: { m: number };
+  matches(state: string): boolean;
 }
 
 interface Ctx {
@@ -259,6 +276,32 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
   // entry's sends; a child spawned again under the id of one that finished greets
   // its parent before the parent's own next send.
   const sendsBySystemId = spec.bySystemId;
+  const sync = spec.snapshots === true ? { syncSnapshot: true } : {};
+  /** Notes a child's snapshot: its state, its `m`, and whether it matches `busy`. */
+  const noteSnapshot = assign({
+    log: ({ context, event }: { context: Ctx; event: { type: string; snapshot: AnySnapshotOf } }) =>
+      note(
+        context.log,
+        `${event.type.slice('xstate.snapshot.'.length)}:${String(event.snapshot.value)}:` +
+          `${event.snapshot.context.m}${event.snapshot.matches('busy') ? '!' : ''}`,
+      ),
+  });
+  const onSnapshot =
+    spec.snapshots === true
+      ? {
+          onSnapshot: [
+            {
+              guard: ({ event }: { event: { snapshot: AnySnapshotOf } }) =>
+                event.snapshot.matches('busy') && event.snapshot.context.m > 0,
+              actions: [
+                noteSnapshot,
+                assign({ n: ({ context }: { context: Ctx }) => context.n + 1 }),
+              ],
+            },
+            { actions: noteSnapshot },
+          ],
+        }
+      : {};
   const sysLasts = spec.sysLasts !== false;
   const kidSys = sendsBySystemId && sysLasts ? kidMachine(spec.kid, true) : kid;
   // The child machine a state invokes is `k_<state>`: two states active at once
@@ -333,16 +376,16 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
           stopChild('k3'),
           assign({
             k3: ({ spawn }: { spawn: (src: 'kid', options: { id: string }) => unknown }) =>
-              spawn('kid', { id: 'k3' }),
+              spawn('kid', { id: 'k3', ...sync }),
           }),
         ];
       case 'respawn':
         if (a.systemId && sendsBySystemId) {
-          return [stopChild('k4'), spawnChild('kidSys', { id: 'k4', systemId: 'k2sys' })];
+          return [stopChild('k4'), spawnChild('kidSys', { id: 'k4', systemId: 'k2sys', ...sync })];
         }
         return [
           stopChild('k2'),
-          spawnChild('kid', { id: 'k2', ...(a.systemId ? { systemId: 'k2sys' } : {}) }),
+          spawnChild('kid', { id: 'k2', ...(a.systemId ? { systemId: 'k2sys' } : {}), ...sync }),
         ];
       case 'stopK2':
         return [stopChild('k2')];
@@ -490,6 +533,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
         src: 'kid',
         onDone: { ...target(s.kid.onDone), actions: actions([{ do: 'note' }]) },
         onError: { ...target(s.kid.onError), actions: actions([{ do: 'note' }]) },
+        ...onSnapshot,
       });
     }
     if (invoke.length > 0) config['invoke'] = invoke;
@@ -543,13 +587,18 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     context: { n: 0, log: [], epoch: 0 },
     initial: spec.states[0]?.id,
     ...(sendsBySystemId && sysLasts
-      ? { entry: spawnChild('kidSys', { id: 'k4', systemId: 'k2sys' }) }
+      ? { entry: spawnChild('kidSys', { id: 'k4', systemId: 'k2sys', ...sync }) }
       : {}),
     states,
     on: {
       ...onOf(spec.rootOn),
       SETTLE: { actions: assign({ epoch: ({ context }: { context: Ctx }) => context.epoch + 1 }) },
       'xstate.done.actor.k2': { actions: actions([{ do: 'note' }]) },
+      ...(spec.snapshots === true
+        ? Object.fromEntries(
+            ['k2', 'k3', 'k4'].map((id) => [`xstate.snapshot.${id}`, { actions: noteSnapshot }]),
+          )
+        : {}),
     },
     output: ({ context }: { context: Ctx }) => ({ n: context.n, log: context.log }),
   } as never);
@@ -909,6 +958,7 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
     kid: kidArb,
     bySystemId: fc.constant(bySystemId),
     sysLasts: bySystemId ? fc.boolean() : fc.constant(true),
+    snapshots: fc.boolean(),
   });
 }
 
