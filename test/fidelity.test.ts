@@ -1174,6 +1174,54 @@ describe('found by the differential test', () => {
   });
 });
 
+describe("16. invoked promises start in XState's order", () => {
+  test("on an actor's first step, a second invoke of one id, holding its place in children, is called first", async () => {
+    // Found by the differential test once its promises could settle at once. A state
+    // and its child state invoke one id: XState's initial snapshot holds the
+    // second in `children`, its start (logic.start) starts it before the step's own
+    // spawn actions start the first. Settling at once, its outcome comes first.
+    const work = fromPromise(({ input }: { input: { fail: boolean } }) =>
+      input.fail ? Promise.reject(new Error('no')) : Promise.resolve(1),
+    );
+    const note = assign({
+      log: ({ context, event }: { context: { log: string[] }; event: { type: string } }) => [
+        ...context.log,
+        event.type,
+      ],
+    });
+    const machine = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { work },
+    }).createMachine({
+      id: 'twins',
+      context: { log: [] },
+      initial: 'outer',
+      states: {
+        outer: {
+          invoke: { id: 'w', src: 'work', input: { fail: true }, onError: { actions: note } },
+          initial: 'inner',
+          states: {
+            inner: {
+              invoke: { id: 'w', src: 'work', input: { fail: false }, onDone: { actions: note } },
+            },
+          },
+        },
+      },
+    });
+    const oracle = plain(machine).actor;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(oracle.getSnapshot().context.log).toEqual([
+      'xstate.done.actor.w',
+      'xstate.error.actor.w',
+    ]);
+    const { store } = clocked();
+    const durable = await createDurableActor(machine, { id: 'tw', store });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+  });
+});
+
 describe("14. messages reach their receivers in XState's order", () => {
   const kid = setup({}).createMachine({
     id: 'kid',
@@ -1302,6 +1350,56 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect(oracle.getSnapshot().context.log).toEqual(['HELLO', 'SELF', 'HELLO', 'SELF']);
     expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test("a child's greeting and snapshot reach its parent before the result of a promise the same step invoked, however soon it settles", async () => {
+    // Found by the differential test once its promises could settle at once: XState
+    // starts the child and delivers what it sends within the step, so no promise
+    // settles before them; the durable promise's outcome was delivered while the
+    // child's creation and messages were still on their way.
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid, call: fromPromise(() => Promise.resolve(7)) },
+    }).createMachine({
+      id: 'soon',
+      context: { log: [] },
+      initial: 'idle',
+      states: {
+        idle: { on: { GO: 'a' } },
+        a: {
+          invoke: [
+            {
+              id: 'k',
+              src: 'kid',
+              onSnapshot: {
+                actions: assign({ log: ({ context }) => [...context.log, 'snapshot'] }),
+              },
+            },
+            {
+              id: 'p',
+              src: 'call',
+              onDone: { actions: assign({ log: ({ context }) => [...context.log, 'done'] }) },
+            },
+          ],
+        },
+      },
+      on: {
+        HELLO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'GO' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(oracle.getSnapshot().context.log).toEqual(['HELLO', 'snapshot', 'done']);
+    for (const store of [
+      track(openStore('memory:')),
+      track(openStore(`sqlite:${join(dir(), 'soon.db')}`)),
+    ]) {
+      const durable = await createDurableActor(parent, { id: 'so', store });
+      await durable.send({ type: 'GO' });
+      await getRuntime(store).drain();
+      expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
+    }
   });
 });
 

@@ -175,6 +175,18 @@ export class Courier {
     return this.tasks.size > 0;
   }
 
+  /**
+   * Resolves once the deliveries under way now have finished, with all they set
+   * off in turn (later ones are not waited for). An outcome from outside — an
+   * invoked promise's result — is delivered after them: XState runs a step's
+   * deliveries synchronously, children starting and answering at once, so no
+   * promise can settle before them (a child's greeting reaches its parent before
+   * the result of a promise the same step invoked, however soon it resolves).
+   */
+  async settled(): Promise<void> {
+    if (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
+  }
+
   /** Waits until every delivery under way has finished. */
   async idle(): Promise<void> {
     while (this.tasks.size > 0) await Promise.all([...this.tasks]);

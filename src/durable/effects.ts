@@ -205,6 +205,11 @@ class Planner {
   private late: Map<ChildRef, string> | undefined;
   /** Refs spawned by this transition, by ref. */
   private spawned: Map<ChildRef, string> | undefined;
+  /**
+   * An actor's first step: the promises its initial snapshot holds in `children`,
+   * in that order, and their starts once spawned (see {@link startFirst}).
+   */
+  private firstPromises: Map<ChildRef, InvokeStart | undefined> | undefined;
   /** Refs a `spawnChild` action of this transition spawns (an invoke, or the action). */
   private bySpawnAction: Set<ChildRef> | undefined;
   /**
@@ -300,7 +305,7 @@ class Planner {
       timersCancel,
       timersRenamed: cancelAll ? [] : this.renamed,
       cancelAllTimers: cancelAll,
-      invokesStart: this.invokesStart,
+      invokesStart: this.startOrder(),
       invokesStop: this.invokesStop,
       messages: this.messages.length === 0 ? [] : this.messages.map((m, idx) => ({ ...m, idx })),
       legacyMessages: this.early === undefined ? undefined : this.legacyOrder(this.early),
@@ -319,7 +324,11 @@ class Planner {
   private startFirst(children: Record<string, ChildRef | undefined>): void {
     for (const id in children) {
       const ref = children[id];
-      if (ref === undefined || this.stopped?.has(ref) || actorKind(ref.logic) !== 'machine') {
+      if (ref === undefined || this.stopped?.has(ref)) continue;
+      if (actorKind(ref.logic) !== 'machine') {
+        // A promise starts here too, before its own action, which still gives its
+        // place among the ledger's invokes and its key.
+        (this.firstPromises ??= new Map()).set(ref, undefined);
         continue;
       }
       const late = this.late?.has(ref) === true;
@@ -425,7 +434,9 @@ class Planner {
       if (typeof ref.src === 'string') pending.src = ref.src;
       if (input !== undefined) pending.input = input;
       this.invokes.push(pending);
-      this.invokesStart.push({ id, key, logic: ref.logic, input });
+      const start = { id, key, logic: ref.logic, input };
+      this.invokesStart.push(start);
+      if (this.firstPromises?.has(ref)) this.firstPromises.set(ref, start);
       return;
     }
     this.settled?.delete(id); // a new child under the id of one that finished
@@ -580,6 +591,21 @@ class Planner {
     if (made !== undefined) made.before = this.messages.length; // 0.1.0 spawned it here
     if (this.late?.has(ref)) this.spawn(ref, id);
     return id;
+  }
+
+  /**
+   * The order the invoked promises are called in: their spawns' order, but on an
+   * actor's first step those its initial snapshot holds in `children` come first,
+   * in that order, as XState's `logic.start` starts them before the step's own
+   * actions (a second invoke of one id, which took the first's place there, is
+   * called before it: with promises that settle at once, its result comes first).
+   */
+  private startOrder(): InvokeStart[] {
+    const first = this.firstPromises;
+    if (first === undefined) return this.invokesStart;
+    const front = [...first.values()].filter((s): s is InvokeStart => s !== undefined);
+    if (front.length === 0) return this.invokesStart;
+    return [...front, ...this.invokesStart.filter((s) => !front.includes(s))];
   }
 
   /** {@link Effects.legacyMessages}: each early spawn moved back to its own action. */

@@ -109,7 +109,21 @@ export interface StateSpec {
     actions: ActionSpec[];
   } | null;
   always: { target: string | null } | null;
-  work: { fail: boolean; onDone: string | null; boom: boolean; onError: string | null } | null;
+  work: {
+    fail: boolean;
+    onDone: string | null;
+    boom: boolean;
+    onError: string | null;
+    /**
+     * It settles at once, not when the script says (`settle`), and then takes no
+     * transition (the generator sees to it: entering its state again would invoke
+     * it again, forever): its result must
+     * still come after everything its step set off (children starting, greeting,
+     * answering), as in XState, where no promise settles before a step's
+     * synchronous deliveries.
+     */
+    now?: boolean | undefined;
+  } | null;
   kid: { onDone: string | null; onError: string | null } | null;
   onDone: string | null;
 }
@@ -509,13 +523,17 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     if (s.work) {
       const w = s.work;
       invoke.push({
-        id: 'work',
+        // One that settles at once has an id of its own: its outcome would otherwise
+        // also be taken by the handlers of a `work` of another state, which may enter
+        // its state again, invoking it again, forever (plain XState loops too).
+        id: w.now === true ? 'workNow' : 'work',
         src: 'work',
         input: ({ context }: { context: Ctx }) => ({
           n: context.n,
           fail: w.fail,
           epoch: context.epoch,
           at: s.id,
+          now: w.now === true,
         }),
         onDone: {
           ...target(w.onDone),
@@ -561,8 +579,12 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
       kid,
       kidSys,
       work: fromPromise(
-        async ({ input }: { input: { n: number; fail: boolean; epoch: number; at: string } }) => {
-          await gate.wait(input.epoch, input.at);
+        async ({
+          input,
+        }: {
+          input: { n: number; fail: boolean; epoch: number; at: string; now: boolean };
+        }) => {
+          if (!input.now) await gate.wait(input.epoch, input.at);
           if (input.fail) throw new Error('work failed');
           return input.n * 2 + 1;
         },
@@ -583,7 +605,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
   }).createMachine({
     id: 'gen',
     // Its promise gives the same result when run again (after a restart mid-call).
-    meta: { invokes: { work: { rerun: 'safe' } } },
+    meta: { invokes: { work: { rerun: 'safe' }, workNow: { rerun: 'safe' } } },
     context: { n: 0, log: [], epoch: 0 },
     initial: spec.states[0]?.id,
     ...(sendsBySystemId && sysLasts
@@ -909,12 +931,19 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
             ? fc.option(fc.record({ target: targetArb }), { nil: null, freq: 4 })
             : fc.constant(null),
         work: fc.option(
-          fc.record({
-            fail: fc.boolean(),
-            onDone: targetArb,
-            boom: fc.boolean(),
-            onError: targetArb,
-          }),
+          fc
+            .record({
+              fail: fc.boolean(),
+              onDone: targetArb,
+              boom: fc.boolean(),
+              onError: targetArb,
+              now: fc.boolean(),
+            })
+            // One that settles at once never moves: entering its state again would
+            // invoke it again, settling at once, forever.
+            .map((w) =>
+              w.now && (w.onDone !== null || w.onError !== null) ? { ...w, now: false } : w,
+            ),
           { nil: null, freq: 3 },
         ),
         kid: kidHere
