@@ -1183,12 +1183,6 @@ describe("16. invoked promises start in XState's order", () => {
     const work = fromPromise(({ input }: { input: { fail: boolean } }) =>
       input.fail ? Promise.reject(new Error('no')) : Promise.resolve(1),
     );
-    const note = assign({
-      log: ({ context, event }: { context: { log: string[] }; event: { type: string } }) => [
-        ...context.log,
-        event.type,
-      ],
-    });
     const machine = setup({
       types: { context: {} as { log: string[] } },
       actors: { work },
@@ -1198,11 +1192,25 @@ describe("16. invoked promises start in XState's order", () => {
       initial: 'outer',
       states: {
         outer: {
-          invoke: { id: 'w', src: 'work', input: { fail: true }, onError: { actions: note } },
+          invoke: {
+            id: 'w',
+            src: 'work',
+            input: { fail: true },
+            onError: {
+              actions: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+            },
+          },
           initial: 'inner',
           states: {
             inner: {
-              invoke: { id: 'w', src: 'work', input: { fail: false }, onDone: { actions: note } },
+              invoke: {
+                id: 'w',
+                src: 'work',
+                input: { fail: false },
+                onDone: {
+                  actions: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+                },
+              },
             },
           },
         },

@@ -148,6 +148,23 @@ export async function settlePlain(): Promise<void> {
   for (let i = 0; i < 4; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
+/**
+ * Lets a durable store's runtime settle: what is queued committed and delivered,
+ * every invoke whose promise settled delivered. A promise that settles at once is
+ * called once its claim is on record, and settles microtasks after `drain` saw the
+ * claim end: a turn later it is settling, and `drain` waits for it (three turns:
+ * its outcome may invoke again).
+ */
+export async function settleStore(store: Store): Promise<void> {
+  await settlePlain();
+  const runtime = getRuntime(store);
+  await runtime.drain({ invokes: 'settled' });
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    await runtime.drain({ invokes: 'settled' });
+  }
+}
+
 /** One actor as compared: its view and the events it consumed from effects, in order. */
 export interface ActorRecord {
   view: ActorView;
@@ -391,18 +408,7 @@ export async function runBoth(
   watchEmitted();
   await createDurableActor(machine, { id: ROOT, store, clock: durableClock, schemas: false });
   // Promises still waiting for their gate are not waited for; settled ones are.
-  const settleDurable = async () => {
-    await settlePlain();
-    const runtime = getRuntime(store);
-    await runtime.drain({ invokes: 'settled' });
-    // A promise that settles at once is called once its claim is on record, and
-    // settles microtasks after `drain` saw the claim end: a turn later it is
-    // settling, and `drain` waits for it (three turns: its outcome may invoke again).
-    for (let i = 0; i < 3; i++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      await runtime.drain({ invokes: 'settled' });
-    }
-  };
+  const settleDurable = () => settleStore(store);
   await settleDurable();
 
   let restarts = 0;
