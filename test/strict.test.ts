@@ -12,6 +12,7 @@ import {
   type EventFromSchemas,
 } from '../src/index.ts';
 import { taskLifecycle } from '../machines/index.ts';
+import { walkJson } from '../src/core/json.ts';
 
 const events = {
   GO: eventSchema('GO', { amount: z.number().int().positive(), note: z.string().optional() }),
@@ -105,6 +106,28 @@ describe('the strict actor', () => {
       expect(actor.getSnapshot()).toBe(before);
     },
   );
+
+  test("a key a polluted Object.prototype adds is not read as the event's own", () => {
+    // The walk reads each object's own keys (as JSON.stringify does): what is
+    // inherited is neither validated, copied nor counted. The control: the same
+    // walk without the pollution.
+    const event = { type: 'GO', amount: 1 };
+    const clean = walkJson(event, { copy: true, budget: 1_000 });
+    Object.defineProperty(Object.prototype, 'polluted', {
+      value: 'x',
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+    try {
+      const walked = walkJson(event, { copy: true, budget: 1_000 });
+      expect(walked).toEqual(clean);
+      expect(walked.ok && Object.keys(walked.value as object)).toEqual(['type', 'amount']);
+      expect(walked.ok && walked.bytes).toBe(JSON.stringify(event).length);
+    } finally {
+      delete (Object.prototype as { polluted?: unknown }).polluted;
+    }
+  });
 
   test('refuses input that does not match the machine input schema, naming the field', () => {
     expect(() => createStrictActor(machine, { id: 's3', input: { owner: '' } })).toThrow(
