@@ -12,6 +12,7 @@ import {
   createActor,
   fromCallback,
   fromPromise,
+  sendTo,
   setup,
   spawnChild,
   toPromise,
@@ -161,58 +162,85 @@ describe('actor kinds a durable actor cannot persist', () => {
     expect(actor.version).toBe(1);
   });
 
-  test("a parent that asks for a promise's snapshots is refused, where its onSnapshot would silently never run", async () => {
-    // XState sends the parent the promise's snapshot once, as it starts; a durable
-    // parent is not sent it (a child machine's snapshots are: durable-children).
-    // The controls: the same promise without onSnapshot, or spawned without
-    // syncSnapshot, is created and started.
-    const call = fromPromise(() => Promise.resolve(1));
-    const invoking = (withSnapshots: boolean) =>
-      setup({ actors: { call } }).createMachine({
-        id: withSnapshots ? 'snap-invoke' : 'snap-invoke-ok',
-        invoke: {
-          id: 'k',
-          src: 'call',
-          ...(withSnapshots ? { onSnapshot: { actions: () => {} } } : {}),
+  test("a parent that asks for a promise's snapshots is sent its one, as it starts, before its result", async () => {
+    // XState's promise tells its parent its active snapshot when it starts, and its
+    // result comes as xstate.done.actor after it, however soon it settles. Three
+    // ways to ask: an invoke's onSnapshot (here in the initial state, where XState
+    // starts it before the entry's sends), spawnChild with syncSnapshot, and spawn
+    // with syncSnapshot inside assign. The control: the same spawn without
+    // syncSnapshot sends none.
+    const call = fromPromise(({ input }: { input: { x: number } }) => Promise.resolve(input.x * 2));
+    type Ctx = { seen: string[]; ref: unknown };
+    const see = (context: Ctx, entry: string) => [...context.seen, entry];
+    const machine = setup({ types: { context: {} as Ctx }, actors: { call } }).createMachine({
+      id: 'promise-snapshots',
+      context: { seen: [], ref: null },
+      initial: 'a',
+      entry: sendTo(({ self }) => self, { type: 'SELF' }),
+      states: {
+        a: {
+          invoke: {
+            id: 'p',
+            src: 'call',
+            input: { x: 1 },
+            onSnapshot: {
+              actions: assign({
+                seen: ({ context, event }) =>
+                  see(
+                    context,
+                    `p:${event.snapshot.status}:${JSON.stringify(event.snapshot.input)}`,
+                  ),
+              }),
+            },
+            onDone: {
+              target: 'b',
+              actions: assign({ seen: ({ context }) => see(context, 'p:done') }),
+            },
+          },
         },
-      });
-    const spawning = (syncSnapshot: boolean) =>
-      setup({ actors: { call } }).createMachine({
-        id: syncSnapshot ? 'snap-spawn' : 'snap-spawn-ok',
-        on: { GO: { actions: spawnChild('call', { id: 'k', syncSnapshot }) } },
-      });
-    const inAssign = (syncSnapshot: boolean) =>
-      setup({ actors: { call } }).createMachine({
-        id: syncSnapshot ? 'snap-assign' : 'snap-assign-ok',
-        context: { ref: null },
-        on: {
-          GO: { actions: assign({ ref: ({ spawn }) => spawn('call', { id: 'k', syncSnapshot }) }) },
+        b: {
+          on: {
+            SPAWN: {
+              actions: [
+                spawnChild('call', { id: 'q', input: { x: 2 }, syncSnapshot: true }),
+                spawnChild('call', { id: 'quiet', input: { x: 3 } }),
+                assign({
+                  ref: ({ spawn }) =>
+                    spawn('call', { id: 'r', input: { x: 4 }, syncSnapshot: true }),
+                }),
+                sendTo(({ self }) => self, { type: 'SELF' }),
+              ],
+            },
+          },
         },
-      });
-    const store = open();
-    for (const machine of [invoking(true), spawning(true)]) {
-      await expect(createDurableActor(machine, { id: machine.id, store })).rejects.toMatchObject({
-        name: 'UnsupportedActorError',
-        machineId: machine.id,
-        actorId: 'k',
-        kind: 'snapshot-syncing promise',
-      });
-      expect(await store.loadActor(machine.id)).toBeUndefined();
-    }
-    const assigning = await createDurableActor(inAssign(true), { id: 'sa', store });
-    await expect(assigning.send({ type: 'GO' })).rejects.toMatchObject({
-      name: 'UnsupportedActorError',
-      kind: 'snapshot-syncing promise',
+      },
+      on: {
+        SELF: { actions: assign({ seen: ({ context }) => see(context, 'self') }) },
+        'xstate.snapshot.*': {
+          actions: assign({ seen: ({ context, event }) => see(context, event.type) }),
+        },
+        'xstate.done.actor.*': {
+          actions: assign({ seen: ({ context, event }) => see(context, event.type) }),
+        },
+      },
     });
-    expect(await store.history('sa')).toHaveLength(1);
-    // The controls.
-    await createDurableActor(invoking(false), { id: 'ok1', store });
-    for (const machine of [spawning(false), inAssign(false)]) {
-      const actor = await createDurableActor(machine, { id: machine.id, store });
-      await actor.send({ type: 'GO' });
-      expect(Object.keys(actor.getSnapshot().children)).toEqual(['k']);
-    }
+    const plain = createActor(machine).start();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    plain.send({ type: 'SPAWN' });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const expected = plain.getSnapshot().context.seen;
+    expect(expected.slice(0, 3)).toEqual(['p:active:{"x":1}', 'self', 'p:done']);
+    expect(expected).toContain('xstate.snapshot.q');
+    expect(expected).toContain('xstate.snapshot.r');
+    expect(expected).not.toContain('xstate.snapshot.quiet');
+
+    const store = open();
+    const durable = await createDurableActor(machine, { id: 'ps', store });
     await getRuntime(store).drain();
+    await durable.send({ type: 'SPAWN' });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().context.seen).toEqual(expected);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
   });
 
   test('a spawnChild of a callback is refused at creation', async () => {

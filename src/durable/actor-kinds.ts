@@ -106,27 +106,6 @@ interface SpawnAction {
   type?: string;
   id?: string;
   src?: string | AnyActorLogic;
-  syncSnapshot?: boolean;
-}
-
-/** What a durable parent is not told of a promise: its one snapshot, at its start. */
-const NO_SNAPSHOTS =
-  "a durable parent is sent the snapshots of a child machine only (onSnapshot, syncSnapshot: true); a promise's one snapshot, at its start, is not: take its result with onDone";
-
-/**
- * Refuses a promise whose parent asked for its snapshots (an invoke's `onSnapshot`,
- * a spawn's `syncSnapshot: true`): XState sends the parent the promise's snapshot
- * when it starts, the durable runtime does not, and that `onSnapshot` would
- * silently never run. A child machine's snapshots are sent (Ledger.sync).
- */
-export function refuseSnapshots(machine: AnyStateMachine, state: string, actorId: string): never {
-  throw new UnsupportedActorError({
-    machineId: machine.id,
-    state,
-    actorId,
-    kind: 'snapshot-syncing promise',
-    hint: NO_SNAPSHOTS,
-  });
 }
 
 function spawnsOf(actions: readonly unknown[] | undefined): SpawnAction[] {
@@ -149,10 +128,7 @@ export function checkDurableActors(machine: AnyStateMachine): void {
   if (checked.has(machine)) return;
   const walk = (node: AnyStateNode, path: string): void => {
     for (const invoke of node.invoke) {
-      const kind = checkActor(machine, path, invoke.id, resolveActorLogic(machine, invoke.src));
-      if ((invoke as { onSnapshot?: unknown }).onSnapshot !== undefined && kind !== 'machine') {
-        refuseSnapshots(machine, path, invoke.id);
-      }
+      checkActor(machine, path, invoke.id, resolveActorLogic(machine, invoke.src));
     }
     const actions = [
       ...node.entry,
@@ -162,8 +138,7 @@ export function checkDurableActors(machine: AnyStateMachine): void {
     for (const spawn of spawnsOf(actions)) {
       if (spawn.src === undefined) continue;
       const id = spawn.id ?? (typeof spawn.src === 'string' ? spawn.src : 'spawned');
-      const kind = checkActor(machine, path, id, resolveActorLogic(machine, spawn.src));
-      if (spawn.syncSnapshot === true && kind !== 'machine') refuseSnapshots(machine, path, id);
+      checkActor(machine, path, id, resolveActorLogic(machine, spawn.src));
     }
     for (const [key, child] of Object.entries(node.states)) {
       walk(child, path ? `${path}.${key}` : key);

@@ -31,7 +31,7 @@ import type {
 import { UnsupportedActorError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import type { OutgoingMessage, TimerRow } from '../store/types.ts';
-import { actorKind, checkActor, refuseSnapshots } from './actor-kinds.ts';
+import { actorKind, checkActor } from './actor-kinds.ts';
 import {
   makeLedger,
   TO_PARENT,
@@ -210,6 +210,8 @@ class Planner {
    * in that order, and their starts once spawned (see {@link startFirst}).
    */
   private firstPromises: Map<ChildRef, InvokeStart | undefined> | undefined;
+  /** Promises whose snapshot this step sent their parent (see promiseSnapshot). */
+  private promiseSnapshots: Set<ChildRef> | undefined;
   /** Refs a `spawnChild` action of this transition spawns (an invoke, or the action). */
   private bySpawnAction: Set<ChildRef> | undefined;
   /**
@@ -327,8 +329,11 @@ class Planner {
       if (ref === undefined || this.stopped?.has(ref)) continue;
       if (actorKind(ref.logic) !== 'machine') {
         // A promise starts here too, before its own action, which still gives its
-        // place among the ledger's invokes and its key.
+        // place among the ledger's invokes and its key; so does its snapshot.
         (this.firstPromises ??= new Map()).set(ref, undefined);
+        if ((ref as { _syncSnapshot?: unknown })._syncSnapshot === true) {
+          this.promiseSnapshot(ref, id);
+        }
         continue;
       }
       const late = this.late?.has(ref) === true;
@@ -418,11 +423,9 @@ class Planner {
     (this.spawned ??= new Map()).set(ref, id);
     const kind = checkActor(t.machine, stateLabel(t.next.value), id, ref.logic);
     const sync = (ref as { _syncSnapshot?: unknown })._syncSnapshot === true;
-    // A promise asked for its snapshots (a spawn inside `assign`: the static check
-    // sees only invokes and `spawnChild` actions).
-    if (sync && kind !== 'machine') refuseSnapshots(t.machine, stateLabel(t.next.value), id);
     const input = ref.options?.input;
     if (kind === 'promise') {
+      if (sync) this.promiseSnapshot(ref, id);
       // Two invokes of one id entered together (a state and its child) both run, as
       // in XState: the second takes the id's place in `children`, the first still
       // delivers its result. Each has a key of its own.
@@ -464,6 +467,28 @@ class Planner {
       to: childActorId(t.actorId, id),
       kind: 'spawn',
       body: JSON.stringify(body),
+    });
+  }
+
+  /**
+   * A promise whose parent asked for its snapshots (`onSnapshot`, `syncSnapshot`):
+   * XState's promise tells the parent its one active snapshot as it starts (its
+   * result comes as `xstate.done.actor.<id>`), an event the parent takes after the
+   * step, in the place the step started it. The actor sends it to itself there,
+   * once per start ({@link startFirst} may have sent it); its outcome, however
+   * soon, is delivered after it (Courier.settled).
+   */
+  private promiseSnapshot(ref: ChildRef, id: string): void {
+    if (this.promiseSnapshots?.has(ref)) return;
+    (this.promiseSnapshots ??= new Set()).add(ref);
+    const input = ref.options?.input;
+    this.messages.push({
+      to: this.t.actorId,
+      kind: 'event',
+      body: JSON.stringify({
+        type: `xstate.snapshot.${id}`,
+        snapshot: input === undefined ? { status: 'active' } : { status: 'active', input },
+      }),
     });
   }
 

@@ -22,9 +22,10 @@
  *   counts them: `kid.forwarded`);
  * - `sendTo(({ system }) => system.get('k2sys'))` (`bySystemId`): the child holding
  *   that id is spawned on the actor's entry and lasts (buildMachine says why);
- * - snapshots of the child machines (`snapshots`): `onSnapshot` on the invokes
- *   (guarded on `event.snapshot.matches(...)`, and a fallback) and
- *   `syncSnapshot: true` on the spawns, each snapshot noted in context.
+ * - snapshots of the children (`snapshots`): `onSnapshot` on the invokes of the
+ *   child machine (guarded on `event.snapshot.matches(...)`, and a fallback) and
+ *   of the promise (its one snapshot, as it starts), and `syncSnapshot: true` on
+ *   the spawns, each snapshot noted in context.
  *
  * Every generated machine terminates each macrostep (an `always` resets what its
  * guard reads; an immediate raise is handled without a target) and throws only on
@@ -300,6 +301,28 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
           `${event.snapshot.context.m}${event.snapshot.matches('busy') ? '!' : ''}`,
       ),
   });
+  /** A promise's one snapshot, as it starts: its status and its input's `n`. */
+  const promiseSnapshot =
+    spec.snapshots === true
+      ? {
+          onSnapshot: {
+            actions: assign({
+              log: ({
+                context,
+                event,
+              }: {
+                context: Ctx;
+                event: { type: string; snapshot: { status: string; input?: { n?: number } } };
+              }) =>
+                note(
+                  context.log,
+                  `${event.type.slice('xstate.snapshot.'.length)}:${event.snapshot.status}:` +
+                    `${event.snapshot.input?.n ?? '-'}`,
+                ),
+            }),
+          },
+        }
+      : {};
   const onSnapshot =
     spec.snapshots === true
       ? {
@@ -543,6 +566,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
           ],
         },
         onError: { ...target(w.onError), actions: actions([{ do: 'note' }]) },
+        ...promiseSnapshot,
       });
     }
     if (s.kid) {
