@@ -377,6 +377,42 @@ describe('a child machine is a durable actor of its own', () => {
     expect(plain.getSnapshot().children['w1']?.getSnapshot()).toMatchObject({ value: 'working' });
   });
 
+  test("another process's stop that this process's poller queues while the spawn after it is being delivered still goes first", async () => {
+    // Found by the PostgreSQL crash test (seed 758300836, round 13 of 20): as above,
+    // but the poller's pass over pending messages read the stop and queued it in the
+    // child's mailbox while the spawn, taken out of that mailbox, was looking up its
+    // row. The lookup passed over the stop as this courier's own, so the spawn went
+    // first and was refused.
+    const { lines, a, b, parent } = await twoProcesses('p6');
+    const other = await getRuntime(b).actor('p6');
+    getRuntime(b).courier.close();
+    await other.send({ type: 'ABANDON' });
+    const courier = getRuntime(a).courier;
+    const read = a.pendingMessages.bind(a);
+    let polled = 0;
+    a.pendingMessages = async (query) => {
+      // The spawn's lookup: the poller's pass runs first, reading the stop.
+      if (query.to === 'p6/w1' && polled++ === 0) await courier.deliverAll();
+      return read(query);
+    };
+
+    await parent.send({ type: 'GO' });
+    await settle(a);
+    expect(polled).toBeGreaterThan(0); // the race happened
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await a.history('p6/w1')).map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['xstate.stop', 'waiting'],
+      ['xstate.init', 'waiting'],
+    ]);
+    // Control: the child started over takes its parent's next message.
+    await parent.send({ type: 'NUDGE' });
+    await settle(a);
+    expect(await a.loadActor('p6/w1')).toMatchObject({ status: 'active', state: 'working' });
+    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+  });
+
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
     const store = open();
     const actor = await createDurableActor(fragile, { id: 'b1', store });

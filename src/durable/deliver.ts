@@ -381,31 +381,58 @@ export class Courier {
 
   /**
    * Messages to one receiver are delivered in the order they were posted, across
-   * processes: when older pending messages to `p`'s receiver exist that this courier
-   * has not queued (another process posted them and has not delivered them yet, or
-   * a killed worker's last statement landed late), they go into the receiver's
-   * mailbox ahead of `p`, and `p` after them; true when they did. A parent moved by
-   * another process and then moved on here would otherwise have its child take this
+   * processes: when older pending messages to `p`'s receiver must go first
+   * ({@link ahead}: another process posted them and has not delivered them, or a
+   * killed worker's last statement landed late), they go into the receiver's
+   * mailbox ahead of `p`, and `p` after them: `behind`. A parent moved by another
+   * process and then moved on here would otherwise have its child take this
    * process's spawn before that process's stop, and the spawn, finding the child
-   * running, would be refused. `now` when there are none (or this courier has them
-   * queued already); `wait` when this runtime may not deliver them (another's
-   * lease): `p` stays pending too.
+   * running, would be refused. `now` when there are none; `wait` when this runtime
+   * may not deliver them (another's lease): `p` stays pending too.
    */
   private async putBehind(
     p: Posted,
     row: MessageRow,
     found: readonly MessageRow[],
   ): Promise<'now' | 'behind' | 'wait'> {
-    const older = found.filter((m) => !this.claimed.has(keyOf(m)));
-    const box = this.mailboxes.get(p.to);
-    if (older.length === 0 || box === undefined) return 'now';
-    if (older.some((m) => m.kind !== 'spawn') && !(await this.hooks.owns(p.to))) return 'wait';
-    const ahead: Posted[] = older.map((m) => {
-      this.claimed.add(keyOf(m));
-      return { to: m.to, from: m.from, fromSeq: m.fromSeq, idx: m.idx, row: m };
-    });
-    box.unshift(...ahead, { to: p.to, from: p.from, fromSeq: p.fromSeq, idx: p.idx, row });
+    const older = found.filter((m) => this.ahead(p, m));
+    if (older.length === 0) return 'now';
+    const unclaimed = older.filter((m) => !this.claimed.has(keyOf(m)));
+    if (unclaimed.some((m) => m.kind !== 'spawn') && !(await this.hooks.owns(p.to))) {
+      return 'wait';
+    }
+    // Those queued here already (behind `p`) move ahead of it, in the order posted.
+    const keys = new Set(older.map(keyOf));
+    const box = this.mailboxes.get(p.to) ?? [];
+    const rest = box.filter((q) => !keys.has(keyOf(q)));
+    for (const key of keys) this.claimed.add(key);
+    box.length = 0;
+    box.push(
+      ...older.map((m) => ({ to: m.to, from: m.from, fromSeq: m.fromSeq, idx: m.idx, row: m })),
+      { to: p.to, from: p.from, fromSeq: p.fromSeq, idx: p.idx, row },
+      ...rest,
+    );
+    this.mailboxes.set(p.to, box);
     return 'behind';
+  }
+
+  /**
+   * Whether an older pending row to `p`'s receiver, met while looking up `p`, must
+   * be delivered first: one this courier has not claimed; or one it queued in the
+   * receiver's mailbox behind `p` that an earlier transition of `p`'s own sender
+   * posted — read by {@link deliverAll} from the store (another process's, landed
+   * late) after `p` was taken out of the mailbox. One sender's messages to one
+   * receiver arrive in the order sent, in XState as here. Older rows from other
+   * senders that this courier queued keep their places: the mailbox holds XState's
+   * order, which is not the rows' (a child's greeting goes before its parent's
+   * earlier message to itself).
+   */
+  private ahead(p: Posted, m: MessageRow): boolean {
+    const key = keyOf(m);
+    if (!this.claimed.has(key)) return true;
+    if (m.from !== p.from || m.fromSeq > p.fromSeq) return false;
+    if (m.fromSeq === p.fromSeq && m.idx > p.idx) return false;
+    return this.mailboxes.get(p.to)?.some((q) => keyOf(q) === key) ?? false;
   }
 
   /** Runs one delivery: true when it was made here or elsewhere, false when it stays pending. */
@@ -453,11 +480,12 @@ export class Courier {
       const at = page.findIndex(
         (m) => m.from === p.from && m.fromSeq === p.fromSeq && m.idx === p.idx,
       );
-      // Older rows this courier has queued or is delivering are its own to order.
+      // Older rows this courier is delivering or has queued are its own to order,
+      // save one sender's queued behind its later message (see {@link ahead}).
       const end = at >= 0 ? at : page.length;
       for (let i = 0; i < end; i++) {
         const m = page[i] as MessageRow;
-        if (!this.claimed.has(keyOf(m))) older.push(m);
+        if (this.ahead(p, m)) older.push(m);
       }
       if (at >= 0) {
         if (older.length > 0) p.older = older;
