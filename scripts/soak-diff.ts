@@ -42,6 +42,8 @@ const dir = mkdtempSync(join(tmpdir(), 'agentcharts-soak-diff-'));
 let cases = 0;
 let steps = 0;
 let restarts = 0;
+/** Cases whose durable side had a grandchild of the root (a kid's own child machine). */
+let withGrandchildren = 0;
 /** The most a case may take (the slowest seen take under 4 s). */
 const CASE_MS = 60_000;
 const started = Date.now();
@@ -84,6 +86,7 @@ try {
       ]).finally(() => clearTimeout(timer));
       await memory?.close();
       restarts += result.restarts;
+      if (result.grandchildren > 0) withGrandchildren++;
       if (kind === 'sqlite') rmSync(file, { force: true });
       if (cases % 1000 === 0) {
         process.stderr.write(`  ${cases} cases, ${steps} steps, ${restarts} restarts\n`);
@@ -93,7 +96,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts: durable equals plain XState after every step (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts, ${withGrandchildren} cases with a grandchild: durable equals plain XState after every step (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));

@@ -1360,6 +1360,82 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test('a child stopped while it is delivering its own messages: what was queued for it is dropped, and its id spawned again greets in place', async () => {
+    // Found by the differential test once children had children of their own: a
+    // child's message made its parent enter its state again, stopping that child
+    // (still delivering what it sent) and its sibling and invoking both anew. XState
+    // clears the stopped child's mailbox and starts the new one at once; the stop
+    // waited until the old one was done, and the new child's greeting came last.
+    const poked = setup({
+      types: {
+        input: {} as { name: string },
+        context: {} as { name: string; pings: number },
+      },
+    }).createMachine({
+      id: 'poked',
+      context: ({ input }) => ({ name: input.name, pings: 0 }),
+      entry: sendParent(({ context }) => ({ type: 'HELLO', name: context.name })),
+      on: {
+        POKE: { actions: sendParent({ type: 'RESET' }) },
+        PING: { actions: assign({ pings: ({ context }) => context.pings + 1 }) },
+      },
+    });
+    const parent = setup({
+      types: {
+        context: {} as { log: string[] },
+        events: {} as { type: 'HELLO'; name: string } | { type: 'RESET' } | { type: 'AGAIN' },
+      },
+      actors: { poked },
+    }).createMachine({
+      id: 'reset',
+      context: { log: [] },
+      initial: 'run',
+      states: {
+        run: {
+          invoke: [
+            { id: 'k1', src: 'poked', input: { name: 'k1' } },
+            { id: 'k2', src: 'poked', input: { name: 'k2' } },
+          ],
+          on: {
+            // PING waits in k1's mailbox (k1 is still processing POKE); the stop clears it.
+            RESET: { actions: [sendTo('k1', { type: 'PING' }), raise({ type: 'AGAIN' })] },
+            AGAIN: { target: 'run', reenter: true },
+          },
+        },
+      },
+      on: {
+        HELLO: {
+          actions: assign({ log: ({ context, event }) => [...context.log, event.name] }),
+        },
+      },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'rs', store });
+    await getRuntime(store).drain();
+    await (await openDurableActor(store, 'rs/k1')).send({ type: 'POKE' });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    const oldK1 = oracle.getSnapshot().children['k1'] as AnyActorRef;
+    oldK1.send({ type: 'POKE' });
+    expect(oracle.getSnapshot().context.log).toEqual(['k1', 'k2', 'k1', 'k2']);
+    expect(oldK1.getSnapshot()).toMatchObject({ status: 'stopped', context: { pings: 0 } });
+    expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
+    // The old k1 never took PING: its log is POKE, then the stop, then the new child.
+    const rows = await store.history('rs/k1');
+    expect(rows.map((r) => r.eventType)).toEqual([
+      'xstate.init',
+      'POKE',
+      'xstate.stop',
+      'xstate.init',
+    ]);
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+    // Control: the new k1 takes what its parent sends it now.
+    await (await openDurableActor(store, 'rs/k1')).send({ type: 'POKE' });
+    await getRuntime(store).drain();
+    expect(durable.getSnapshot().context.log).toEqual(['k1', 'k2', 'k1', 'k2', 'k1', 'k2']);
+  });
+
   test("a child's greeting and snapshot reach its parent before the result of a promise the same step invoked, however soon it settles", async () => {
     // Found by the differential test once its promises could settle at once: XState
     // starts the child and delivers what it sends within the step, so no promise

@@ -24,7 +24,7 @@
  */
 import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import type { MessageRow, OutgoingMessage, Store } from '../store/types.ts';
+import type { MessageKind, MessageRow, OutgoingMessage, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
 
 export interface CourierHooks {
@@ -44,6 +44,7 @@ interface Posted {
   readonly from: string;
   readonly fromSeq: number;
   readonly idx: number;
+  readonly kind: MessageKind;
   /** The row, when it was read from the store rather than posted here. */
   readonly row?: MessageRow;
   /** Its row being looked up ahead of its delivery (see {@link Courier.lookAhead}). */
@@ -65,6 +66,16 @@ export interface PostedBatch {
   readonly finished?: boolean | undefined;
 }
 
+/** A message read from the store. */
+const fromRow = (row: MessageRow): Posted => ({
+  to: row.to,
+  from: row.from,
+  fromSeq: row.fromSeq,
+  idx: row.idx,
+  kind: row.kind,
+  row,
+});
+
 const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
   `${m.fromSeq}:${m.idx}:${m.from}`;
 const keyOfCommit = (from: string, fromSeq: number): string => `${fromSeq}:${from}`;
@@ -83,6 +94,7 @@ function postedOf(batch: PostedBatch): Posted[] {
     from: batch.from,
     fromSeq: batch.fromSeq,
     idx: m.idx,
+    kind: m.kind,
   }));
 }
 
@@ -104,6 +116,8 @@ export class Courier {
   private readonly mailboxes = new Map<string, Posted[]>();
   /** Actors delivering or being delivered to: what is sent to them waits in their mailbox. */
   private readonly processing = new Set<string>();
+  /** Receivers of a delivery being decided (until its commit is submitted or it ends). */
+  private readonly delivering = new Set<string>();
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -210,7 +224,7 @@ export class Courier {
           if (!mine) continue;
         }
         if (this.claimed.has(key)) continue;
-        this.queue({ to: row.to, from: row.from, fromSeq: row.fromSeq, idx: row.idx, row });
+        this.queue(fromRow(row));
         receivers.push(row.to);
       }
       for (const to of new Set(receivers)) {
@@ -275,10 +289,24 @@ export class Courier {
     p.lookup = lookup;
   }
 
-  /** Queues a message in its receiver's mailbox; delivers it now unless the receiver is busy. */
+  /**
+   * Queues a message in its receiver's mailbox; delivers it now unless the receiver
+   * is busy. A stop of a receiver that is processing (its own messages being
+   * delivered) goes now all the same, as XState's stop of an actor clears its
+   * mailbox and comes next: the messages queued for it before are consumed after
+   * it, by an actor that has finished, as XState drops them; and a child spawned
+   * again under its id, a new actor in XState, is not held up behind the old one.
+   * Not while a delivery to the receiver is being decided: the stop waits for it.
+   */
   private async send(p: Posted): Promise<void> {
     if (!this.queue(p)) return;
-    if (!this.processing.has(p.to)) await this.flush(p.to);
+    if (this.processing.has(p.to)) {
+      if (p.kind !== 'stop' || this.delivering.has(p.to)) return;
+      const box = this.mailboxes.get(p.to) as Posted[];
+      box.unshift(box.pop() as Posted);
+      this.processing.delete(p.to);
+    }
+    await this.flush(p.to);
   }
 
   private queue(p: Posted): boolean {
@@ -325,6 +353,7 @@ export class Courier {
     // pending in the store, and must not be queued again (by deliverAll) meanwhile.
     let started = false;
     let requeued = false;
+    this.delivering.add(p.to);
     try {
       if (this.closed) return undefined;
       // The commit that posted it must be on disk before its row is looked for, and
@@ -375,6 +404,7 @@ export class Courier {
       this.failed(p.to, error);
       return undefined;
     } finally {
+      this.delivering.delete(p.to);
       if (!started && !requeued) this.claimed.delete(key);
     }
   }
@@ -407,11 +437,7 @@ export class Courier {
     const rest = box.filter((q) => !keys.has(keyOf(q)));
     for (const key of keys) this.claimed.add(key);
     box.length = 0;
-    box.push(
-      ...older.map((m) => ({ to: m.to, from: m.from, fromSeq: m.fromSeq, idx: m.idx, row: m })),
-      { to: p.to, from: p.from, fromSeq: p.fromSeq, idx: p.idx, row },
-      ...rest,
-    );
+    box.push(...older.map(fromRow), fromRow(row), ...rest);
     this.mailboxes.set(p.to, box);
     return 'behind';
   }
@@ -430,6 +456,8 @@ export class Courier {
   private ahead(p: Posted, m: MessageRow): boolean {
     const key = keyOf(m);
     if (!this.claimed.has(key)) return true;
+    // A stop overtakes what its receiver has queued (see {@link send}).
+    if (p.kind === 'stop') return false;
     if (m.from !== p.from || m.fromSeq > p.fromSeq) return false;
     if (m.fromSeq === p.fromSeq && m.idx > p.idx) return false;
     return this.mailboxes.get(p.to)?.some((q) => keyOf(q) === key) ?? false;

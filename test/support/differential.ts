@@ -173,7 +173,8 @@ export interface ActorRecord {
 
 /**
  * One side after a step, plain data (the crash test carries a durable one across
- * processes): the root, and each of its child machines by id. On the plain side a
+ * processes): the root, and each of its child machines by id, their own child
+ * machines by `<id>/<their id>` (the root's grandchildren). On the plain side a
  * child spawned and stopped in one macrostep (a final state reached) is marked
  * `neverStarted`: XState never starts it (its snapshot still reads active) and no
  * durable actor is made. On the durable side `undefined` is a child the store
@@ -188,21 +189,29 @@ export interface World {
 export function compareWorlds(step: number, plain: World, durable: World): void {
   const [a, b] = [plain.root.view, durable.root.view];
   if (!isDeepStrictEqual(a, b)) throw new Divergence(step, 'the actor', a, b);
-  for (const id of a.children) {
-    const plainKid = plain.kids[id];
-    if (plainKid === undefined) continue; // a promise
-    const durableKid = durable.kids[id];
+  /** Compares the child machine at `path`; true when it was compared (it ran on both sides). */
+  const compareKid = (path: string): boolean => {
+    const plainKid = plain.kids[path];
+    if (plainKid === undefined) return false; // a promise
+    const durableKid = durable.kids[path];
     // The durable actor of that id, if any, is an earlier child that has finished
     // (stopped, or done before it was spawned again).
-    if (plainKid.neverStarted && (!durableKid || durableKid.view.status !== 'active')) continue;
-    if (!durableKid) throw new Divergence(step, `child ${id}`, plainKid.view, 'missing');
+    if (plainKid.neverStarted && (!durableKid || durableKid.view.status !== 'active')) {
+      return false;
+    }
+    if (!durableKid) throw new Divergence(step, `child ${path}`, plainKid.view, 'missing');
     if (!isDeepStrictEqual(plainKid.view, durableKid.view)) {
-      throw new Divergence(step, `child ${id}`, plainKid.view, durableKid.view);
+      throw new Divergence(step, `child ${path}`, plainKid.view, durableKid.view);
     }
     if (!isDeepStrictEqual(plainKid.consumed, durableKid.consumed)) {
-      const what = `the effects child ${id} consumed`;
+      const what = `the effects child ${path} consumed`;
       throw new Divergence(step, what, plainKid.consumed, durableKid.consumed);
     }
+    return true;
+  };
+  for (const id of a.children) {
+    if (!compareKid(id)) continue;
+    for (const gid of plain.kids[id]?.view.children ?? []) compareKid(`${id}/${gid}`);
   }
   if (!isDeepStrictEqual(plain.root.consumed, durable.root.consumed)) {
     const what = 'the effects the actor consumed';
@@ -291,13 +300,21 @@ export class PlainSide {
   /** The root, and its child machines by id. */
   world(): World {
     const kids: World['kids'] = {};
-    for (const [id, ref] of Object.entries(this.children())) {
-      if (PROMISE_IDS.has(id) || !ref) continue;
-      kids[id] = {
+    const add = (path: string, ref: AnyActorRef, parentNeverStarted = false): void => {
+      kids[path] = {
         view: viewOf(ref.getSnapshot() as never),
         consumed: this.consumedBy(ref),
-        ...(neverStarted(ref) ? { neverStarted: true as const } : {}),
+        ...(parentNeverStarted || neverStarted(ref) ? { neverStarted: true as const } : {}),
       };
+    };
+    for (const [id, ref] of Object.entries(this.children())) {
+      if (PROMISE_IDS.has(id) || !ref) continue;
+      add(id, ref);
+      const grand = (ref.getSnapshot() as { children?: Record<string, AnyActorRef | undefined> })
+        .children;
+      for (const [gid, gref] of Object.entries(grand ?? {})) {
+        if (gref) add(`${id}/${gid}`, gref, neverStarted(ref));
+      }
     }
     const root = {
       view: viewOf(this.root.getSnapshot() as never),
@@ -360,15 +377,22 @@ export async function durableWorld(store: Store): Promise<World> {
   const snapshot = (await openDurableActor(store, ROOT)).getSnapshot();
   const root = { view: viewOf(snapshot), consumed: await consumedDurable(store, ROOT) };
   const kids: World['kids'] = {};
-  for (const id of root.view.children) {
-    if (PROMISE_IDS.has(id)) continue;
-    const actorId = `${ROOT}/${id}`;
-    kids[id] = (await store.loadActor(actorId))
+  const add = async (path: string): Promise<ActorRecord | undefined> => {
+    const actorId = `${ROOT}/${path}`;
+    const record = (await store.loadActor(actorId))
       ? {
           view: viewOf((await openDurableActor(store, actorId)).getSnapshot()),
           consumed: await consumedDurable(store, actorId),
         }
       : undefined;
+    kids[path] = record;
+    return record;
+  };
+  for (const id of root.view.children) {
+    if (PROMISE_IDS.has(id)) continue;
+    const kid = await add(id);
+    // Its own child machines (grandchildren of the root: `root/<id>/<gid>`).
+    for (const gid of kid?.view.children ?? []) await add(`${id}/${gid}`);
   }
   return { root, kids };
 }
@@ -386,7 +410,7 @@ export async function runBoth(
   make: () => { machine: AnyStateMachine; gate: Gate },
   script: readonly ScriptStep[],
   source: StoreSource,
-): Promise<{ restarts: number }> {
+): Promise<{ restarts: number; grandchildren: number }> {
   const { machine: plainMachine, gate: plainGate } = make();
   const { machine, gate } = make();
   const chart = defineChart(machine);
@@ -412,8 +436,14 @@ export async function runBoth(
   await settleDurable();
 
   let restarts = 0;
+  /** Grandchildren of the root compared (`<id>/<gid>`, once each). */
+  const grandchildren = new Set<string>();
   const compare = async (step: number): Promise<void> => {
-    compareWorlds(step, plain.world(), await durableWorld(store));
+    const world = await durableWorld(store);
+    compareWorlds(step, plain.world(), world);
+    for (const [path, kid] of Object.entries(world.kids)) {
+      if (kid !== undefined && path.includes('/')) grandchildren.add(path);
+    }
     if (!isDeepStrictEqual(plain.emitted, emitted)) {
       throw new Divergence(step, 'the events the actor emitted', plain.emitted, emitted);
     }
@@ -479,7 +509,7 @@ export async function runBoth(
   // A store that survives restarts is this run's to close; a kept one is the caller's.
   if (source.reopens) await store.close();
   plain.stop();
-  return { restarts };
+  return { restarts, grandchildren: grandchildren.size };
 }
 
 /** The events an actor's log shows it consumed from effects since it (last) started, in order. */

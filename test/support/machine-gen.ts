@@ -136,6 +136,12 @@ export interface KidSpec {
   busyDelay: number;
   /** It takes the caller's events its parent forwards (`forwardTo`), counting them. */
   forwarded: boolean;
+  /**
+   * While `busy` it invokes a child machine of its own, `gk` (a grandchild of the
+   * actor), which greets it, answers the `GO` it passes on and finishes after this
+   * many ms; each greeting or answer counts in the kid's `m`, its finishing 10.
+   */
+  grand?: number | undefined;
 }
 
 export interface MachineSpec {
@@ -259,7 +265,19 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
       )
     : {};
   const fin = lasting ? {} : { FIN: 'done' };
-  const machine = setup({ types: { context: {} as { m: number } } }).createMachine({
+  const bump = (by: number) =>
+    assign({ m: ({ context }: { context: { m: number } }) => context.m + by });
+  const grand =
+    spec.grand === undefined
+      ? {}
+      : {
+          invoke: { id: 'gk', src: 'grand', onDone: { actions: bump(10) } },
+          on: { GO: { actions: sendTo('gk', { type: 'GO' }) }, GP: { actions: bump(1) } },
+        };
+  const machine = setup({
+    types: { context: {} as { m: number } },
+    actors: { grand: grandMachine(spec.grand ?? 0) },
+  }).createMachine({
     id: lasting ? 'kidLasting' : 'kid',
     context: { m: 0 },
     initial: 'idle',
@@ -268,11 +286,39 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
       idle: { on: { GO: 'busy', ...fin, PONG: { actions: pong }, ...forwarded } },
       busy: {
         after: { [spec.busyDelay]: { target: 'idle', actions: sendParent({ type: 'PING' }) } },
-        on: { ...fin, PONG: { actions: pong }, ...forwarded },
+        ...('invoke' in grand ? { invoke: grand.invoke } : {}),
+        on: { ...fin, PONG: { actions: pong }, ...forwarded, ...grand.on },
       },
       done: { type: 'final' },
     },
     output: ({ context }: { context: { m: number } }) => ({ m: context.m }),
+  } as never);
+  return machine as unknown as AnyStateMachine;
+}
+
+/** The kid's own child machine: greets it, answers `GO`, finishes after `lifeMs`. */
+function grandMachine(lifeMs: number): AnyStateMachine {
+  const hello = sendParent({ type: 'GP' });
+  const machine = setup({ types: { context: {} as { g: number } } }).createMachine({
+    id: 'grand',
+    context: { g: 0 },
+    entry: hello,
+    initial: 'on',
+    states: {
+      on: {
+        after: { [lifeMs]: 'off' },
+        on: {
+          GO: {
+            actions: [
+              assign({ g: ({ context }: { context: { g: number } }) => context.g + 1 }),
+              hello,
+            ],
+          },
+        },
+      },
+      off: { type: 'final' },
+    },
+    output: ({ context }: { context: { g: number } }) => ({ g: context.g }),
   } as never);
   return machine as unknown as AnyStateMachine;
 }
@@ -861,6 +907,7 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
     failOnPong: fc.boolean(),
     busyDelay: fc.constantFrom(150, 250, 350),
     forwarded: fc.boolean(),
+    grand: fc.option(fc.constantFrom(100, 300), { nil: undefined }),
   });
   const stateArb = (shape: Shape): fc.Arbitrary<StateSpec> => {
     if (shape.kind === 'final') {
