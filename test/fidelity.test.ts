@@ -1436,6 +1436,48 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect(durable.getSnapshot().context.log).toEqual(['k1', 'k2', 'k1', 'k2', 'k1', 'k2']);
   });
 
+  test("a child hears its own new child's greeting before its parent's next message (depth first), though that message's row is older", async () => {
+    // Found by the differential test with grandchildren: the parent sends GO and then
+    // PONG to its child; GO makes the child invoke a child of its own, which greets
+    // it at once. A lookup meant for older rows another process posted met PONG's
+    // row (older than the greeting's, not yet sent) and put it first.
+    const grand = setup({}).createMachine({ id: 'grand', entry: sendParent({ type: 'GP' }) });
+    const child = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { grand },
+      actions: {
+        note: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+      },
+    }).createMachine({
+      id: 'middle',
+      context: { log: [] },
+      initial: 'idle',
+      states: {
+        idle: { on: { GO: { target: 'busy', actions: 'note' } } },
+        busy: { invoke: { id: 'gk', src: 'grand' } },
+      },
+      on: { GP: { actions: 'note' }, PONG: { actions: 'note' } },
+    });
+    const parent = setup({ actors: { child } }).createMachine({
+      id: 'top',
+      invoke: { id: 'k', src: 'child' },
+      on: { C: { actions: [sendTo('k', { type: 'GO' }), sendTo('k', { type: 'PONG' })] } },
+    });
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'tp', store });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'C' });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'C' });
+    const plainKid = oracle.getSnapshot().children['k'] as AnyActorRef;
+    expect(plainKid.getSnapshot()).toMatchObject({ context: { log: ['GO', 'GP', 'PONG'] } });
+    expect((await openDurableActor(store, 'tp/k')).getSnapshot().context).toEqual(
+      plainKid.getSnapshot().context,
+    );
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
   test("a child's greeting and snapshot reach its parent before the result of a promise the same step invoked, however soon it settles", async () => {
     // Found by the differential test once its promises could settle at once: XState
     // starts the child and delivers what it sends within the step, so no promise

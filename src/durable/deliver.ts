@@ -118,6 +118,8 @@ export class Courier {
   private readonly processing = new Set<string>();
   /** Receivers of a delivery being decided (until its commit is submitted or it ends). */
   private readonly delivering = new Set<string>();
+  /** Messages posted here and not sent yet (waiting behind their sender's earlier ones). */
+  private readonly unsent = new Set<string>();
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -140,7 +142,7 @@ export class Courier {
    */
   post(batch: PostedBatch): void {
     if (this.taken.delete(keyOfCommit(batch.from, batch.fromSeq))) return;
-    const posted = postedOf(batch);
+    const posted = this.known(postedOf(batch));
     const frame = this.frames.get(batch.from);
     if (frame !== undefined) {
       frame.posted.push(...posted);
@@ -165,7 +167,7 @@ export class Courier {
     const frame = this.frames.get(batch.from);
     if (frame?.submitted === undefined) return;
     if (batch.messages.length > 0) {
-      frame.posted.push(...postedOf(batch));
+      frame.posted.push(...this.known(postedOf(batch)));
       frame.taken = keyOfCommit(batch.from, batch.fromSeq);
       this.taken.add(frame.taken);
     }
@@ -217,7 +219,8 @@ export class Courier {
       const receivers: string[] = [];
       for (const row of page) {
         const key = keyOf(row);
-        if (this.claimed.has(key)) continue;
+        // One posted here goes in its place in XState's order, when its turn comes.
+        if (this.claimed.has(key) || this.unsent.has(key)) continue;
         if (row.kind !== 'spawn') {
           let mine = owned.get(row.to);
           if (mine === undefined) owned.set(row.to, (mine = await this.hooks.owns(row.to)));
@@ -236,6 +239,12 @@ export class Courier {
 
   close(): void {
     this.closed = true;
+  }
+
+  /** Notes messages this process posted: this courier's to order until they are sent. */
+  private known(posted: Posted[]): Posted[] {
+    for (const p of posted) this.unsent.add(keyOf(p));
+    return posted;
   }
 
   private track(task: Promise<unknown>): void {
@@ -299,6 +308,7 @@ export class Courier {
    * Not while a delivery to the receiver is being decided: the stop waits for it.
    */
   private async send(p: Posted): Promise<void> {
+    this.unsent.delete(keyOf(p));
     if (!this.queue(p)) return;
     if (this.processing.has(p.to)) {
       if (p.kind !== 'stop' || this.delivering.has(p.to)) return;
@@ -455,7 +465,8 @@ export class Courier {
    */
   private ahead(p: Posted, m: MessageRow): boolean {
     const key = keyOf(m);
-    if (!this.claimed.has(key)) return true;
+    // Posted here and not sent yet: it goes in its place in XState's order.
+    if (!this.claimed.has(key)) return !this.unsent.has(key);
     // A stop overtakes what its receiver has queued (see {@link send}).
     if (p.kind === 'stop') return false;
     if (m.from !== p.from || m.fromSeq > p.fromSeq) return false;
