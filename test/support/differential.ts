@@ -133,9 +133,19 @@ export class Divergence extends Error {
     readonly durable: unknown,
   ) {
     super(
-      `after step ${step}, ${what} differs:\n  plain   ${JSON.stringify(plain)}\n  durable ${JSON.stringify(durable)}`,
+      `after step ${step}, ${what} differs:${firstDifference(plain, durable)}\n` +
+        `  plain   ${JSON.stringify(plain)}\n  durable ${JSON.stringify(durable)}`,
     );
   }
+}
+
+/** Where two lists part (long lists are cut short in a report): ` from [i]: a… / b…`. */
+function firstDifference(plain: unknown, durable: unknown): string {
+  if (!Array.isArray(plain) || !Array.isArray(durable)) return '';
+  let i = 0;
+  while (i < plain.length && i < durable.length && isDeepStrictEqual(plain[i], durable[i])) i++;
+  const from = (list: unknown[]) => JSON.stringify(list.slice(i, i + 6));
+  return ` from [${i}]: plain ${from(plain)}, durable ${from(durable)}`;
 }
 
 /** Where both sides' clocks start. */
