@@ -1478,6 +1478,52 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test("after a crash, a commit's pending messages go depth first as they do live: a new child's greeting before its parent's later send to itself", async () => {
+    // Found by the generated crash test (seed 6464, cases 0.51, 0.53 and 0.88): a
+    // worker killed right after an actor's creation left its messages pending; the
+    // next worker's pass over pending rows queued each in its receiver's mailbox at
+    // once, so the parent's send to itself was queued before the greeting its new
+    // child sent on starting, the reverse of XState's order.
+    const greeter = setup({}).createMachine({
+      id: 'greeter',
+      entry: sendParent({ type: 'HELLO' }),
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { greeter },
+      actions: {
+        note: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+      },
+    }).createMachine({
+      id: 'first',
+      context: { log: [] },
+      entry: [spawnChild('greeter', { id: 'k' }), sendTo(({ self }) => self, { type: 'SELF' })],
+      on: { HELLO: { actions: 'note' }, SELF: { actions: 'note' } },
+    });
+    const file = `sqlite:${join(dir(), 'crashed-creation.db')}`;
+    // The process that made the actor dies before delivering what its creation sent.
+    const gone = openStore(file);
+    getRuntime(gone).courier.close();
+    await createDurableActor(parent, { id: 'fs', store: gone });
+    expect((await gone.pendingMessages({ limit: 10 })).map((m) => m.kind)).toEqual([
+      'spawn',
+      'event',
+    ]);
+    await getRuntime(gone).close();
+    await gone.close();
+
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    expect(oracle.getSnapshot().context.log).toEqual(['HELLO', 'SELF']);
+    expect((await openDurableActor(store, 'fs')).getSnapshot().context.log).toEqual(
+      oracle.getSnapshot().context.log,
+    );
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
   test("a child's greeting and snapshot reach its parent before the result of a promise the same step invoked, however soon it settles", async () => {
     // Found by the differential test once its promises could settle at once: XState
     // starts the child and delivers what it sends within the step, so no promise

@@ -208,15 +208,21 @@ export class Courier {
     while (this.tasks.size > 0) await Promise.all([...this.tasks]);
   }
 
-  /** Delivers every pending message of the store this runtime owns, oldest first. */
+  /**
+   * Delivers every pending message of the store this runtime owns, oldest first:
+   * each commit's messages as that commit's batch, depth first, its sender holding
+   * what is sent to it meanwhile — as {@link post} does live — so a spawned
+   * child's greeting reaches its parent before the parent's later message to
+   * itself after a crash too. Resolves with how many rows it handed over.
+   */
   async deliverAll(limit = 500): Promise<number> {
-    let delivered = 0;
+    let handed = 0;
     let afterId = 0;
     for (;;) {
       const page = await this.hooks.store.pendingMessages({ afterId, limit });
-      if (page.length === 0) return delivered;
+      if (page.length === 0) return handed;
       const owned = new Map<string, boolean>();
-      const receivers: string[] = [];
+      const batches = new Map<string, Posted[]>();
       for (const row of page) {
         const key = keyOf(row);
         // One posted here goes in its place in XState's order, when its turn comes.
@@ -226,12 +232,16 @@ export class Courier {
           if (mine === undefined) owned.set(row.to, (mine = await this.hooks.owns(row.to)));
           if (!mine) continue;
         }
-        if (this.claimed.has(key)) continue;
-        this.queue(fromRow(row));
-        receivers.push(row.to);
+        const commit = keyOfCommit(row.from, row.fromSeq);
+        const batch = batches.get(commit);
+        if (batch === undefined) batches.set(commit, [fromRow(row)]);
+        else batch.push(fromRow(row));
       }
-      for (const to of new Set(receivers)) {
-        if (!this.processing.has(to)) delivered += await this.flush(to);
+      for (const batch of batches.values()) {
+        const from = (batch[0] as Posted).from;
+        const sender = await this.hooks.store.loadActor(from);
+        handed += batch.length;
+        await this.fromSender(from, batch, sender?.status !== 'active');
       }
       afterId = page.at(-1)?.id ?? afterId;
     }
