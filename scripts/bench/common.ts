@@ -89,6 +89,24 @@ export function pairedFigures(blocks: readonly PairedBlock[]): {
   };
 }
 
+/**
+ * Microseconds per commit of paired blocks, each the median over blocks; the
+ * ratio is baseline ÷ ours (a time: above 1 is faster than the baseline).
+ */
+export function perCommit(blocks: readonly PairedBlock[]): {
+  value: number;
+  baseline: number;
+  ratio: number;
+  details: { blocks: number };
+} {
+  return {
+    value: median(blocks.map((b) => (b.oursMs / b.count) * 1000)),
+    baseline: median(blocks.map((b) => (b.baseMs / b.count) * 1000)),
+    ratio: median(blocks.map((b) => b.baseMs / b.oursMs)),
+    details: { blocks: blocks.length },
+  };
+}
+
 /** Milliseconds since an arbitrary origin, sub-millisecond resolution. */
 export function now(): number {
   return performance.now();

@@ -10,11 +10,12 @@
 import { createActor } from 'xstate';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import type { ActorWrite, Store } from '../../src/store/types.ts';
-import { getRuntime } from '../../src/index.ts';
+import { getRuntime, openStore } from '../../src/index.ts';
 import {
   judge,
   now,
   pairedFigures,
+  perCommit,
   recordingStore,
   type BenchOptions,
   type BenchRow,
@@ -35,7 +36,35 @@ interface Interleaved {
   storeSql: PairedBlock[];
   /** Against the floor: the raw rows plus a started XState actor's sends of the same events. */
   floor: PairedBlock[];
+  /**
+   * The time our block spent inside the store's commit calls (SQLite commits
+   * synchronously inside the call: the SQL and the fsync), against the store's
+   * own SQL replaying the same rows with nothing between its commits.
+   */
+  inCommit: PairedBlock[];
+  /**
+   * The rest of our block (the runtime around the commits), against the same
+   * block on the memory store: the runtime's JavaScript with no disk between
+   * commits.
+   */
+  aroundCommit: PairedBlock[];
   commits: number;
+}
+
+/**
+ * `inner`, recording its writes (as {@link recordingStore}) and adding the time
+ * spent inside each commit call to `timing.ms`.
+ */
+function timedStore(inner: Store, batches: ActorWrite[][], timing: { ms: number }): Store {
+  const recording = recordingStore(inner, batches);
+  const wrapper = Object.create(recording) as Store;
+  wrapper.commit = (writes: readonly ActorWrite[]) => {
+    const start = now();
+    const done = recording.commit(writes);
+    timing.ms += now() - start;
+    return done;
+  };
+  return wrapper;
 }
 
 /**
@@ -52,7 +81,9 @@ async function interleaved(
 ): Promise<Interleaved> {
   const batches: ActorWrite[][] = [];
   const inner = openSqliteStore(`${options.dir}/${name}-durable.db`, { readModelRefreshMs: 0 });
-  const store = recordingStore(inner, batches);
+  const timing = { ms: 0 };
+  const store = timedStore(inner, batches, timing);
+  const memory = openStore('memory:');
   const minimal = openMinimal(`${options.dir}/${name}-minimal.db`);
   const replica = openSqliteStore(`${options.dir}/${name}-replica.db`, { readModelRefreshMs: 0 });
   let replayed = 0;
@@ -72,29 +103,45 @@ async function interleaved(
   try {
     for (let r = 0; r < warm; r++) {
       await block(store, r);
+      await block(memory, r);
       plain(r);
     }
     await replay();
-    const result: Interleaved = { minimal: [], storeSql: [], floor: [], commits: 0 };
+    const result: Interleaved = {
+      minimal: [],
+      storeSql: [],
+      floor: [],
+      inCommit: [],
+      aroundCommit: [],
+      commits: 0,
+    };
     const first = batches.length;
     for (let r = warm; r < warm + rounds; r++) {
       const from = batches.length;
+      timing.ms = 0;
       const start = now();
       await block(store, r);
       const oursMs = now() - start;
+      const inCommitMs = timing.ms;
       const count = batches.slice(from).reduce((n, b) => n + b.length, 0);
       const { minimalMs, storeMs } = await replay();
       const plainStart = now();
       plain(r);
       const plainMs = now() - plainStart;
+      const memoryStart = now();
+      await block(memory, r);
+      const memoryMs = now() - memoryStart;
       result.minimal.push({ count, oursMs, baseMs: minimalMs });
       result.storeSql.push({ count, oursMs, baseMs: storeMs });
       result.floor.push({ count, oursMs, baseMs: minimalMs + plainMs });
+      result.inCommit.push({ count, oursMs: inCommitMs, baseMs: storeMs });
+      result.aroundCommit.push({ count, oursMs: oursMs - inCommitMs, baseMs: memoryMs });
     }
     result.commits = batches.length - first;
     return result;
   } finally {
     await getRuntime(store).close();
+    await getRuntime(memory).close();
     await inner.close();
     await replica.close();
     minimal.db.close();
@@ -112,6 +159,8 @@ function rows(
   const minimal = pairedFigures(result.minimal);
   const storeSql = pairedFigures(result.storeSql);
   const floor = pairedFigures(result.floor);
+  const inCommit = perCommit(result.inCommit);
+  const around = perCommit(result.aroundCommit);
   return [
     judge({
       id,
@@ -145,6 +194,20 @@ function rows(
       ratio: floor.ratio,
       target: { on: 'ratio', op: '>=', value: floorTarget },
       details: { blocks: floor.blocks },
+    }),
+    judge({
+      id: `${id}-in-commit`,
+      name: `${name}: inside the store's commit call`,
+      unit: 'µs per commit',
+      ...inCommit,
+      baselineName: "the store's own SQL replaying the same rows, nothing between its commits",
+    }),
+    judge({
+      id: `${id}-around-commit`,
+      name: `${name}: the runtime around the commit`,
+      unit: 'µs per commit',
+      ...around,
+      baselineName: 'the same block on the memory store (no disk between commits)',
     }),
   ];
 }
@@ -190,28 +253,39 @@ export async function benchSequential(options: BenchOptions): Promise<BenchRow[]
     },
   );
   options.log(
-    `  sequential: ours ${out[0]?.value.toFixed(0)}/s, minimal ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}; vs store SQL ${out[1]?.ratio?.toFixed(2)}; vs floor ${out[2]?.ratio?.toFixed(2)}`,
+    `  sequential: ours ${out[0]?.value.toFixed(0)}/s, minimal ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}; vs store SQL ${out[1]?.ratio?.toFixed(2)}; vs floor ${out[2]?.ratio?.toFixed(2)}${split(out)}`,
   );
   return out;
+}
+
+/** The split rows of {@link rows}, for the log line. */
+function split(out: readonly BenchRow[]): string {
+  const [inside, around] = [out[3], out[4]];
+  return `; per commit ${inside?.value.toFixed(0)} µs inside the store's commit call (its SQL alone ${inside?.baseline?.toFixed(0)}), ${around?.value.toFixed(0)} µs around it (memory store ${around?.baseline?.toFixed(0)})`;
 }
 
 /** N tasks at once: each round sends one event to all of them, one commit per round. */
 export async function benchGroupCommit(options: BenchOptions): Promise<BenchRow[]> {
   const tasks = options.quick ? 128 : 256;
   const rounds = options.quick ? 8 : 30;
-  let actors: TaskActor[] = [];
-  let step = 0;
+  // Each store (SQLite, and the memory store of the split rows) has its own tasks.
+  const states = new Map<Store, { actors: TaskActor[]; step: number }>();
   const block = async (store: Store, round: number): Promise<void> => {
-    if (step === 0) {
-      actors = await Promise.all(
+    let state = states.get(store);
+    if (state === undefined) {
+      state = { actors: [], step: 0 };
+      states.set(store, state);
+    }
+    if (state.step === 0) {
+      state.actors = await Promise.all(
         Array.from({ length: tasks }, (_, i) => createTask(store, `group-${round}-${i}`)),
       );
     } else {
-      const event = TASK_EVENTS[step - 1];
-      await Promise.all(actors.map((a) => a.send(event as never)));
+      const event = TASK_EVENTS[state.step - 1];
+      await Promise.all(state.actors.map((a) => a.send(event as never)));
     }
-    step = (step + 1) % COMMITS_PER_TASK;
-    if (step === 0) for (const a of actors) a.detach();
+    state.step = (state.step + 1) % COMMITS_PER_TASK;
+    if (state.step === 0) for (const a of state.actors) a.detach();
   };
   // The same rounds on started XState actors: created, then one event to each.
   let plainActors: ReturnType<typeof plainTask>[] = [];
@@ -242,7 +316,7 @@ export async function benchGroupCommit(options: BenchOptions): Promise<BenchRow[
     },
   );
   options.log(
-    `  group commit: ours ${out[0]?.value.toFixed(0)}/s, minimal batched ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}, ${commitsPerRound} commit(s) per round of ${tasks}; vs floor ${out[2]?.ratio?.toFixed(2)}`,
+    `  group commit: ours ${out[0]?.value.toFixed(0)}/s, minimal batched ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}, ${commitsPerRound} commit(s) per round of ${tasks}; vs floor ${out[2]?.ratio?.toFixed(2)}${split(out)}`,
   );
   return out;
 }

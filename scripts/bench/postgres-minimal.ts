@@ -14,6 +14,7 @@ import {
   judge,
   now,
   pairedFigures,
+  perCommit,
   recordingStore,
   type BenchRow,
   type PairedBlock,
@@ -77,13 +78,29 @@ function withSchema(url: string, schema: string): string {
   return parsed.toString();
 }
 
+/**
+ * What {@link paired} measured. With `split`, also: the time our block waited in
+ * the store's commit calls (a statement's round trip and the client's work on
+ * it; one commit at a time) against the store's own statements replayed through
+ * its commit with nothing between them; and the rest of the block (the runtime
+ * around the commits) against the same block on the memory store.
+ */
+interface Paired {
+  blocks: PairedBlock[];
+  storeSql: PairedBlock[];
+  inCommit: PairedBlock[];
+  aroundCommit: PairedBlock[];
+  commits: number;
+}
+
 async function paired(
   url: string,
   name: string,
   block: (store: Store, round: number) => Promise<unknown>,
   warm: number,
   rounds: number,
-): Promise<{ blocks: PairedBlock[]; commits: number }> {
+  split = false,
+): Promise<Paired> {
   const schema = `bench_${name}_${process.pid}`;
   const minimalSchema = `${schema}_minimal`;
   const admin = new pg.Client({ connectionString: url });
@@ -98,30 +115,70 @@ async function paired(
   });
   await client.connect();
   const batches: ActorWrite[][] = [];
-  const store = recordingStore(openStore(withSchema(url, schema)), batches);
+  const recording = recordingStore(openStore(withSchema(url, schema)), batches);
+  const timing = { ms: 0 };
+  const store = split ? timedCommits(recording, timing) : recording;
+  const replica = split ? openStore(withSchema(url, `${schema}_replica`)) : undefined;
+  const memory = split ? openStore('memory:') : undefined;
+  const replayStore = async (fresh: readonly ActorWrite[][]): Promise<number> => {
+    const start = now();
+    for (const batch of fresh) await replica?.commit(batch);
+    return now() - start;
+  };
   try {
-    for (let r = 0; r < warm; r++) await block(store, r);
+    for (let r = 0; r < warm; r++) {
+      await block(store, r);
+      if (memory) await block(memory, r);
+    }
     await replay(client, batches);
-    const blocks: PairedBlock[] = [];
+    await replayStore(batches);
+    const result: Paired = { blocks: [], storeSql: [], inCommit: [], aroundCommit: [], commits: 0 };
     const first = batches.length;
     for (let r = warm; r < warm + rounds; r++) {
       const from = batches.length;
+      timing.ms = 0;
       const start = now();
       await block(store, r);
       const oursMs = now() - start;
+      const inCommitMs = timing.ms;
       const fresh = batches.slice(from);
-      blocks.push({
-        count: fresh.reduce((n, b) => n + b.length, 0),
-        oursMs,
-        baseMs: await replay(client, fresh),
-      });
+      const count = fresh.reduce((n, b) => n + b.length, 0);
+      result.blocks.push({ count, oursMs, baseMs: await replay(client, fresh) });
+      if (!memory) continue;
+      const storeMs = await replayStore(fresh);
+      const memoryStart = now();
+      await block(memory, r);
+      const memoryMs = now() - memoryStart;
+      result.storeSql.push({ count, oursMs, baseMs: storeMs });
+      result.inCommit.push({ count, oursMs: inCommitMs, baseMs: storeMs });
+      result.aroundCommit.push({ count, oursMs: oursMs - inCommitMs, baseMs: memoryMs });
     }
-    return { blocks, commits: batches.length - first };
+    result.commits = batches.length - first;
+    return result;
   } finally {
     await getRuntime(store).close();
+    if (memory) await getRuntime(memory).close();
     await store.close();
+    await replica?.close();
     await client.end();
   }
+}
+
+/**
+ * `inner`, adding to `timing.ms` the time from each commit call to its settling
+ * (meaningful one commit at a time: overlapping commits would be counted twice).
+ */
+function timedCommits(inner: Store, timing: { ms: number }): Store {
+  const wrapper = Object.create(inner) as Store;
+  wrapper.commit = async (writes: readonly ActorWrite[]) => {
+    const start = now();
+    try {
+      return await inner.commit(writes);
+    } finally {
+      timing.ms += now() - start;
+    }
+  };
+  return wrapper;
 }
 
 export async function benchPostgresMinimal(
@@ -136,10 +193,14 @@ export async function benchPostgresMinimal(
     // ≥ 3,000 sends warm the JIT before anything is timed, as in `npm run bench`.
     Math.ceil(3_000 / TASK_EVENTS.length),
     quick ? 30 : 120,
+    true,
   );
   const seq = pairedFigures(sequential.blocks);
+  const storeSql = pairedFigures(sequential.storeSql);
+  const inCommit = perCommit(sequential.inCommit);
+  const around = perCommit(sequential.aroundCommit);
   log(
-    `  postgres per commit: ours ${seq.value.toFixed(0)}/s, minimal ${seq.baseline.toFixed(0)}/s, ratio ${seq.ratio.toFixed(2)}`,
+    `  postgres per commit: ours ${seq.value.toFixed(0)}/s, minimal ${seq.baseline.toFixed(0)}/s, ratio ${seq.ratio.toFixed(2)}; vs store SQL ${storeSql.ratio.toFixed(2)}; per commit ${inCommit.value.toFixed(0)} µs in the store's commit calls (its statements alone ${inCommit.baseline.toFixed(0)}), ${around.value.toFixed(0)} µs around them (memory store ${around.baseline.toFixed(0)})`,
   );
 
   const tasks = quick ? 64 : 256;
@@ -177,6 +238,30 @@ export async function benchPostgresMinimal(
       ratio: seq.ratio,
       target: { on: 'ratio', op: '>=', value: 0.8 },
       details: { commits: sequential.commits, blocks: seq.blocks },
+    }),
+    judge({
+      id: 'postgres-per-commit-store-sql',
+      name: "PostgreSQL task workload, 1 commit per transition: vs the store's own SQL",
+      unit: 'commits/s',
+      value: storeSql.value,
+      baseline: storeSql.baseline,
+      baselineName: "the store's commit alone (its statements, no runtime), same rows",
+      ratio: storeSql.ratio,
+      details: { blocks: storeSql.blocks },
+    }),
+    judge({
+      id: 'postgres-per-commit-in-commit',
+      name: "PostgreSQL task workload, 1 commit per transition: in the store's commit calls",
+      unit: 'µs per commit',
+      ...inCommit,
+      baselineName: "the store's own statements replayed through its commit, nothing between them",
+    }),
+    judge({
+      id: 'postgres-per-commit-around-commit',
+      name: 'PostgreSQL task workload, 1 commit per transition: the runtime around the commit',
+      unit: 'µs per commit',
+      ...around,
+      baselineName: 'the same block on the memory store (no server between commits)',
     }),
     judge({
       id: 'postgres-group',
