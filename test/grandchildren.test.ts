@@ -9,16 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import {
-  assign,
-  createActor,
-  fromPromise,
-  sendParent,
-  sendTo,
-  setup,
-  type AnyActorRef,
-  type AnyMachineSnapshot,
-} from 'xstate';
+import { assign, createActor, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import {
   createDurableActor,
   defineChart,
@@ -27,9 +18,9 @@ import {
   openStore,
   recover,
   verify,
-  type Store,
 } from '../src/index.ts';
 import { settlePlain, settleStore } from './support/differential.ts';
+import { durableTree, plainTree } from './support/trees.ts';
 
 type Ev = { type: string; n?: number };
 
@@ -124,47 +115,6 @@ const root = setup({
 });
 
 const chart = defineChart(root);
-
-/** An actor and its descendants as compared. */
-interface Tree {
-  value: unknown;
-  context: unknown;
-  status: string;
-  output: unknown;
-  children: Record<string, Tree | 'promise'>;
-}
-
-function view(s: AnyMachineSnapshot, children: Tree['children']): Tree {
-  return {
-    value: s.value,
-    context: JSON.parse(JSON.stringify(s.context)) as unknown,
-    status: s.status,
-    output: s.output,
-    children,
-  };
-}
-
-function plainTree(ref: AnyActorRef): Tree {
-  const s = ref.getSnapshot() as AnyMachineSnapshot;
-  const children: Tree['children'] = {};
-  for (const [id, child] of Object.entries(s.children as Record<string, AnyActorRef>)) {
-    const logic = (child as unknown as { logic: object }).logic;
-    children[id] = 'getStateNodeById' in logic ? plainTree(child) : 'promise';
-  }
-  return view(s, children);
-}
-
-async function durableTree(store: Store, id: string): Promise<Tree> {
-  const s = (await openDurableActor(store, id)).getSnapshot() as AnyMachineSnapshot;
-  const children: Tree['children'] = {};
-  for (const child of Object.keys(s.children)) {
-    const childId = `${id}/${child}`;
-    children[child] = (await store.loadActor(childId))
-      ? await durableTree(store, childId)
-      : 'promise';
-  }
-  return view(s, children);
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-grandchildren-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -19,6 +19,11 @@ export interface ActorCore {
   row: ActorRow;
   snapshot: AnyMachineSnapshot;
   ledger: Ledger;
+  /**
+   * The step being committed, from the moment it is decided until its commit
+   * settles: what the actor's tree sees of it meanwhile (./system-ids.ts).
+   */
+  ahead: { snapshot: AnyMachineSnapshot; ledger: Ledger } | undefined;
   /** A lost race: reload before deciding anything. */
   stale: boolean;
   /** The actor that spawned this one (messages to `#_parent` and its completion go there). */
@@ -76,6 +81,7 @@ export function newCore(
     row,
     snapshot,
     ledger,
+    ahead: undefined,
     stale: false,
     parentId,
     listeners: undefined,

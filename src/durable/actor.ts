@@ -16,7 +16,7 @@ import type {
 import { ConcurrencyError } from '../core/errors.ts';
 import type { MessageRow, TransitionRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
-import type { LiveActor, TransitionNotice } from './notices.ts';
+import type { LiveActor, TransitionNotice, TreeView } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
 import { pendingTimer } from './ledger.ts';
 import { movedElsewhere, reload } from './reload.ts';
@@ -53,6 +53,19 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     this.id = core.id;
     this.machine = core.machine as TLogic;
     this.runtime = core.runtime;
+  }
+
+  /**
+   * @internal The actor as the rest of its tree sees it (./system-ids.ts): its
+   * snapshot with the step being committed, if any.
+   */
+  treeView(): TreeView {
+    const { core } = this;
+    return {
+      parentId: core.parentId,
+      snapshot: core.ahead?.snapshot ?? core.snapshot,
+      ledger: core.ahead?.ledger ?? core.ledger,
+    };
   }
 
   /** Current committed snapshot. */

@@ -19,20 +19,26 @@ import { UnpersistableValueError } from '../core/errors.ts';
 import { walkJson } from '../core/json.ts';
 import { stateLabel } from '../core/state.ts';
 import { actorKind } from './actor-kinds.ts';
-import { childActorId, planEffects, type Effects } from './effects.ts';
+import { planEffects, receiverId, type Effects } from './effects.ts';
 import {
   EMPTY_LEDGER,
   SYNCED_LEDGER,
   pendingInvoke,
   pendingTimer,
-  TO_PARENT,
-  TO_STOPPED,
   withoutFired,
   withoutSettled,
   type Ledger,
 } from './ledger.ts';
 import type { EventSource } from './notices.ts';
-import { errorValue, pureInitial, pureRestore, pureTransition } from './pure.ts';
+import {
+  errorValue,
+  orphanedBy,
+  pureInitial,
+  pureRestore,
+  pureTransition,
+  type SystemLookup,
+  type TreeSystemIds,
+} from './pure.ts';
 
 /** Context and output may hold XState actor refs (XState persists them as references). */
 const JSON_CHECK = { actorRefs: true } as const;
@@ -61,6 +67,11 @@ export interface StepFacts {
   ledger: Ledger;
   event: EventObject;
   delivery: Delivery;
+  /**
+   * What `system.get` finds elsewhere in the actor's tree (pure.ts,
+   * TreeSystemIds): looked up by the send path, read back from the row by replay.
+   */
+  system?: TreeSystemIds | undefined;
 }
 
 /** How a committed step came about. */
@@ -78,21 +89,65 @@ export type Step =
       effects: Effects;
       /** A relayed delayed send: its receiver. */
       relayedTo?: string | undefined;
+      /** The system ids the step found elsewhere in its tree, and the actors holding them. */
+      systemIds?: Record<string, string> | undefined;
     };
+
+/**
+ * The step asked for system ids its facts do not answer ({@link advanceOrLookUp}):
+ * `otherwise` is the step with none of them found.
+ */
+export interface LookUp {
+  kind: 'lookup';
+  ids: string[];
+  otherwise: Step;
+}
 
 /** Whether an event comes from a caller (refused when not taken) rather than an effect. */
 export function fromCaller(source: EventSource | 'create'): boolean {
   return source === 'send' || source === 'recover';
 }
 
-/** Decides one step (see the module comment). */
+/**
+ * Decides one step (see the module comment); a system id `f.system` does not
+ * answer is not found.
+ */
 export function advance(f: StepFacts): Step {
+  const lookup: SystemLookup = { system: f.system, asked: new Set() };
+  return withSystemIds(f, lookup, decide(f, lookup));
+}
+
+/**
+ * As {@link advance}, but a step that asks for a system id `f.system` does not
+ * answer is a {@link LookUp}: the send path looks its tree up and decides again.
+ */
+export function advanceOrLookUp(f: StepFacts): Step | LookUp {
+  const lookup: SystemLookup = { system: f.system, asked: new Set() };
+  const step = decide(f, lookup);
+  const ids = [...lookup.asked].filter((id) => !(f.system?.has(id) ?? false));
+  if (ids.length > 0) return { kind: 'lookup', ids, otherwise: withSystemIds(f, lookup, step) };
+  return withSystemIds(f, lookup, step);
+}
+
+/** `step`, noting the system ids it found elsewhere in the tree (Step.systemIds). */
+function withSystemIds(f: StepFacts, lookup: SystemLookup, step: Step): Step {
+  if (lookup.asked.size === 0 || step.kind !== 'commit') return step;
+  let found: Record<string, string> | undefined;
+  for (const id of lookup.asked) {
+    const actorId = f.system?.get(id);
+    if (typeof actorId === 'string') (found ??= {})[id] = actorId;
+  }
+  if (found !== undefined) step.systemIds = found;
+  return step;
+}
+
+function decide(f: StepFacts, lookup: SystemLookup): Step {
   const { delivery } = f;
   if (delivery.source === 'spawn' && isActive(f.snapshot)) {
     return { kind: 'gone', reason: 'the child is still running' };
   }
   if (delivery.source === 'create' || delivery.source === 'spawn') {
-    const [next, actions] = pureInitial(f.machine, (f.event as { input?: unknown }).input);
+    const [next, actions] = pureInitial(f.machine, (f.event as { input?: unknown }).input, lookup);
     checkValues(f, next, undefined, true);
     const ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
     return commit(f, 'transition', f.event, next, actions, ledger);
@@ -134,7 +189,7 @@ export function advance(f: StepFacts): Step {
   let actions: unknown[];
   const live = delivery.source === 'message' ? liveEvent(snapshot, event) : event;
   try {
-    [next, actions] = pureTransition(f.machine, snapshot, live, ledger.settled);
+    [next, actions] = pureTransition(f.machine, snapshot, live, ledger.settled, lookup);
     checkValues(f, next, snapshot, caller);
   } catch (error) {
     if (caller) throw error;
@@ -238,7 +293,8 @@ function fail(
   error: unknown,
 ): Step {
   const next = { ...snapshot, status: 'error', error: errorValue(error) } as AnyMachineSnapshot;
-  return commit(f, 'failed', event, next, [], ledger);
+  const orphaned = orphanedBy(error);
+  return commit(f, 'failed', event, next, [], orphaned ? { ...ledger, orphaned } : ledger);
 }
 
 /** A delayed `sendTo` falls due: its event goes to the receiver; the sender does not move. */
@@ -251,8 +307,7 @@ function relay(
 ): Step {
   const step = commit(f, 'relayed', event, snapshot, [], ledger);
   if (step.kind !== 'commit') return step;
-  const receiver =
-    to === TO_PARENT ? f.parentId : to === TO_STOPPED ? undefined : childActorId(f.actorId, to);
+  const receiver = receiverId(f.actorId, f.parentId, to);
   if (receiver !== undefined) {
     step.effects.messages.push({
       to: receiver,

@@ -9,11 +9,12 @@ import { validateInput } from '../strict/events.ts';
 import type { ActorRow, ActorWrite } from '../store/types.ts';
 import { DurableActor } from './actor.ts';
 import { newCore, type ActorOptions } from './actor-core.ts';
-import { advance } from './advance.ts';
+import { advance, advanceOrLookUp, type StepFacts } from './advance.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { EMPTY_LEDGER, nextDue } from './ledger.ts';
 import type { DurableActorOptions } from './options.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
+import { decideWithTree } from './system-ids.ts';
 import type { DurableRuntime } from './runtime.ts';
 import { afterCommit, postMessages, startInvokes, stepsBegun } from './after-commit.ts';
 
@@ -38,7 +39,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
     options.input === undefined
       ? { type: 'xstate.init' }
       : ({ type: 'xstate.init', input: options.input } as EventObject);
-  const step = advance({
+  const facts: StepFacts = {
     machine,
     actorId: options.id,
     parentId: spawned?.parentId,
@@ -52,7 +53,24 @@ export async function createActor<TLogic extends AnyStateMachine>(
       source: 'create',
       sync: spawned !== undefined && options.metadata?.['sync'] === true,
     },
-  });
+  };
+  // A spawned child's first step may ask for a system id held elsewhere in its
+  // tree (./system-ids.ts); a root's tree is only itself yet.
+  const decided = spawned === undefined ? advance(facts) : advanceOrLookUp(facts);
+  const step =
+    decided.kind === 'lookup'
+      ? await decideWithTree(
+          {
+            runtime,
+            id: options.id,
+            parentId: spawned?.parentId,
+            snapshot: undefined,
+            ledger: EMPTY_LEDGER,
+          },
+          facts,
+          decided,
+        )
+      : decided;
   if (step.kind !== 'commit') throw new Error('creation always commits');
   const { next: initial, effects } = step;
   const state = stateLabel(initial.value);
@@ -65,7 +83,11 @@ export async function createActor<TLogic extends AnyStateMachine>(
     eventType: initEvent.type,
     event: JSON.stringify(initEvent),
     at: now,
-    metadata: JSON.stringify({ source: 'create', ...options.metadata }),
+    metadata: JSON.stringify({
+      source: 'create',
+      ...options.metadata,
+      ...(step.systemIds === undefined ? {} : { systemIds: step.systemIds }),
+    }),
     prevHash: GENESIS_HASH,
     chartVersion: versioning.version,
     snapshot,

@@ -34,6 +34,7 @@ import type { OutgoingMessage, TimerRow } from '../store/types.ts';
 import { actorKind, checkActor } from './actor-kinds.ts';
 import {
   makeLedger,
+  TO_ACTOR,
   TO_PARENT,
   TO_STOPPED,
   type Ledger,
@@ -41,7 +42,7 @@ import {
   type PendingTimer,
 } from './ledger.ts';
 import { encodeSnapshot } from './codec.ts';
-import { CREATED, isPureSelf, PARENT_REF } from './pure.ts';
+import { CREATED, isPureSelf, NOWHERE, PARENT_REF, remoteActorOf } from './pure.ts';
 
 /** A user action, run after its transition committed. */
 export interface Effect {
@@ -131,6 +132,25 @@ export interface TransitionFacts {
 /** The durable actor id of child `childId` of `parentId`. */
 export function childActorId(parentId: string, childId: string): string {
   return `${parentId}/${childId}`;
+}
+
+/**
+ * The durable actor a send of `actorId` goes to, by its receiver as effects and
+ * timers hold it: undefined for the actor itself, or for no one (a child stopped
+ * since, an actor that takes no events).
+ */
+export function receiverId(
+  actorId: string,
+  parentId: string | undefined,
+  to: string | undefined,
+): string | undefined {
+  if (to === undefined || to === TO_STOPPED) return to === undefined ? actorId : undefined;
+  if (to === TO_PARENT) return parentId;
+  if (to.startsWith(TO_ACTOR)) {
+    const id = to.slice(TO_ACTOR.length);
+    return id === NOWHERE ? undefined : id;
+  }
+  return childActorId(actorId, to);
 }
 
 /** The step key of invoke `id` entered at actor version `version`. */
@@ -295,6 +315,7 @@ class Planner {
       this.invokes,
       this.settled === undefined ? undefined : [...this.settled],
       t.ledger.sync,
+      t.ledger.orphaned,
     );
     if (t.ledger.sync === true && !finished && t.relayed !== true) this.snapshotToParent();
     const cancelAll = finished && this.timers.length === 0;
@@ -553,7 +574,7 @@ class Planner {
    * ref XState resolved), when this step spawns it by an action not run yet.
    */
   private unspawned(target: unknown, to: string | undefined): ChildRef | undefined {
-    if (to === undefined || to === TO_PARENT) return undefined;
+    if (to === undefined || to === TO_PARENT || to.startsWith(TO_ACTOR)) return undefined;
     const ref =
       typeof target === 'string'
         ? (this.t.next.children as Record<string, ChildRef | undefined>)[to]
@@ -580,6 +601,14 @@ class Planner {
       return TO_PARENT;
     }
     if (isPureSelf(target)) return undefined;
+    const elsewhere = remoteActorOf(target);
+    if (elsewhere !== undefined) {
+      // An actor of the tree found by its system id (pure.ts, remoteRef).
+      if (elsewhere === NOWHERE) return null;
+      if (elsewhere === t.actorId) return undefined;
+      if (elsewhere === t.parentId) return TO_PARENT;
+      return `${TO_ACTOR}${elsewhere}`;
+    }
     const children = t.next.children as Record<string, ChildRef | undefined>;
     let ref: ChildRef | undefined;
     let id: string | undefined;
@@ -649,10 +678,7 @@ class Planner {
   }
 
   private actorIdOf(to: string | undefined): string {
-    const { t } = this;
-    if (to === undefined) return t.actorId;
-    if (to === TO_PARENT) return t.parentId as string;
-    return childActorId(t.actorId, to);
+    return receiverId(this.t.actorId, this.t.parentId, to) as string;
   }
 
   /**
@@ -706,6 +732,10 @@ class Planner {
       return false;
     }
     if (timer.to === TO_PARENT) return this.t.parentId !== undefined;
+    // An actor of the tree outside the sender's own subtree runs on without it.
+    if (timer.to.startsWith(TO_ACTOR) && !timer.to.startsWith(`${TO_ACTOR}${this.t.actorId}/`)) {
+      return true;
+    }
     return this.t.next.status === 'error' && timer.to !== TO_STOPPED;
   }
 

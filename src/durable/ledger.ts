@@ -69,6 +69,15 @@ export interface Ledger {
    * does. Set on its creation, for its whole life.
    */
   readonly sync?: true | undefined;
+  /**
+   * An actor that failed (status `error`) in a step that had already stopped or
+   * spawned children with system ids: XState runs each action as it resolves, so
+   * before the throw it had taken the stopped child's system id off the system
+   * (`released`; the child itself runs on, its stop never ran) and given a
+   * spawned one's to an actor that never starts (`lost`: sends to it are lost).
+   * Read by the tree's lookups (./system-ids.ts).
+   */
+  readonly orphaned?: Readonly<Record<string, 'released' | 'lost'>> | undefined;
 }
 
 /** The receiver of a delayed `sendTo(parent)`. */
@@ -80,6 +89,12 @@ export const TO_PARENT = '#parent';
  * as any timer's does (see {@link withoutFired}).
  */
 export const TO_STOPPED = '#stopped';
+
+/**
+ * The prefix of a delayed `sendTo`'s receiver found by system id elsewhere in the
+ * actor's tree: `#actor:` and that durable actor's id.
+ */
+export const TO_ACTOR = '#actor:';
 
 /** Nothing pending. */
 export const EMPTY_LEDGER: Ledger = Object.freeze({
@@ -97,7 +112,8 @@ export function isEmptyLedger(ledger: Ledger): boolean {
 /** The ledger a persisted snapshot carries; undefined when it has none (written before ledgers). */
 export function ledgerOf(persisted: unknown): Ledger | undefined {
   const raw = (persisted as Record<string, unknown> | null)?.[LEDGER_KEY] as
-    { timers?: unknown; invokes?: unknown; settled?: unknown; sync?: unknown } | undefined;
+    | { timers?: unknown; invokes?: unknown; settled?: unknown; sync?: unknown; orphaned?: unknown }
+    | undefined;
   if (raw === undefined) return undefined;
   if (raw === null || typeof raw !== 'object') return EMPTY_LEDGER;
   // Nothing pending (`{}`, most rows): no arrays to build.
@@ -105,14 +121,19 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
     raw.timers === undefined &&
     raw.invokes === undefined &&
     raw.settled === undefined &&
-    raw.sync === undefined
+    raw.sync === undefined &&
+    raw.orphaned === undefined
   ) {
     return EMPTY_LEDGER;
   }
   const timers = Array.isArray(raw.timers) ? (raw.timers as unknown[]).map(timerOf) : [];
   const invokes = Array.isArray(raw.invokes) ? (raw.invokes as PendingInvoke[]) : [];
   const settled = Array.isArray(raw.settled) ? (raw.settled as string[]) : [];
-  return makeLedger(timers, invokes, settled, raw.sync === true);
+  const orphaned =
+    raw.orphaned !== null && typeof raw.orphaned === 'object'
+      ? (raw.orphaned as Ledger['orphaned'])
+      : undefined;
+  return makeLedger(timers, invokes, settled, raw.sync === true, orphaned);
 }
 
 /**
@@ -124,9 +145,16 @@ export function makeLedger(
   invokes: readonly PendingInvoke[],
   settled: readonly string[] | undefined,
   sync: boolean | undefined,
+  orphaned?: Ledger['orphaned'],
 ): Ledger {
   const hasSettled = settled !== undefined && settled.length > 0;
-  if (timers.length === 0 && invokes.length === 0 && !hasSettled && sync !== true) {
+  if (
+    timers.length === 0 &&
+    invokes.length === 0 &&
+    !hasSettled &&
+    sync !== true &&
+    orphaned === undefined
+  ) {
     return EMPTY_LEDGER;
   }
   const ledger: {
@@ -134,9 +162,11 @@ export function makeLedger(
     invokes: typeof invokes;
     settled?: typeof settled;
     sync?: true;
+    orphaned?: typeof orphaned;
   } = { timers, invokes };
   if (hasSettled) ledger.settled = settled;
   if (sync === true) ledger.sync = true;
+  if (orphaned !== undefined) ledger.orphaned = orphaned;
   return ledger;
 }
 
@@ -182,7 +212,13 @@ export function withoutSettled(ledger: Ledger, invoke: PendingInvoke): Ledger {
 
 /** The JSON value stored for a ledger (`{}` when nothing is pending). */
 export function ledgerJson(ledger: Ledger): unknown {
-  const out: { timers?: unknown; invokes?: unknown; settled?: unknown; sync?: true } = {};
+  const out: {
+    timers?: unknown;
+    invokes?: unknown;
+    settled?: unknown;
+    sync?: true;
+    orphaned?: unknown;
+  } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
       if (isShort(t)) return { after: t.key, due: t.due };
@@ -205,6 +241,7 @@ export function ledgerJson(ledger: Ledger): unknown {
   }
   if (ledger.settled !== undefined && ledger.settled.length > 0) out.settled = ledger.settled;
   if (ledger.sync === true) out.sync = true;
+  if (ledger.orphaned !== undefined) out.orphaned = ledger.orphaned;
   return out;
 }
 

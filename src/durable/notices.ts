@@ -5,6 +5,7 @@
 import type { AnyEventObject, AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import type { InvalidEventError, InvalidTransitionError } from '../core/errors.ts';
 import type { ActorStatus, MessageRow } from '../store/types.ts';
+import type { Ledger } from './ledger.ts';
 
 /** Where an event came from, recorded in the transition row's metadata. */
 export type EventSource = 'send' | 'timer' | 'recover' | 'invoke' | 'message' | 'spawn';
@@ -65,6 +66,13 @@ export interface RuntimeObserver {
   onWriteError?(notice: WriteErrorNotice): void;
 }
 
+/** An actor as the rest of its tree sees it: its parent, and its newest decided step. */
+export interface TreeView {
+  parentId: string | undefined;
+  snapshot: AnyMachineSnapshot;
+  ledger: Ledger;
+}
+
 /**
  * A live durable actor as the runtime hands it out by id (`runtime.actor(id)`):
  * what callers that only know the id can do with it, and what the runtime drives.
@@ -104,4 +112,6 @@ export interface LiveActor {
   reload(): Promise<void>;
   /** Called after every committed transition of this actor (in this process). */
   subscribe(listener: (notice: TransitionNotice) => void): { unsubscribe(): void };
+  /** The actor as the rest of its tree sees it (./system-ids.ts). */
+  treeView(): TreeView;
 }

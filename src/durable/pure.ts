@@ -37,8 +37,87 @@ export const CREATED = 'agentcharts.created';
 
 type SystemRef = AnyActorRef & { systemId?: string };
 
+/**
+ * The system ids an actor's step may find elsewhere in its tree (XState's system
+ * is shared by a root and all its descendants): each id to the durable actor that
+ * holds it, or null where none does. Ids the actor's own children hold are found
+ * in its snapshot instead.
+ */
+export type TreeSystemIds = ReadonlyMap<string, string | null>;
+
+/** What a pure call looked up by system id beyond its own children, and what it found. */
+export interface SystemLookup {
+  /** The answers to give (see {@link TreeSystemIds}); ids not in it are not found. */
+  readonly system?: TreeSystemIds | undefined;
+  /** Filled with every system id the call asked for that its own children do not hold. */
+  readonly asked: Set<string>;
+}
+
+/**
+ * The receiver of a send to an actor of the tree found by its system id: the
+ * durable actor's id, or {@link NOWHERE} for an actor that takes no events (a
+ * promise).
+ */
+export const NOWHERE = '#nowhere';
+const REMOTE = Symbol('agentcharts.remote');
+type RemoteRef = AnyActorRef & { [REMOTE]: string };
+const remoteRefs = new Map<string, RemoteRef>();
+
+/** The stand-in `system.get` returns for an actor of the tree (one object per actor and id). */
+function remoteRef(actorId: string, systemId: string): AnyActorRef {
+  const key = `${systemId}\u0000${actorId}`;
+  let ref = remoteRefs.get(key);
+  if (ref === undefined) {
+    ref = Object.freeze({
+      id: systemId,
+      sessionId: `#remote:${actorId}`,
+      systemId,
+      [REMOTE]: actorId,
+    }) as unknown as RemoteRef;
+    if (remoteRefs.size > 10_000) remoteRefs.clear();
+    remoteRefs.set(key, ref);
+  }
+  return ref;
+}
+
+/** The durable actor a ref `system.get` returned stands for (see {@link remoteRef}). */
+export function remoteActorOf(ref: unknown): string | undefined {
+  return typeof ref === 'object' && ref !== null && REMOTE in ref
+    ? (ref as RemoteRef)[REMOTE]
+    : undefined;
+}
+
+/** What a call that threw had run before it threw, by the error it threw. */
+const runBeforeThrow = new WeakMap<object, unknown[]>();
+
+/**
+ * The system ids a step that threw had already moved (Ledger.orphaned): XState
+ * runs each action as it resolves, so a stop before the throw took the child's
+ * id off the system (its stop itself is deferred, and never runs), and a spawn
+ * gave its id to an actor that never starts. Undefined when it moved none.
+ */
+export function orphanedBy(error: unknown): Record<string, 'released' | 'lost'> | undefined {
+  const actions =
+    typeof error === 'object' && error !== null ? runBeforeThrow.get(error) : undefined;
+  let orphaned: Record<string, 'released' | 'lost'> | undefined;
+  for (const action of (actions ?? []) as Array<{ type?: unknown; params?: unknown }>) {
+    let ref: unknown;
+    let kind: 'released' | 'lost';
+    if (action.type === 'xstate.stopChild') [ref, kind] = [action.params, 'released'];
+    else if (action.type === 'xstate.spawnChild') {
+      [ref, kind] = [(action.params as { actorRef?: unknown } | undefined)?.actorRef, 'lost'];
+    } else if (action.type === CREATED) [ref, kind] = [action.params, 'lost'];
+    else continue;
+    const systemId = (ref as { systemId?: unknown } | undefined)?.systemId;
+    if (typeof systemId === 'string') (orphaned ??= {})[systemId] = kind;
+  }
+  return orphaned;
+}
+
 interface PureScope {
   scope: Scope;
+  /** The current call's lookups beyond its own children, when it makes them. */
+  lookup: SystemLookup | undefined;
   /** Child refs given a system id during the current call (taken out again after it). */
   keyed: AnyActorRef[];
   /** The children of the snapshot the current call starts from. */
@@ -109,7 +188,11 @@ function scopeOf(machine: AnyStateMachine): PureScope {
         if (pure?.finished?.includes(id) || pure?.stopped.includes(child)) continue;
         return child;
       }
-      return undefined;
+      const lookup = pure?.lookup;
+      if (lookup === undefined) return undefined;
+      lookup.asked.add(systemId);
+      const elsewhere = lookup.system?.get(systemId);
+      return typeof elsewhere === 'string' ? remoteRef(elsewhere, systemId) : undefined;
     };
     const scope: Scope = {
       self,
@@ -124,6 +207,7 @@ function scopeOf(machine: AnyStateMachine): PureScope {
     };
     pure = {
       scope,
+      lookup: undefined,
       keyed,
       before: undefined,
       finished: undefined,
@@ -145,6 +229,7 @@ function collecting<T>(
   before: AnyMachineSnapshot | undefined,
   step: (scope: Scope) => T,
   finished?: readonly string[],
+  lookup?: SystemLookup,
 ): [T, unknown[]] {
   const pure = scopeOf(machine);
   const { scope, keyed } = pure;
@@ -162,12 +247,17 @@ function collecting<T>(
   pure.before = before?.children as PureScope['before'];
   pure.finished = finished;
   pure.actions = actions;
+  pure.lookup = lookup;
   try {
     return [step(scope), actions];
+  } catch (error) {
+    if (typeof error === 'object' && error !== null) runBeforeThrow.set(error, actions);
+    throw error;
   } finally {
     scope.actionExecutor = ignore;
     pure.before = undefined;
     pure.finished = undefined;
+    pure.lookup = undefined;
     pure.stopped.length = 0;
     pure.actions = undefined;
     if (keyed.length > 0) {
@@ -180,19 +270,22 @@ function collecting<T>(
 /**
  * `transition(machine, snapshot, event)`: the next snapshot and the actions XState
  * executed. `finished`: ids of the snapshot's children that have finished (a live
- * XState actor has forgotten their system ids).
+ * XState actor has forgotten their system ids). `lookup`: what `system.get` finds
+ * beyond the actor's own children, and where it notes what it asked for.
  */
 export function pureTransition(
   machine: AnyStateMachine,
   snapshot: AnyMachineSnapshot,
   event: EventObject,
   finished?: readonly string[],
+  lookup?: SystemLookup,
 ): [AnyMachineSnapshot, unknown[]] {
   return collecting(
     machine,
     snapshot,
     (scope) => machine.transition(snapshot, event, scope) as AnyMachineSnapshot,
     finished,
+    lookup,
   );
 }
 
@@ -200,11 +293,14 @@ export function pureTransition(
 export function pureInitial(
   machine: AnyStateMachine,
   input: unknown,
+  lookup?: SystemLookup,
 ): [AnyMachineSnapshot, unknown[]] {
   return collecting(
     machine,
     undefined,
     (scope) => machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot,
+    undefined,
+    lookup,
   );
 }
 

@@ -35,6 +35,19 @@ export interface RowSource {
   dropped?: unknown;
   relay?: unknown;
   sync?: unknown;
+  /** The system ids the step found elsewhere in its tree (Step.systemIds). */
+  systemIds?: unknown;
+}
+
+/** The system ids a row records (see RowSource.systemIds), as the step's facts take them. */
+function systemIdsOf(meta: RowSource): Map<string, string> | undefined {
+  const ids = meta.systemIds;
+  if (ids === null || typeof ids !== 'object') return undefined;
+  const found = new Map<string, string>();
+  for (const [id, actorId] of Object.entries(ids)) {
+    if (typeof actorId === 'string') found.set(id, actorId);
+  }
+  return found;
 }
 
 export function parseJson(text: string): unknown {
@@ -68,6 +81,7 @@ export function replayRow(
       ledger: state.ledger,
       event,
       delivery,
+      system: systemIdsOf(meta),
     });
   } catch (error) {
     return { ok: false, detail: `replay threw: ${error instanceof Error ? error.name : 'error'}` };

@@ -11,7 +11,13 @@ import { stateLabel } from '../core/state.ts';
 import { eventIn } from '../strict/events.ts';
 import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore, SendOptions } from './actor-core.ts';
-import { advance, fromCaller, type Delivery, type Step } from './advance.ts';
+import {
+  advanceOrLookUp,
+  fromCaller,
+  type Delivery,
+  type Step,
+  type StepFacts,
+} from './advance.ts';
 import {
   afterCommit,
   armTimers,
@@ -26,6 +32,7 @@ import type { EventSource } from './notices.ts';
 import { rejectEvent } from './reject.ts';
 import { movedElsewhere, reload } from './reload.ts';
 import { buildTransitionRow } from './row.ts';
+import { decideWithTree } from './system-ids.ts';
 
 const SEND_METADATA = '{"source":"send"}';
 
@@ -65,7 +72,7 @@ export async function processEvent(
 
   // 2. Decide the step on the committed snapshot and ledger.
   const previous = core.snapshot;
-  const step = advance({
+  const facts: StepFacts = {
     machine: core.machine,
     actorId: core.id,
     parentId: core.parentId,
@@ -75,7 +82,10 @@ export async function processEvent(
     ledger: core.ledger,
     event: parsed,
     delivery: deliveryOf(source, options),
-  });
+  };
+  const decided = advanceOrLookUp(facts);
+  // A system id held elsewhere in the actor's tree (./system-ids.ts).
+  const step = decided.kind === 'lookup' ? await decideWithTree(core, facts, decided) : decided;
   if (step.kind === 'gone') {
     // Gone on this process's copy (a child still running, an actor finished, a timer
     // or invoke no longer pending) may be stale: another process, or a killed
@@ -105,10 +115,13 @@ export async function processEvent(
 
   // 3. Commit.
   const write = buildWrite(core, step, previous, source, options, now);
+  core.ahead = { snapshot: step.next, ledger: step.effects.ledger };
   try {
     await runtime.commit(write);
   } catch (error) {
     throw commitFailed(core, error, step.event.type, now);
+  } finally {
+    core.ahead = undefined;
   }
 
   // 4. Committed: move the actor, arm its timers, start and stop its invokes, post
@@ -160,13 +173,16 @@ function metadataJson(
   options: SendOptions,
 ): string {
   const extra = options.metadata;
-  if (source === 'send' && extra === undefined) return SEND_METADATA;
+  if (source === 'send' && extra === undefined && step.systemIds === undefined) {
+    return SEND_METADATA;
+  }
   const meta: Record<string, unknown> = { source };
   if (delay !== undefined) meta['delay'] = delay;
   if (options.timer !== undefined) meta['timer'] = options.timer;
   if (options.invoke !== undefined) meta['invoke'] = options.invoke;
   if (step.outcome === 'dropped') meta['dropped'] = true;
   if (step.outcome === 'relayed') meta['relay'] = step.relayedTo ?? null;
+  if (step.systemIds !== undefined) meta['systemIds'] = step.systemIds;
   return JSON.stringify(extra === undefined ? meta : { ...meta, ...extra });
 }
 

@@ -22,6 +22,8 @@
  *   counts them: `kid.forwarded`);
  * - `sendTo(({ system }) => system.get('k2sys'))` (`bySystemId`): the child holding
  *   that id is spawned on the actor's entry and lasts (buildMachine says why);
+ *   and from the child machines and their own children (`kid.sibling`): XState's
+ *   system is the whole tree's, so a child finds its sibling by system id;
  * - snapshots of the children (`snapshots`): `onSnapshot` on the invokes of the
  *   child machine (guarded on `event.snapshot.matches(...)`, and a fallback) and
  *   of the promise (its one snapshot, as it starts), and `syncSnapshot: true` on
@@ -142,6 +144,13 @@ export interface KidSpec {
    * many ms; each greeting or answer counts in the kid's `m`, its finishing 10.
    */
   grand?: number | undefined;
+  /**
+   * On `GO` it (and its own child, with `grand`) sends `PONG` to the actor holding
+   * system id `k2sys` (`k4`, or `k2` spawned with it: a sibling, an uncle, or
+   * itself): XState's system is the whole tree's. With none holding it, XState
+   * sends to the sender itself.
+   */
+  sibling?: boolean | undefined;
 }
 
 export interface MachineSpec {
@@ -265,6 +274,7 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
       )
     : {};
   const fin = lasting ? {} : { FIN: 'done' };
+  const toSys = spec.sibling === true ? [sendBySystemId('PONG')] : [];
   const bump = (by: number) =>
     assign({ m: ({ context }: { context: { m: number } }) => context.m + by });
   const grand =
@@ -276,14 +286,21 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
         };
   const machine = setup({
     types: { context: {} as { m: number } },
-    actors: { grand: grandMachine(spec.grand ?? 0) },
+    actors: { grand: grandMachine(spec.grand ?? 0, spec.sibling === true) },
   }).createMachine({
     id: lasting ? 'kidLasting' : 'kid',
     context: { m: 0 },
     initial: 'idle',
     entry: spec.pingOnStart ? [sendParent({ type: 'PING' })] : [],
     states: {
-      idle: { on: { GO: 'busy', ...fin, PONG: { actions: pong }, ...forwarded } },
+      idle: {
+        on: {
+          GO: { target: 'busy', actions: toSys },
+          ...fin,
+          PONG: { actions: pong },
+          ...forwarded,
+        },
+      },
       busy: {
         after: { [spec.busyDelay]: { target: 'idle', actions: sendParent({ type: 'PING' }) } },
         ...('invoke' in grand ? { invoke: grand.invoke } : {}),
@@ -296,8 +313,20 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
   return machine as unknown as AnyStateMachine;
 }
 
-/** The kid's own child machine: greets it, answers `GO`, finishes after `lifeMs`. */
-function grandMachine(lifeMs: number): AnyStateMachine {
+/** `sendTo` the actor holding system id `k2sys`, wherever it is in the tree. */
+function sendBySystemId(type: 'PONG'): unknown {
+  return sendTo(
+    (({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
+      system.get('k2sys')) as never,
+    { type } as never,
+  );
+}
+
+/**
+ * The kid's own child machine: greets it, answers `GO` (and, with `sibling`,
+ * sends `PONG` by system id), finishes after `lifeMs`.
+ */
+function grandMachine(lifeMs: number, sibling = false): AnyStateMachine {
   const hello = sendParent({ type: 'GP' });
   const machine = setup({ types: { context: {} as { g: number } } }).createMachine({
     id: 'grand',
@@ -312,6 +341,7 @@ function grandMachine(lifeMs: number): AnyStateMachine {
             actions: [
               assign({ g: ({ context }: { context: { g: number } }) => context.g + 1 }),
               hello,
+              ...(sibling ? [sendBySystemId('PONG')] : []),
             ],
           },
         },
@@ -908,6 +938,7 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
     busyDelay: fc.constantFrom(150, 250, 350),
     forwarded: fc.boolean(),
     grand: fc.option(fc.constantFrom(100, 300), { nil: undefined }),
+    sibling: fc.option(fc.constant(true), { nil: undefined }),
   });
   const stateArb = (shape: Shape): fc.Arbitrary<StateSpec> => {
     if (shape.kind === 'final') {

@@ -1,0 +1,144 @@
+/**
+ * System ids across an actor's tree. In XState one system is shared by a root
+ * and all its descendants: an actor spawned or invoked with a `systemId` is
+ * found by `system.get(id)` from any actor of the tree (a sibling, an ancestor, a
+ * descendant) from its start until it stops or finishes. A durable tree is many
+ * durable actors, each stepping on its own snapshot, so a step that asks for a
+ * system id its own children do not hold is decided again with the answer this
+ * module finds (advance.ts, `advanceOrLookUp`), and the row records what it
+ * found, for replay.
+ *
+ * The answer is read from the tree as this process sees it: each actor's newest
+ * decided step (a step still being committed included, as XState's synchronous
+ * run has it), its children with their system ids, and whether each child
+ * machine is still active. A child machine whose row is not created yet (its
+ * spawn is on its way) holds its id, as XState registers it at the spawn; a
+ * child that finished does not, nor a settled promise. The walk loads every
+ * child machine of the tree once, and is made only by steps that ask for an id
+ * their own children do not hold.
+ */
+import type { AnyActorLogic, AnyActorRef, AnyMachineSnapshot } from 'xstate';
+import type { TreeView } from './notices.ts';
+import { actorKind } from './actor-kinds.ts';
+import { advanceOrLookUp, type LookUp, type Step, type StepFacts } from './advance.ts';
+import { childActorId } from './effects.ts';
+import type { Ledger } from './ledger.ts';
+import { NOWHERE } from './pure.ts';
+import type { DurableRuntime } from './runtime.ts';
+
+type Child = AnyActorRef & { systemId?: string; logic?: AnyActorLogic };
+
+/** The actor whose step asks: its snapshot before the step (none while it is created). */
+export interface Asker {
+  readonly runtime: DurableRuntime;
+  readonly id: string;
+  readonly parentId: string | undefined;
+  readonly snapshot: AnyMachineSnapshot | undefined;
+  readonly ledger: Ledger;
+}
+
+/** How many times a step is decided again for ids it asks for only once others are found. */
+const MAX_ROUNDS = 8;
+
+/**
+ * Decides the step `first` asked lookups for: looks its ids up in `core`'s tree
+ * and decides again with them, until the step asks for nothing new.
+ */
+export async function decideWithTree(core: Asker, facts: StepFacts, first: LookUp): Promise<Step> {
+  const system = new Map(facts.system ?? []);
+  let decided: Step | LookUp = first;
+  for (let round = 0; decided.kind === 'lookup' && round < MAX_ROUNDS; round++) {
+    const found = await lookUpSystemIds(core, decided.ids);
+    let any = false;
+    for (const [id, actorId] of found) {
+      system.set(id, actorId);
+      if (actorId !== null) any = true;
+    }
+    // Nothing new found: the step as decided with those ids not found stands.
+    if (!any) return decided.otherwise;
+    decided = advanceOrLookUp({ ...facts, system });
+  }
+  return decided.kind === 'lookup' ? decided.otherwise : decided;
+}
+
+/**
+ * Which durable actor of `core`'s tree holds each of `ids` (null: none; NOWHERE:
+ * an actor that takes no events, a running promise). `core`'s own children are
+ * not among the answers (its step finds them in its snapshot), but their
+ * descendants are.
+ */
+export async function lookUpSystemIds(
+  core: Asker,
+  ids: readonly string[],
+): Promise<Map<string, string | null>> {
+  const found = new Map<string, string | null>(ids.map((id) => [id, null]));
+  const view = async (actorId: string): Promise<TreeView | undefined> => {
+    if (actorId === core.id) {
+      const { parentId, snapshot, ledger } = core;
+      return snapshot === undefined ? undefined : { parentId, snapshot, ledger };
+    }
+    const held = core.runtime.heldActor(actorId);
+    if (held !== undefined) return held.treeView();
+    try {
+      return (await core.runtime.actor(actorId)).treeView();
+    } catch {
+      return undefined; // not created yet, or not loadable here
+    }
+  };
+  // The root: the tree's actors are its descendants. (An actor being created has
+  // no view of its own yet: its parent is where the walk up starts.)
+  let rootId = core.id;
+  let parentId = core.parentId;
+  const seen = new Set([core.id]);
+  while (parentId !== undefined && !seen.has(parentId)) {
+    const parent = await view(parentId);
+    if (parent === undefined) break;
+    seen.add(parentId);
+    rootId = parentId;
+    parentId = parent.parentId;
+  }
+  const root = await view(rootId);
+  if (root !== undefined) await visit(rootId, root, core.id, found, view);
+  return found;
+}
+
+async function visit(
+  actorId: string,
+  node: TreeView,
+  asker: string,
+  found: Map<string, string | null>,
+  view: (actorId: string) => Promise<TreeView | undefined>,
+): Promise<void> {
+  // A finished or stopped actor has stopped its children; a failed one has not.
+  if (node.snapshot.status !== 'active' && node.snapshot.status !== 'error') return;
+  const children = node.snapshot.children as Record<string, Child | undefined>;
+  const settled = node.ledger.settled ?? [];
+  // What the step that failed it had moved before it threw (Ledger.orphaned).
+  const orphaned = node.ledger.orphaned;
+  if (orphaned !== undefined) {
+    for (const [systemId, kind] of Object.entries(orphaned)) {
+      if (kind === 'lost' && found.get(systemId) === null) found.set(systemId, NOWHERE);
+    }
+  }
+  for (const key in children) {
+    const ref = children[key];
+    if (ref === undefined || ref.logic === undefined) continue;
+    const kind = actorKind(ref.logic);
+    const childId = childActorId(actorId, key);
+    const child = kind === 'machine' ? await view(childId) : undefined;
+    const active = child === undefined || child.snapshot.status === 'active';
+    const systemId = ref.systemId;
+    if (
+      systemId !== undefined &&
+      found.get(systemId) === null &&
+      actorId !== asker &&
+      !settled.includes(key) &&
+      orphaned?.[systemId] === undefined &&
+      active
+    ) {
+      if (kind === 'machine') found.set(systemId, childId);
+      else if (kind === 'promise') found.set(systemId, NOWHERE);
+    }
+    if (child !== undefined) await visit(childId, child, asker, found, view);
+  }
+}
