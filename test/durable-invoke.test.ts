@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
   assign,
   createActor,
+  createMachine,
   fromCallback,
   fromPromise,
   sendTo,
@@ -137,6 +138,32 @@ describe('actor kinds a durable actor cannot persist', () => {
       kind: 'callback',
     });
     expect((error as Error).message).toMatch(/fromPromise/);
+  });
+
+  test('two different child machines sharing a machine id are refused before anything is written; one machine used twice is not', async () => {
+    // A durable child is loaded by its machine's id (after a restart, by a timer,
+    // by a message): one of two machines under one id would run the other's logic.
+    const worker = createMachine({ id: 'worker', initial: 'a', states: { a: {} } });
+    const other = worker.provide({}); // a copy: another machine object, the same id
+    const parentOf = (second: typeof worker) =>
+      setup({ actors: { first: worker, second } }).createMachine({
+        id: 'two-workers',
+        invoke: [
+          { id: 'w1', src: 'first' },
+          { id: 'w2', src: 'second' },
+        ],
+      });
+    const store = open();
+    const error = await createDurableActor(parentOf(other), { id: 'p', store }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UnsupportedActorError);
+    expect(error).toMatchObject({ machineId: 'two-workers', actorId: 'worker' });
+    expect(await store.loadActor('p')).toBeUndefined();
+    // The control: the same machine invoked twice is one machine.
+    const fine = await createDurableActor(parentOf(worker), { id: 'q', store });
+    await getRuntime(store).drain();
+    expect(Object.keys(fine.getSnapshot().children).sort()).toEqual(['w1', 'w2']);
   });
 
   test('a callback spawned inside assign is refused by the transition: nothing written', async () => {

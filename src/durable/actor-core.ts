@@ -23,7 +23,7 @@ export interface ActorCore {
    * The step being committed, from the moment it is decided until its commit
    * settles: what the actor's tree sees of it meanwhile (./system-ids.ts).
    */
-  ahead: { snapshot: AnyMachineSnapshot; ledger: Ledger } | undefined;
+  ahead: { next: AnyMachineSnapshot; effects: { ledger: Ledger } } | undefined;
   /** A lost race: reload before deciding anything. */
   stale: boolean;
   /** The actor that spawned this one (messages to `#_parent` and its completion go there). */

@@ -146,7 +146,31 @@ export function checkDurableActors(machine: AnyStateMachine): void {
   };
   walk(machine.root, '');
   checkChildIds(machine);
+  checkMachineIds(machine);
   checked.add(machine);
+}
+
+/**
+ * Two different machines of one tree under one machine id (a child machine and a
+ * `.provide()`d copy of it, or two machines both left as `id: 'worker'`): a
+ * durable actor is loaded by its machine's id (after a restart, by a timer, by
+ * a message), so one of them would run the other's logic. Refused, naming the id.
+ */
+function checkMachineIds(machine: AnyStateMachine): void {
+  const byId = new Map<string, AnyStateMachine>([[machine.id, machine]]);
+  for (const child of childMachines(machine)) {
+    const other = byId.get(child.id);
+    if (other === undefined) byId.set(child.id, child);
+    else if (other !== child) {
+      throw new UnsupportedActorError({
+        machineId: machine.id,
+        state: '(root)',
+        actorId: child.id,
+        kind: 'machine id shared',
+        hint: `two different machines of this chart have the id "${child.id}", and a durable actor is loaded by its machine's id: give each machine an id of its own`,
+      });
+    }
+  }
 }
 
 /**

@@ -63,8 +63,8 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     const { core } = this;
     return {
       parentId: core.parentId,
-      snapshot: core.ahead?.snapshot ?? core.snapshot,
-      ledger: core.ahead?.ledger ?? core.ledger,
+      snapshot: core.ahead?.next ?? core.snapshot,
+      ledger: core.ahead?.effects.ledger ?? core.ledger,
     };
   }
 

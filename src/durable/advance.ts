@@ -113,7 +113,7 @@ export function fromCaller(source: EventSource | 'create'): boolean {
  * answer is not found.
  */
 export function advance(f: StepFacts): Step {
-  const lookup: SystemLookup = { system: f.system, asked: new Set() };
+  const lookup: SystemLookup = { system: f.system, asked: undefined };
   return withSystemIds(f, lookup, decide(f, lookup));
 }
 
@@ -122,8 +122,9 @@ export function advance(f: StepFacts): Step {
  * answer is a {@link LookUp}: the send path looks its tree up and decides again.
  */
 export function advanceOrLookUp(f: StepFacts): Step | LookUp {
-  const lookup: SystemLookup = { system: f.system, asked: new Set() };
+  const lookup: SystemLookup = { system: f.system, asked: undefined };
   const step = decide(f, lookup);
+  if (lookup.asked === undefined) return step;
   const ids = [...lookup.asked].filter((id) => !(f.system?.has(id) ?? false));
   if (ids.length > 0) return { kind: 'lookup', ids, otherwise: withSystemIds(f, lookup, step) };
   return withSystemIds(f, lookup, step);
@@ -131,7 +132,7 @@ export function advanceOrLookUp(f: StepFacts): Step | LookUp {
 
 /** `step`, noting the system ids it found elsewhere in the tree (Step.systemIds). */
 function withSystemIds(f: StepFacts, lookup: SystemLookup, step: Step): Step {
-  if (lookup.asked.size === 0 || step.kind !== 'commit') return step;
+  if (lookup.asked === undefined || step.kind !== 'commit') return step;
   let found: Record<string, string> | undefined;
   for (const id of lookup.asked) {
     const actorId = f.system?.get(id);

@@ -49,8 +49,8 @@ export type TreeSystemIds = ReadonlyMap<string, string | null>;
 export interface SystemLookup {
   /** The answers to give (see {@link TreeSystemIds}); ids not in it are not found. */
   readonly system?: TreeSystemIds | undefined;
-  /** Filled with every system id the call asked for that its own children do not hold. */
-  readonly asked: Set<string>;
+  /** Every system id the call asked for that its own children do not hold (made when needed). */
+  asked: Set<string> | undefined;
 }
 
 /**
@@ -190,7 +190,7 @@ function scopeOf(machine: AnyStateMachine): PureScope {
       }
       const lookup = pure?.lookup;
       if (lookup === undefined) return undefined;
-      lookup.asked.add(systemId);
+      (lookup.asked ??= new Set()).add(systemId);
       const elsewhere = lookup.system?.get(systemId);
       return typeof elsewhere === 'string' ? remoteRef(elsewhere, systemId) : undefined;
     };

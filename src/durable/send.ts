@@ -115,7 +115,7 @@ export async function processEvent(
 
   // 3. Commit.
   const write = buildWrite(core, step, previous, source, options, now);
-  core.ahead = { snapshot: step.next, ledger: step.effects.ledger };
+  core.ahead = step;
   try {
     await runtime.commit(write);
   } catch (error) {

@@ -148,7 +148,7 @@ export interface KidSpec {
    * On `GO` it (and its own child, with `grand`) sends `PONG` to the actor holding
    * system id `k2sys` (`k4`, or `k2` spawned with it: a sibling, an uncle, or
    * itself): XState's system is the whole tree's. With none holding it, XState
-   * sends to the sender itself.
+   * sends to the sender itself. `k4` and its child do not (see kidMachine).
    */
   sibling?: boolean | undefined;
 }
@@ -274,7 +274,11 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
       )
     : {};
   const fin = lasting ? {} : { FIN: 'done' };
-  const toSys = spec.sibling === true ? [sendBySystemId('PONG')] : [];
+  // Not from `k4` (`lasting`), which holds the id itself: a step of the root may
+  // send it GO, then stop it and spawn it again under the id, and XState's
+  // `system.get` in the old one's step then finds the new one, which a durable
+  // tree cannot tell from the old (docs/durability.md).
+  const toSys = spec.sibling === true && !lasting ? [sendBySystemId('PONG')] : [];
   const bump = (by: number) =>
     assign({ m: ({ context }: { context: { m: number } }) => context.m + by });
   const grand =
@@ -286,7 +290,14 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
         };
   const machine = setup({
     types: { context: {} as { m: number } },
-    actors: { grand: grandMachine(spec.grand ?? 0, spec.sibling === true) },
+    actors: {
+      // Machines of one tree have ids of their own: durable actors are loaded by it.
+      grand: grandMachine(
+        lasting ? 'grandOfLasting' : 'grand',
+        spec.grand ?? 0,
+        spec.sibling === true && !lasting,
+      ),
+    },
   }).createMachine({
     id: lasting ? 'kidLasting' : 'kid',
     context: { m: 0 },
@@ -326,10 +337,10 @@ function sendBySystemId(type: 'PONG'): unknown {
  * The kid's own child machine: greets it, answers `GO` (and, with `sibling`,
  * sends `PONG` by system id), finishes after `lifeMs`.
  */
-function grandMachine(lifeMs: number, sibling = false): AnyStateMachine {
+function grandMachine(id: string, lifeMs: number, sibling: boolean): AnyStateMachine {
   const hello = sendParent({ type: 'GP' });
   const machine = setup({ types: { context: {} as { g: number } } }).createMachine({
-    id: 'grand',
+    id,
     context: { g: 0 },
     entry: hello,
     initial: 'on',
