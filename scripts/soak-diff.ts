@@ -44,6 +44,8 @@ let steps = 0;
 let restarts = 0;
 /** Cases whose durable side had a grandchild of the root (a kid's own child machine). */
 let withGrandchildren = 0;
+/** Cases where a durable step found a system id elsewhere in its tree (src/durable/system-ids.ts). */
+let withTreeLookups = 0;
 /** The most a case may take (the slowest seen take under 4 s). */
 const CASE_MS = 60_000;
 const started = Date.now();
@@ -87,6 +89,7 @@ try {
       await memory?.close();
       restarts += result.restarts;
       if (result.grandchildren > 0) withGrandchildren++;
+      if (result.treeLookups > 0) withTreeLookups++;
       if (kind === 'sqlite') rmSync(file, { force: true });
       if (cases % 1000 === 0) {
         process.stderr.write(`  ${cases} cases, ${steps} steps, ${restarts} restarts\n`);
@@ -96,7 +99,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts, ${withGrandchildren} cases with a grandchild: durable equals plain XState after every step (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts, ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree: durable equals plain XState after every step (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));

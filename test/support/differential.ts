@@ -420,7 +420,7 @@ export async function runBoth(
   make: () => { machine: AnyStateMachine; gate: Gate },
   script: readonly ScriptStep[],
   source: StoreSource,
-): Promise<{ restarts: number; grandchildren: number }> {
+): Promise<{ restarts: number; grandchildren: number; treeLookups: number }> {
   const { machine: plainMachine, gate: plainGate } = make();
   const { machine, gate } = make();
   const chart = defineChart(machine);
@@ -448,10 +448,13 @@ export async function runBoth(
   let restarts = 0;
   /** Grandchildren of the root compared (`<id>/<gid>`, once each). */
   const grandchildren = new Set<string>();
+  /** Every child path the durable side had (for the rows that looked up system ids). */
+  const paths = new Set<string>();
   const compare = async (step: number): Promise<void> => {
     const world = await durableWorld(store);
     compareWorlds(step, plain.world(), world);
     for (const [path, kid] of Object.entries(world.kids)) {
+      paths.add(path);
       if (kid !== undefined && path.includes('/')) grandchildren.add(path);
     }
     if (!isDeepStrictEqual(plain.emitted, emitted)) {
@@ -515,11 +518,18 @@ export async function runBoth(
     await settleDurable();
     await compare(i + 1);
   }
+  // Steps that found a system id elsewhere in the tree (a row's `systemIds`).
+  let treeLookups = 0;
+  for (const id of [ROOT, ...[...paths].map((path) => `${ROOT}/${path}`)]) {
+    for (const row of (await store.readActorLog(id))?.rows ?? []) {
+      if (row.metadata.includes('"systemIds"')) treeLookups++;
+    }
+  }
   await getRuntime(store).close();
   // A store that survives restarts is this run's to close; a kept one is the caller's.
   if (source.reopens) await store.close();
   plain.stop();
-  return { restarts, grandchildren: grandchildren.size };
+  return { restarts, grandchildren: grandchildren.size, treeLookups };
 }
 
 /** The events an actor's log shows it consumed from effects since it (last) started, in order. */
