@@ -112,6 +112,6 @@ export interface LiveActor {
   reload(): Promise<void>;
   /** Called after every committed transition of this actor (in this process). */
   subscribe(listener: (notice: TransitionNotice) => void): { unsubscribe(): void };
-  /** The actor as the rest of its tree sees it (./system-ids.ts). */
+  /** @internal The actor as the rest of its tree sees it (./system-ids.ts). */
   treeView(): TreeView;
 }
