@@ -32,6 +32,12 @@ const calls: Array<[string, () => unknown, string, string]> = [
     'createDurableActor',
     'machine',
   ],
+  [
+    'createDurableActor with an empty system id',
+    () => createDurableActor(taskLifecycle.machine, { id: 'x', store, systemId: '' }),
+    'createDurableActor',
+    'options.systemId',
+  ],
   ['createServer without keys', () => createServer({ store } as never), 'createServer', 'keys'],
 ];
 

@@ -64,6 +64,8 @@ const counter = setup({
 
 const toCounter = ({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
   system.get('counter') as AnyActorRef;
+const toBoss = ({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
+  system.get('boss') as AnyActorRef;
 const toGamma = ({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
   system.get('gamma') as AnyActorRef;
 
@@ -78,6 +80,8 @@ const caller = setup({
     CALL: { actions: sendTo(toCounter, { type: 'PING', from: 'caller' }) },
     LATER: { actions: sendTo(toCounter, { type: 'PING', from: 'caller-later' }, { delay: 100 }) },
     ASK: { actions: sendTo(toGamma, { type: 'PING', from: 'cousin' }) },
+    // The root, by the system id it was created with.
+    BOSS: { actions: sendTo(toBoss, { type: 'PING', from: 'caller' }) },
     // With nothing under the id, XState sends to the sender itself.
     PING: { actions: assign({ own: ({ context }) => context.own + 1 }) },
     COUNTED: {},
@@ -109,6 +113,7 @@ const root = setup({
     CALL: { actions: sendTo('b', { type: 'CALL' }) },
     LATER: { actions: sendTo('b', { type: 'LATER' }) },
     ASK: { actions: sendTo('b', { type: 'ASK' }) },
+    BOSS: { actions: sendTo('b', { type: 'BOSS' }) },
     HOLD: { actions: spawnChild('holder', { id: 'h' }) },
     // The root finds its grandchild.
     DIRECT: { actions: sendTo(toGamma, { type: 'PING', from: 'root' }) },
@@ -166,6 +171,8 @@ const scripts = [
   'SPAWN_CALLER BREAK WAIT b:CALL c:STOP',
   // Having only stopped it: the id is free, and the send goes to the sender.
   'SPAWN_CALLER BREAK_STOP WAIT b:CALL',
+  // The root's own system id (createActor's `systemId` option).
+  'SPAWN_CALLER BOSS BOSS',
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-system-ids-'));
@@ -174,12 +181,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** Runs `script` on plain XState and on a durable tree; the trees must end the same. */
 async function runBoth(script: string, open: () => Store, restartable: boolean): Promise<Store> {
   const clock = new ManualClock(1_000_000);
-  const plain = createActor(root, { clock });
+  const plain = createActor(root, { clock, systemId: 'boss' });
   plain.subscribe({ error: () => {} }); // a failed root is an outcome here, not a crash
   plain.start();
   let store = open();
   getRuntime(store, { clock, charts: [chart] });
-  await createDurableActor(root, { id: 'r', store, schemas: false });
+  await createDurableActor(root, { id: 'r', store, schemas: false, systemId: 'boss' });
   await getRuntime(store).drain();
   for (const step of script.split(' ')) {
     if (step === 'WAIT') {
@@ -223,6 +230,7 @@ describe('a system id is found anywhere in the tree, as in plain XState', () => 
 
   test.each([
     'SPAWN_CALLER RESTART CALL HOLD RESTART ASK DIRECT',
+    'SPAWN_CALLER RESTART BOSS',
     'SPAWN_CALLER LATER RESTART WAIT CALL',
   ])('on SQLite, across restarts: %s', async (script) => {
     const file = join(dir, `${script.replaceAll(' ', '-')}.db`);

@@ -53,7 +53,7 @@ export type Delivery =
    * Creation, or a finished child spawned again (`xstate.init` with its input);
    * `sync`: its parent asked for its snapshots (Ledger.sync).
    */
-  | { source: 'create' | 'spawn'; sync?: boolean | undefined };
+  | { source: 'create' | 'spawn'; sync?: boolean | undefined; systemId?: string | undefined };
 
 export interface StepFacts {
   machine: AnyStateMachine;
@@ -150,7 +150,8 @@ function decide(f: StepFacts, lookup: SystemLookup): Step {
   if (delivery.source === 'create' || delivery.source === 'spawn') {
     const [next, actions] = pureInitial(f.machine, (f.event as { input?: unknown }).input, lookup);
     checkValues(f, next, undefined, true);
-    const ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
+    let ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
+    if (delivery.systemId !== undefined) ledger = { ...ledger, systemId: delivery.systemId };
     return commit(f, 'transition', f.event, next, actions, ledger);
   }
   const caller = fromCaller(delivery.source);

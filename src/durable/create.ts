@@ -52,6 +52,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
     delivery: {
       source: 'create',
       sync: spawned !== undefined && options.metadata?.['sync'] === true,
+      systemId: spawned === undefined ? options.systemId : undefined,
     },
   };
   // A spawned child's first step may ask for a system id held elsewhere in its
@@ -87,6 +88,9 @@ export async function createActor<TLogic extends AnyStateMachine>(
       source: 'create',
       ...options.metadata,
       ...(step.systemIds === undefined ? {} : { systemIds: step.systemIds }),
+      ...(facts.delivery.source === 'create' && facts.delivery.systemId !== undefined
+        ? { rootSystemId: facts.delivery.systemId }
+        : {}),
     }),
     prevHash: GENESIS_HASH,
     chartVersion: versioning.version,

@@ -316,6 +316,7 @@ class Planner {
       this.settled === undefined ? undefined : [...this.settled],
       t.ledger.sync,
       t.ledger.orphaned,
+      t.ledger.systemId,
     );
     if (t.ledger.sync === true && !finished && t.relayed !== true) this.snapshotToParent();
     const cancelAll = finished && this.timers.length === 0;

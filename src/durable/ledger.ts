@@ -78,6 +78,12 @@ export interface Ledger {
    * Read by the tree's lookups (./system-ids.ts).
    */
   readonly orphaned?: Readonly<Record<string, 'released' | 'lost'>> | undefined;
+  /**
+   * A root's own system id (`createDurableActor(…, { systemId })`, as
+   * `createActor`'s option): its tree finds it by it (./system-ids.ts). Set on
+   * its creation, for its whole life.
+   */
+  readonly systemId?: string | undefined;
 }
 
 /** The receiver of a delayed `sendTo(parent)`. */
@@ -112,7 +118,14 @@ export function isEmptyLedger(ledger: Ledger): boolean {
 /** The ledger a persisted snapshot carries; undefined when it has none (written before ledgers). */
 export function ledgerOf(persisted: unknown): Ledger | undefined {
   const raw = (persisted as Record<string, unknown> | null)?.[LEDGER_KEY] as
-    | { timers?: unknown; invokes?: unknown; settled?: unknown; sync?: unknown; orphaned?: unknown }
+    | {
+        timers?: unknown;
+        invokes?: unknown;
+        settled?: unknown;
+        sync?: unknown;
+        orphaned?: unknown;
+        systemId?: unknown;
+      }
     | undefined;
   if (raw === undefined) return undefined;
   if (raw === null || typeof raw !== 'object') return EMPTY_LEDGER;
@@ -122,7 +135,8 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
     raw.invokes === undefined &&
     raw.settled === undefined &&
     raw.sync === undefined &&
-    raw.orphaned === undefined
+    raw.orphaned === undefined &&
+    raw.systemId === undefined
   ) {
     return EMPTY_LEDGER;
   }
@@ -133,7 +147,8 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
     raw.orphaned !== null && typeof raw.orphaned === 'object'
       ? (raw.orphaned as Ledger['orphaned'])
       : undefined;
-  return makeLedger(timers, invokes, settled, raw.sync === true, orphaned);
+  const systemId = typeof raw.systemId === 'string' ? raw.systemId : undefined;
+  return makeLedger(timers, invokes, settled, raw.sync === true, orphaned, systemId);
 }
 
 /**
@@ -146,6 +161,7 @@ export function makeLedger(
   settled: readonly string[] | undefined,
   sync: boolean | undefined,
   orphaned?: Ledger['orphaned'],
+  systemId?: string,
 ): Ledger {
   const hasSettled = settled !== undefined && settled.length > 0;
   if (
@@ -153,7 +169,8 @@ export function makeLedger(
     invokes.length === 0 &&
     !hasSettled &&
     sync !== true &&
-    orphaned === undefined
+    orphaned === undefined &&
+    systemId === undefined
   ) {
     return EMPTY_LEDGER;
   }
@@ -163,10 +180,12 @@ export function makeLedger(
     settled?: typeof settled;
     sync?: true;
     orphaned?: typeof orphaned;
+    systemId?: string;
   } = { timers, invokes };
   if (hasSettled) ledger.settled = settled;
   if (sync === true) ledger.sync = true;
   if (orphaned !== undefined) ledger.orphaned = orphaned;
+  if (systemId !== undefined) ledger.systemId = systemId;
   return ledger;
 }
 
@@ -218,6 +237,7 @@ export function ledgerJson(ledger: Ledger): unknown {
     settled?: unknown;
     sync?: true;
     orphaned?: unknown;
+    systemId?: string;
   } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
@@ -242,6 +262,7 @@ export function ledgerJson(ledger: Ledger): unknown {
   if (ledger.settled !== undefined && ledger.settled.length > 0) out.settled = ledger.settled;
   if (ledger.sync === true) out.sync = true;
   if (ledger.orphaned !== undefined) out.orphaned = ledger.orphaned;
+  if (ledger.systemId !== undefined) out.systemId = ledger.systemId;
   return out;
 }
 

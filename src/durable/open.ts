@@ -150,6 +150,12 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
       'a store (what openStore() returns)',
     );
   }
+  if (
+    options.systemId !== undefined &&
+    (typeof options.systemId !== 'string' || options.systemId === '')
+  ) {
+    throw new InvalidOptionsError('createDurableActor', 'options.systemId', 'a non-empty string');
+  }
   const actor = await openOrCreate(machine, chart, options);
   if (options.inspect) {
     const inspection = new DurableInspection(options.inspect);

@@ -32,6 +32,13 @@ export interface DurableActorOptions<TLogic extends AnyStateMachine> {
    * `load-or-create` costs two.
    */
   mode?: 'load-or-create' | 'load' | 'create';
+  /**
+   * The actor's system id, as `createActor(machine, { systemId })` gives it: any
+   * actor of its tree finds it with `system.get(systemId)`. Recorded at creation
+   * (ignored when the actor already exists); for an actor a chart spawns, its
+   * parent's `spawnChild(…, { systemId })` gives it instead.
+   */
+  systemId?: string;
   /** Extra metadata recorded on the creation row (JSON-serialisable). */
   metadata?: Record<string, unknown>;
   /**

@@ -37,6 +37,8 @@ export interface RowSource {
   sync?: unknown;
   /** The system ids the step found elsewhere in its tree (Step.systemIds). */
   systemIds?: unknown;
+  /** A root's own system id, on its creation row (Ledger.systemId). */
+  rootSystemId?: unknown;
 }
 
 /** The system ids a row records (see RowSource.systemIds), as the step's facts take them. */
@@ -124,7 +126,11 @@ function deliveryOf(
   meta: RowSource,
 ): Delivery {
   if (event.type === 'xstate.init' && (state.snapshot === undefined || row.seq === 1)) {
-    return { source: 'create', sync: meta.source === 'spawn' && meta.sync === true };
+    return {
+      source: 'create',
+      sync: meta.source === 'spawn' && meta.sync === true,
+      systemId: typeof meta.rootSystemId === 'string' ? meta.rootSystemId : undefined,
+    };
   }
   switch (meta.source) {
     case 'timer': {

@@ -98,7 +98,13 @@ export async function lookUpSystemIds(
     parentId = parent.parentId;
   }
   const root = await view(rootId);
-  if (root !== undefined) await visit(rootId, root, core.id, found, view);
+  if (root === undefined) return found;
+  // The root's own system id (createDurableActor's `systemId`), while it runs.
+  const own = root.ledger.systemId;
+  if (own !== undefined && found.get(own) === null && root.snapshot.status === 'active') {
+    found.set(own, rootId);
+  }
+  await visit(rootId, root, core.id, found, view);
   return found;
 }
 
