@@ -1321,6 +1321,58 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
+  test("a delayed sendTo that falls due finds its sender idle: the receiver's answer reaches it before the receiver's own queued event", async () => {
+    // XState's scheduler delivers a delayed send while its sender is idle, so the
+    // child's ACK is taken at once: the parent leaves the state that invokes the
+    // child, whose own PONG, queued behind the step that sent ACK, is lost with it.
+    // The relay is a commit of the sender here; it held the sender as processing,
+    // so the ACK waited, the child took its PONG and told the parent PONGED.
+    const child = setup({}).createMachine({
+      id: 'relay-child',
+      on: {
+        GO: {
+          actions: [sendTo(({ self }) => self, { type: 'PONG' }), sendParent({ type: 'ACK' })],
+        },
+        PONG: { actions: sendParent({ type: 'PONGED' }) },
+      },
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { child },
+    }).createMachine({
+      id: 'relay-parent',
+      context: { log: [] },
+      initial: 'on',
+      states: {
+        on: {
+          invoke: { id: 'c', src: 'child' },
+          on: {
+            SCHEDULE: { actions: sendTo('c', { type: 'GO' }, { delay: 100 }) },
+            ACK: {
+              target: 'off',
+              actions: assign({ log: ({ context }) => [...context.log, 'ACK'] }),
+            },
+          },
+        },
+        off: {},
+      },
+      on: {
+        PONGED: { actions: assign({ log: ({ context }) => [...context.log, 'PONGED'] }) },
+      },
+    });
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(parent, { id: 'rp', store });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'SCHEDULE' });
+    await advance(store, clock, 100);
+    const oracle = plain(parent);
+    oracle.actor.send({ type: 'SCHEDULE' });
+    oracle.clock.advance(100);
+    expect(oracle.actor.getSnapshot().context.log).toEqual(['ACK']);
+    expect(durable.getSnapshot().context.log).toEqual(oracle.actor.getSnapshot().context.log);
+    expect(durable.getSnapshot().value).toBe('off');
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
   test("a child spawned again under the id of one that finished greets its parent before the parent's own next send", async () => {
     // The child finished on a caller's event: its parent's onDone enters the state
     // again, which invokes a new child and sends the parent an event. XState starts

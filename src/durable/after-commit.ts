@@ -32,7 +32,7 @@ export function startInvokes(core: ActorCore, effects: Effects): void {
 }
 
 /** After the commit: the receivers of the transition's messages get them delivered. */
-export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
+export function postMessages(runtime: DurableRuntime, write: ActorWrite, relayed = false): void {
   const out = write.messagesOut;
   if (out !== undefined && out.length > 0) {
     runtime.courier.post({
@@ -40,6 +40,7 @@ export function postMessages(runtime: DurableRuntime, write: ActorWrite): void {
       fromSeq: write.transition.seq,
       messages: out,
       finished: write.actor.status !== 'active',
+      relayed,
     });
   }
 }

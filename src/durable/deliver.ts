@@ -64,6 +64,11 @@ export interface PostedBatch {
   readonly messages: readonly OutgoingMessage[];
   /** The commit finished its sender (done, failed or stopped). */
   readonly finished?: boolean | undefined;
+  /**
+   * The commit relayed a delayed send that fell due: XState's scheduler delivers
+   * it, its sender taking no event, so the sender is not processing meanwhile.
+   */
+  readonly relayed?: boolean | undefined;
 }
 
 /** A message read from the store. */
@@ -149,7 +154,9 @@ export class Courier {
       return;
     }
     const previous = this.senders.get(batch.from) ?? Promise.resolve();
-    const run = previous.then(() => this.fromSender(batch.from, posted, batch.finished === true));
+    const run = previous.then(() =>
+      this.fromSender(batch.from, posted, batch.finished === true || batch.relayed === true),
+    );
     this.senders.set(batch.from, run);
     this.track(
       run.finally(() => {
@@ -268,15 +275,13 @@ export class Courier {
    * they are delivered, as in XState, so answers to it wait for its later messages.
    * Not one its commit finished: that actor is gone, and what is sent to its id now
    * (a stop, a spawn of it again: a new actor, whose greeting comes first) goes at
-   * once.
+   * once. Nor one whose commit relayed a delayed send: XState's scheduler delivers
+   * it while the sender is idle, so what its receiver answers reaches the sender
+   * at once (`free` covers both).
    */
-  private async fromSender(
-    from: string,
-    posted: readonly Posted[],
-    finished: boolean,
-  ): Promise<void> {
+  private async fromSender(from: string, posted: readonly Posted[], free: boolean): Promise<void> {
     // A sender its commit finished is gone, as in XState: nothing waits for it.
-    const hold = !finished && !this.processing.has(from);
+    const hold = !free && !this.processing.has(from);
     if (hold) this.processing.add(from);
     try {
       await this.sendAll(posted);

@@ -132,7 +132,7 @@ export async function processEvent(
   core.ledger = step.effects.ledger;
   armTimers(runtime, core.id, step.effects, options.timer);
   startInvokes(core, step.effects);
-  postMessages(runtime, write);
+  postMessages(runtime, write, step.outcome === 'relayed');
   afterCommit(core, step.effects, () => ({
     actorId: core.id,
     machineId: core.machine.id,
