@@ -1373,6 +1373,86 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect(durable.getSnapshot().value).toBe('off');
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
+  test('a failed child spawned again under its id stops the children it left running: their completion never reaches the new child', async () => {
+    // XState leaves a failed actor's children running, orphans whose messages go to
+    // the failed actor and are dropped. A durable child id is one actor: the
+    // orphan's completion reached the child spawned again in its place (the
+    // differential generator, seeds 884 and 885).
+    const grand = setup({}).createMachine({
+      id: 'orphan-grand',
+      initial: 'on',
+      states: { on: { after: { 100: 'off' } }, off: { type: 'final' } },
+    });
+    const child = setup({
+      types: { context: {} as { heard: string[] } },
+      actors: { grand },
+    }).createMachine({
+      id: 'orphan-child',
+      context: { heard: [] },
+      initial: 'idle',
+      states: {
+        idle: { on: { WORK: 'busy' } },
+        busy: {
+          invoke: { id: 'g', src: 'grand' },
+          on: {
+            BOOM: {
+              actions: assign(() => {
+                throw new Error('boom');
+              }),
+            },
+          },
+        },
+      },
+      on: {
+        'xstate.done.actor.g': {
+          actions: assign({ heard: ({ context }) => [...context.heard, 'g-done'] }),
+        },
+      },
+    });
+    const parent = setup({
+      types: { context: {} as { errors: number } },
+      actors: { child },
+    }).createMachine({
+      id: 'orphan-parent',
+      context: { errors: 0 },
+      entry: spawnChild('child', { id: 'c' }),
+      on: {
+        WORK: { actions: sendTo('c', { type: 'WORK' }) },
+        BOOM: { actions: sendTo('c', { type: 'BOOM' }) },
+        'xstate.error.actor.c': {
+          actions: [
+            assign({ errors: ({ context }) => context.errors + 1 }),
+            stopChild('c'),
+            spawnChild('child', { id: 'c' }),
+          ],
+        },
+      },
+    });
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(parent, { id: 'op', store });
+    await getRuntime(store).drain();
+    const oracle = plain(parent);
+    oracle.actor.subscribe({ error: () => {} });
+    for (const type of ['WORK', 'BOOM']) {
+      oracle.actor.send({ type });
+      await durable.send({ type });
+      await getRuntime(store).drain();
+    }
+    oracle.clock.advance(150);
+    await advance(store, clock, 150);
+    const plainChild = (oracle.actor.getSnapshot().children['c'] as AnyActorRef).getSnapshot() as {
+      context: unknown;
+      value: unknown;
+    };
+    expect(oracle.actor.getSnapshot().context).toEqual({ errors: 1 });
+    expect(plainChild.context).toEqual({ heard: [] });
+    const durableChild = (await openDurableActor(store, 'op/c')).getSnapshot();
+    expect(durable.getSnapshot().context).toEqual({ errors: 1 });
+    expect(durableChild.context).toEqual(plainChild.context);
+    expect(durableChild.value).toEqual(plainChild.value);
+    expect((await store.loadActor('op/c/g'))?.status).toBe('stopped');
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
   test("a child spawned again under the id of one that finished greets its parent before the parent's own next send", async () => {
     // The child finished on a caller's event: its parent's onDone enters the state
     // again, which invokes a new child and sends the parent an event. XState starts

@@ -152,7 +152,7 @@ function decide(f: StepFacts, lookup: SystemLookup): Step {
     checkValues(f, next, undefined, true);
     let ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
     if (delivery.systemId !== undefined) ledger = { ...ledger, systemId: delivery.systemId };
-    return commit(f, 'transition', f.event, next, actions, ledger);
+    return commit(f, 'transition', f.event, next, actions, ledger, orphansOf(f.snapshot));
   }
   const caller = fromCaller(delivery.source);
   const snapshot = f.snapshot;
@@ -262,6 +262,19 @@ function isActive(snapshot: AnyMachineSnapshot | undefined): boolean {
   return snapshot !== undefined && snapshot.status === 'active';
 }
 
+/**
+ * The child machines a failed actor left running (XState's orphans), stopped as
+ * it starts over under its id (TransitionFacts.orphans).
+ */
+function orphansOf(previous: AnyMachineSnapshot | undefined): string[] | undefined {
+  if (previous?.status !== 'error') return undefined;
+  const children = previous.children as Record<string, { logic?: unknown } | undefined>;
+  const ids = Object.keys(children).filter(
+    (id) => actorKind(children[id]?.logic as AnyActorLogic) === 'machine',
+  );
+  return ids.length > 0 ? ids : undefined;
+}
+
 function commit(
   f: StepFacts,
   outcome: StepOutcome,
@@ -269,6 +282,7 @@ function commit(
   next: AnyMachineSnapshot,
   actions: readonly unknown[],
   ledger: Ledger,
+  orphans?: readonly string[],
 ): Step {
   const effects = planEffects({
     machine: f.machine,
@@ -282,6 +296,7 @@ function commit(
     actions,
     ledger,
     relayed: outcome === 'relayed',
+    orphans,
   });
   return { kind: 'commit', outcome, event, next, effects };
 }

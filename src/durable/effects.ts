@@ -127,7 +127,16 @@ export interface TransitionFacts {
    * sends its parent no snapshot).
    */
   relayed?: boolean | undefined;
+  /**
+   * A failed actor spawned again under its id: the child machines it left
+   * running (XState's orphans, whose parent is gone). They are stopped first: a
+   * durable child id is one actor, so their messages would reach the new actor,
+   * and its own children of their ids would be refused while they run.
+   */
+  orphans?: readonly string[] | undefined;
 }
+
+const STOP_BODY = '{"type":"xstate.stop"}';
 
 /** The durable actor id of child `childId` of `parentId`. */
 export function childActorId(parentId: string, childId: string): string {
@@ -263,6 +272,9 @@ class Planner {
 
   plan(): Effects {
     const { t } = this;
+    for (const id of t.orphans ?? []) {
+      this.messages.push({ to: childActorId(t.actorId, id), kind: 'stop', body: STOP_BODY });
+    }
     const previous = (t.previous?.children ?? {}) as Record<string, ChildRef | undefined>;
     for (const id in previous) {
       const ref = previous[id];
@@ -332,7 +344,13 @@ class Planner {
       invokesStart: this.startOrder(),
       invokesStop: this.invokesStop,
       messages: this.messages.length === 0 ? [] : this.messages.map((m, idx) => ({ ...m, idx })),
-      legacyMessages: this.early === undefined ? undefined : this.legacyOrder(this.early),
+      legacyMessages:
+        this.early !== undefined
+          ? this.legacyOrder(this.early)
+          : t.orphans !== undefined && t.orphans.length > 0
+            ? // Earlier builds did not stop them: their logs verify as written.
+              this.messages.slice(t.orphans.length).map((m, idx) => ({ ...m, idx }))
+            : undefined,
       emitted: this.emitted,
       effects: this.effects,
     };
@@ -527,11 +545,7 @@ class Planner {
       return;
     }
     this.settled?.delete(id);
-    this.messages.push({
-      to: childActorId(this.t.actorId, id),
-      kind: 'stop',
-      body: '{"type":"xstate.stop"}',
-    });
+    this.messages.push({ to: childActorId(this.t.actorId, id), kind: 'stop', body: STOP_BODY });
     // A delayed `sendTo` holds the child it was sent to: XState delivers it to that
     // stopped actor, which ignores it, never to a child spawned again under its id.
     // One with an id still fires, releasing the id (a later send may hold it).
