@@ -14,8 +14,9 @@
  * machine is still active. A child machine whose row is not created yet (its
  * spawn is on its way) holds its id, as XState registers it at the spawn; a
  * child that finished does not, nor a settled promise. The walk loads every
- * child machine of the tree once, and is made only by steps that ask for an id
- * their own children do not hold.
+ * child machine of the tree once at most (it ends when every id asked for is
+ * found), and is made only by steps that ask for an id their own children do not
+ * hold.
  */
 import type { AnyActorLogic, AnyActorRef, AnyMachineSnapshot } from 'xstate';
 import type { TreeView } from './notices.ts';
@@ -127,6 +128,8 @@ async function visit(
     }
   }
   for (const key in children) {
+    // Each id is held once in a tree: done when every one asked for is found.
+    if (!hasMissing(found)) return;
     const ref = children[key];
     if (ref === undefined || ref.logic === undefined) continue;
     const kind = actorKind(ref.logic);
@@ -147,4 +150,9 @@ async function visit(
     }
     if (child !== undefined) await visit(childId, child, asker, found, view);
   }
+}
+
+function hasMissing(found: ReadonlyMap<string, string | null>): boolean {
+  for (const actorId of found.values()) if (actorId === null) return true;
+  return false;
 }
