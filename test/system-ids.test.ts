@@ -72,6 +72,7 @@ const toGamma = ({ system }: { system: { get(id: string): AnyActorRef | undefine
 /** A sibling of the counter: pings it by system id on start, on CALL, and 100 ms after LATER. */
 const caller = setup({
   types: { context: {} as { own: number }, events: {} as Ev },
+  actors: { counter },
 }).createMachine({
   id: 'caller',
   context: { own: 0 },
@@ -82,6 +83,9 @@ const caller = setup({
     ASK: { actions: sendTo(toGamma, { type: 'PING', from: 'cousin' }) },
     // The root, by the system id it was created with.
     BOSS: { actions: sendTo(toBoss, { type: 'PING', from: 'caller' }) },
+    // A second actor under the counter's system id: XState refuses it, the step throws.
+    DUP: { actions: spawnChild('counter', { id: 'dup', systemId: 'counter' }) },
+    TELL_ROOT_DUP: { actions: sendParent({ type: 'ROOT_DUP' }) },
     // With nothing under the id, XState sends to the sender itself.
     PING: { actions: assign({ own: ({ context }) => context.own + 1 }) },
     COUNTED: {},
@@ -114,6 +118,9 @@ const root = setup({
     LATER: { actions: sendTo('b', { type: 'LATER' }) },
     ASK: { actions: sendTo('b', { type: 'ASK' }) },
     BOSS: { actions: sendTo('b', { type: 'BOSS' }) },
+    DUP: { actions: sendTo('b', { type: 'DUP' }) },
+    // Its own second child under the id its first holds.
+    ROOT_DUP: { actions: spawnChild('counter', { id: 'c2', systemId: 'counter' }) },
     HOLD: { actions: spawnChild('holder', { id: 'h' }) },
     // The root finds its grandchild.
     DIRECT: { actions: sendTo(toGamma, { type: 'PING', from: 'root' }) },
@@ -173,6 +180,12 @@ const scripts = [
   'SPAWN_CALLER BREAK_STOP WAIT b:CALL',
   // The root's own system id (createActor's `systemId` option).
   'SPAWN_CALLER BOSS BOSS',
+  // A system id taken twice: a sibling's spawn fails the sibling, the root's own
+  // second child fails the root (both on a message: a caller's event would be
+  // refused instead); once the counter is stopped, the id is free again.
+  'SPAWN_CALLER DUP',
+  'SPAWN_CALLER b:TELL_ROOT_DUP',
+  'STOP_COUNTER SPAWN_CALLER DUP',
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'agentcharts-system-ids-'));

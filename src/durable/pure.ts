@@ -114,6 +114,26 @@ export function orphanedBy(error: unknown): Record<string, 'released' | 'lost'> 
   return orphaned;
 }
 
+/**
+ * Whether `systemId`, which `ref` takes, is held by another actor: a child of the
+ * snapshot the call starts from that runs on (not finished, not stopped by the
+ * call), or an actor elsewhere in the tree (the call's lookup; asked for, so the
+ * send path looks it up). Only calls that make lookups check (a step, not a
+ * restore).
+ */
+function takenElsewhere(pure: PureScope, systemId: string, ref: AnyActorRef): boolean {
+  const children = pure.before;
+  for (const id in children) {
+    const child = children[id];
+    if (child === undefined || child === ref || child.systemId !== systemId) continue;
+    if (pure.finished?.includes(id) || pure.stopped.includes(child)) continue;
+    return true;
+  }
+  const lookup = pure.lookup as SystemLookup;
+  (lookup.asked ??= new Set()).add(systemId);
+  return typeof lookup.system?.get(systemId) === 'string';
+}
+
 interface PureScope {
   scope: Scope;
   /** The current call's lookups beyond its own children, when it makes them. */
@@ -161,6 +181,11 @@ function scopeOf(machine: AnyStateMachine): PureScope {
     const system = self.system as unknown as SystemInternals;
     const set = system._set.bind(system);
     system._set = (systemId, ref) => {
+      // A spawn's system id held elsewhere in the tree, or by a running child of
+      // this actor's own: XState's system refuses it, and the step throws.
+      if (pure?.lookup !== undefined && takenElsewhere(pure, systemId, ref)) {
+        throw new Error(`Actor with system ID '${systemId}' already exists.`);
+      }
       keyed.push(ref);
       set(systemId, ref);
     };
