@@ -93,6 +93,12 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
     return rows;
   };
 
+  // Messages posted before the stop and not delivered yet go first: in XState they
+  // were delivered at once, before any invoked promise could settle, so a child's
+  // greeting reaches its parent before the result of a promise the same step
+  // invoked, which the loop below may run again and deliver.
+  await runtime.courier.deliverAll();
+
   // Every recovered actor: uncertain steps, overdue timers, then the policy on what is
   // still stale. No live actor is built for one that only resumes.
   for (;;) {
