@@ -27,7 +27,7 @@
  * included): one that looped would hang it. A worker that runs 30 s is SIGKILLed
  * and fails the test, naming its case.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -239,6 +239,39 @@ function describeFailure(
     `  case  ${JSON.stringify(crashCase)}`
   );
 }
+
+/**
+ * Cases the generated test once failed, each with the kill plan its failure
+ * printed (`npm run crash:replay` runs one again): the fix of each stays fixed.
+ */
+const REPLAYS = new URL('./fixtures/crash-replay/', import.meta.url);
+
+describe('the kill plans of cases that failed once replay clean', () => {
+  const dir = suiteTempDir('agentcharts-crash-gen-replay-');
+  const pool = new WorkerPool();
+  afterAll(() => pool.close());
+
+  const files = readdirSync(REPLAYS).filter((f) => f.endsWith('.json'));
+  test.each(files)(
+    '%s',
+    async (file) => {
+      const { case: crashCase, kills } = JSON.parse(
+        readFileSync(new URL(file, REPLAYS), 'utf8'),
+      ) as { case: CrashCase; kills: KillPlan[] };
+      const outcome = await crash(
+        pool,
+        caseFiles(join(dir(), file.replace(/\.json$/, ''))),
+        undefined,
+        crashCase,
+        replayKills(kills),
+      );
+      expect(outcome).not.toBe('skipped');
+      if (outcome === 'skipped') return;
+      expect('failure' in outcome ? outcome.failure : outcome.result.problems).toEqual([]);
+    },
+    120_000,
+  );
+});
 
 describe('the crash test never hangs', () => {
   const dir = suiteTempDir('agentcharts-crash-gen-hang-');

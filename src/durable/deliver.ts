@@ -244,11 +244,20 @@ export class Courier {
         if (batch === undefined) batches.set(commit, [fromRow(row)]);
         else batch.push(fromRow(row));
       }
-      for (const batch of batches.values()) {
-        const from = (batch[0] as Posted).from;
-        const sender = await this.hooks.store.loadActor(from);
-        handed += batch.length;
-        await this.fromSender(from, batch, sender?.status !== 'active');
+      // This page's rows are this courier's to order now: one met while another
+      // message's row is looked up keeps its place (its commit's turn) instead of
+      // being taken for another process's and put ahead (see {@link ahead}).
+      const keys = [...batches.values()].flat().map(keyOf);
+      for (const key of keys) this.unsent.add(key);
+      try {
+        for (const batch of batches.values()) {
+          const from = (batch[0] as Posted).from;
+          const sender = await this.hooks.store.loadActor(from);
+          handed += batch.length;
+          await this.fromSender(from, batch, sender?.status !== 'active');
+        }
+      } finally {
+        for (const key of keys) this.unsent.delete(key);
       }
       afterId = page.at(-1)?.id ?? afterId;
     }
