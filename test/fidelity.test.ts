@@ -1453,6 +1453,74 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect((await store.loadActor('op/c/g'))?.status).toBe('stopped');
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
+  test('after a crash, a relayed delayed sendTo left pending finds its sender idle too', async () => {
+    // The same machines, the process dying between the relay's commit and its
+    // delivery: recovery's pass over pending rows held the sender as processing
+    // (it could not tell a relay from the sender's other commits), so the child's
+    // ACK waited behind its own PONG and the parent logged PONGED.
+    const child = setup({}).createMachine({
+      id: 'relay-child-crash',
+      on: {
+        GO: {
+          actions: [sendTo(({ self }) => self, { type: 'PONG' }), sendParent({ type: 'ACK' })],
+        },
+        PONG: { actions: sendParent({ type: 'PONGED' }) },
+      },
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { child },
+    }).createMachine({
+      id: 'relay-parent-crash',
+      context: { log: [] },
+      initial: 'on',
+      states: {
+        on: {
+          invoke: { id: 'c', src: 'child' },
+          on: {
+            SCHEDULE: { actions: sendTo('c', { type: 'GO' }, { delay: 100 }) },
+            ACK: {
+              target: 'off',
+              actions: assign({ log: ({ context }) => [...context.log, 'ACK'] }),
+            },
+          },
+        },
+        off: {},
+      },
+      on: {
+        PONGED: { actions: assign({ log: ({ context }) => [...context.log, 'PONGED'] }) },
+      },
+    });
+    const file = `sqlite:${join(dir(), 'crashed-relay.db')}`;
+    const clock = new ManualClock(1_000_000);
+    const gone = openStore(file);
+    getRuntime(gone, { clock });
+    await createDurableActor(parent, { id: 'rc', store: gone });
+    await getRuntime(gone).drain();
+    await (await openDurableActor(gone, 'rc')).send({ type: 'SCHEDULE' });
+    await getRuntime(gone).drain();
+    // The process dies after the timer's relay commits, before it is delivered.
+    getRuntime(gone).courier.close();
+    await advance(gone, clock, 100);
+    expect(await gone.pendingMessages({ limit: 10 })).toMatchObject([
+      { to: 'rc/c', kind: 'event' },
+    ]);
+    await getRuntime(gone).close();
+    await gone.close();
+
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(parent)], clock });
+    await getRuntime(store).drain();
+    const oracle = plain(parent);
+    oracle.actor.send({ type: 'SCHEDULE' });
+    oracle.clock.advance(100);
+    expect(oracle.actor.getSnapshot().context.log).toEqual(['ACK']);
+    const durable = await openDurableActor(store, 'rc');
+    expect(durable.getSnapshot().context.log).toEqual(oracle.actor.getSnapshot().context.log);
+    expect(durable.getSnapshot().value).toBe('off');
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
   test("a child spawned again under the id of one that finished greets its parent before the parent's own next send", async () => {
     // The child finished on a caller's event: its parent's onDone enters the state
     // again, which invokes a new child and sends the parent an event. XState starts
@@ -1650,6 +1718,67 @@ describe("14. messages reach their receivers in XState's order", () => {
     const oracle = plain(parent).actor;
     expect(oracle.getSnapshot().context.log).toEqual(['HELLO', 'SELF']);
     expect((await openDurableActor(store, 'fs')).getSnapshot().context.log).toEqual(
+      oracle.getSnapshot().context.log,
+    );
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test("after a crash, a child's pending snapshot to its parent keeps its place behind what its event to a sibling set off", async () => {
+    // Found by the generated crash test (seed 9292, case 0.32): a worker killed
+    // right after a child's step committed left its event to a sibling and its
+    // snapshot to the parent pending. Recovery delivered the event first; looking
+    // up the sibling's answer to the parent, it met the older snapshot row, took it
+    // for another process's and put it ahead, so the parent saw the child's
+    // snapshot before the answer that XState delivers within the child's step.
+    const teller = setup({}).createMachine({
+      id: 'teller',
+      on: {
+        GO: {
+          actions: sendTo(({ system }) => system.get('answerer') as AnyActorRef, {
+            type: 'ASK',
+          }),
+        },
+      },
+    });
+    const answerer = setup({}).createMachine({
+      id: 'answerer',
+      on: { ASK: { actions: sendParent({ type: 'ANSWER' }) } },
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { teller, answerer },
+    }).createMachine({
+      id: 'told',
+      context: { log: [] },
+      invoke: [
+        { id: 'a', src: 'answerer', systemId: 'answerer' },
+        {
+          id: 't',
+          src: 'teller',
+          onSnapshot: { actions: assign({ log: ({ context }) => [...context.log, 'snapshot'] }) },
+        },
+      ],
+      on: { ANSWER: { actions: assign({ log: ({ context }) => [...context.log, 'ANSWER'] }) } },
+    });
+    const file = `sqlite:${join(dir(), 'crashed-snapshot.db')}`;
+    const gone = openStore(file);
+    await createDurableActor(parent, { id: 'ts', store: gone });
+    await getRuntime(gone).drain();
+    // The process dies after the teller's step commits, before its messages go.
+    getRuntime(gone).courier.close();
+    await (await openDurableActor(gone, 'ts/t')).send({ type: 'GO' });
+    expect((await gone.pendingMessages({ limit: 10 })).map((m) => m.to)).toEqual(['ts/a', 'ts']);
+    await getRuntime(gone).close();
+    await gone.close();
+
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain();
+    const oracle = plain(parent).actor;
+    (oracle.getSnapshot().children['t'] as AnyActorRef).send({ type: 'GO' });
+    expect(oracle.getSnapshot().context.log).toEqual(['snapshot', 'ANSWER', 'snapshot']);
+    expect((await openDurableActor(store, 'ts')).getSnapshot().context.log).toEqual(
       oracle.getSnapshot().context.log,
     );
     expect(await store.pendingMessages({ limit: 10 })).toEqual([]);

@@ -81,6 +81,17 @@ const fromRow = (row: MessageRow): Posted => ({
   row,
 });
 
+/** Whether a transition row's metadata marks the relay of a delayed send (a timer's commit). */
+function isRelay(metadata: string): boolean {
+  if (!metadata.includes('"relay"')) return false;
+  try {
+    const meta = JSON.parse(metadata) as { source?: unknown };
+    return meta.source === 'timer' && 'relay' in meta;
+  } catch {
+    return false;
+  }
+}
+
 const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
   `${m.fromSeq}:${m.idx}:${m.from}`;
 const keyOfCommit = (from: string, fromSeq: number): string => `${fromSeq}:${from}`;
@@ -251,10 +262,9 @@ export class Courier {
       for (const key of keys) this.unsent.add(key);
       try {
         for (const batch of batches.values()) {
-          const from = (batch[0] as Posted).from;
-          const sender = await this.hooks.store.loadActor(from);
+          const { from, fromSeq } = batch[0] as Posted;
           handed += batch.length;
-          await this.fromSender(from, batch, sender?.status !== 'active');
+          await this.fromSender(from, batch, await this.senderFree(from, fromSeq));
         }
       } finally {
         for (const key of keys) this.unsent.delete(key);
@@ -265,6 +275,18 @@ export class Courier {
 
   close(): void {
     this.closed = true;
+  }
+
+  /**
+   * Whether the sender of a commit read back from the store is free while its
+   * messages are delivered ({@link fromSender}): it has finished, or the commit
+   * relayed a delayed send that fell due (its row's metadata names the receiver).
+   */
+  private async senderFree(from: string, fromSeq: number): Promise<boolean> {
+    const { store } = this.hooks;
+    if ((await store.loadActor(from))?.status !== 'active') return true;
+    const [row] = await store.history(from, { afterSeq: fromSeq - 1, limit: 1 });
+    return row?.seq === fromSeq && isRelay(row.metadata);
   }
 
   /** Notes messages this process posted: this courier's to order until they are sent. */
