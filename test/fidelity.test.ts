@@ -1230,6 +1230,48 @@ describe("16. invoked promises start in XState's order", () => {
   });
 });
 
+/**
+ * A parent that schedules a delayed `GO` to its invoked child (`SCHEDULE`); the
+ * child answers `ACK` at once (which takes the parent to `off`, stopping it) and
+ * sends itself a `PONG`, which would tell the parent `PONGED`. Machine ids are
+ * `<prefix>-parent` and `<prefix>-child`.
+ */
+function relayParent(prefix: string) {
+  const child = setup({}).createMachine({
+    id: `${prefix}-child`,
+    on: {
+      GO: {
+        actions: [sendTo(({ self }) => self, { type: 'PONG' }), sendParent({ type: 'ACK' })],
+      },
+      PONG: { actions: sendParent({ type: 'PONGED' }) },
+    },
+  });
+  return setup({
+    types: { context: {} as { log: string[] } },
+    actors: { child },
+  }).createMachine({
+    id: `${prefix}-parent`,
+    context: { log: [] },
+    initial: 'on',
+    states: {
+      on: {
+        invoke: { id: 'c', src: 'child' },
+        on: {
+          SCHEDULE: { actions: sendTo('c', { type: 'GO' }, { delay: 100 }) },
+          ACK: {
+            target: 'off',
+            actions: assign({ log: ({ context }) => [...context.log, 'ACK'] }),
+          },
+        },
+      },
+      off: {},
+    },
+    on: {
+      PONGED: { actions: assign({ log: ({ context }) => [...context.log, 'PONGED'] }) },
+    },
+  });
+}
+
 describe("14. messages reach their receivers in XState's order", () => {
   const kid = setup({}).createMachine({
     id: 'kid',
@@ -1327,39 +1369,7 @@ describe("14. messages reach their receivers in XState's order", () => {
     // child, whose own PONG, queued behind the step that sent ACK, is lost with it.
     // The relay is a commit of the sender here; it held the sender as processing,
     // so the ACK waited, the child took its PONG and told the parent PONGED.
-    const child = setup({}).createMachine({
-      id: 'relay-child',
-      on: {
-        GO: {
-          actions: [sendTo(({ self }) => self, { type: 'PONG' }), sendParent({ type: 'ACK' })],
-        },
-        PONG: { actions: sendParent({ type: 'PONGED' }) },
-      },
-    });
-    const parent = setup({
-      types: { context: {} as { log: string[] } },
-      actors: { child },
-    }).createMachine({
-      id: 'relay-parent',
-      context: { log: [] },
-      initial: 'on',
-      states: {
-        on: {
-          invoke: { id: 'c', src: 'child' },
-          on: {
-            SCHEDULE: { actions: sendTo('c', { type: 'GO' }, { delay: 100 }) },
-            ACK: {
-              target: 'off',
-              actions: assign({ log: ({ context }) => [...context.log, 'ACK'] }),
-            },
-          },
-        },
-        off: {},
-      },
-      on: {
-        PONGED: { actions: assign({ log: ({ context }) => [...context.log, 'PONGED'] }) },
-      },
-    });
+    const parent = relayParent('relay');
     const { store, clock } = clocked();
     const durable = await createDurableActor(parent, { id: 'rp', store });
     await getRuntime(store).drain();
@@ -1458,39 +1468,7 @@ describe("14. messages reach their receivers in XState's order", () => {
     // delivery: recovery's pass over pending rows held the sender as processing
     // (it could not tell a relay from the sender's other commits), so the child's
     // ACK waited behind its own PONG and the parent logged PONGED.
-    const child = setup({}).createMachine({
-      id: 'relay-child-crash',
-      on: {
-        GO: {
-          actions: [sendTo(({ self }) => self, { type: 'PONG' }), sendParent({ type: 'ACK' })],
-        },
-        PONG: { actions: sendParent({ type: 'PONGED' }) },
-      },
-    });
-    const parent = setup({
-      types: { context: {} as { log: string[] } },
-      actors: { child },
-    }).createMachine({
-      id: 'relay-parent-crash',
-      context: { log: [] },
-      initial: 'on',
-      states: {
-        on: {
-          invoke: { id: 'c', src: 'child' },
-          on: {
-            SCHEDULE: { actions: sendTo('c', { type: 'GO' }, { delay: 100 }) },
-            ACK: {
-              target: 'off',
-              actions: assign({ log: ({ context }) => [...context.log, 'ACK'] }),
-            },
-          },
-        },
-        off: {},
-      },
-      on: {
-        PONGED: { actions: assign({ log: ({ context }) => [...context.log, 'PONGED'] }) },
-      },
-    });
+    const parent = relayParent('relay-crash');
     const file = `sqlite:${join(dir(), 'crashed-relay.db')}`;
     const clock = new ManualClock(1_000_000);
     const gone = openStore(file);
