@@ -1172,6 +1172,63 @@ describe('found by the differential test', () => {
     expect((await openDurableActor(store, 'ag/k')).getSnapshot().context).toEqual({ got: 0 });
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
+  test("after a restart, a parallel state's regions keep the order XState entered their states in: it decides which of two conflicting always transitions wins", async () => {
+    // Seed 41008 (PostgreSQL; the same on every store): XState walks the active
+    // atomic states in the order they were entered, and the first always
+    // transition found wins a conflict. JUMP re-enters both regions, and the
+    // region whose state came back last is r0 (its final state led, by its
+    // onDone, back to a): c is walked first. XState's restoreSnapshot rebuilds
+    // the order from the state value, a first: a restored actor went to out.
+    const bumped = ({ context }: { context: { n: number } }) => context.n >= 1;
+    const machine = setup({ types: { context: {} as { n: number } } }).createMachine({
+      id: 'entry-order',
+      context: { n: 0 },
+      initial: 'p',
+      states: {
+        p: {
+          type: 'parallel',
+          states: {
+            r0: {
+              initial: 'a',
+              onDone: '.a',
+              states: {
+                a: { always: { guard: bumped, target: '#out', actions: assign({ n: 0 }) } },
+                b: { id: 'b', type: 'final' },
+              },
+            },
+            r1: {
+              initial: 'c',
+              states: {
+                c: {
+                  on: { JUMP: '#b' },
+                  always: { guard: bumped, target: '#b', actions: assign({ n: 0 }) },
+                },
+              },
+            },
+          },
+        },
+        out: { id: 'out' },
+      },
+      on: { BUMP: { actions: assign({ n: 1 }) } },
+    });
+    const oracle = plain(machine).actor;
+    oracle.send({ type: 'JUMP' });
+    oracle.send({ type: 'BUMP' });
+    expect(oracle.getSnapshot().value).toEqual({ p: { r0: 'a', r1: 'c' } });
+
+    const file = `sqlite:${join(dir(), 'entry-order.db')}`;
+    const before = openStore(file);
+    await (await createDurableActor(machine, { id: 'eo', store: before })).send({ type: 'JUMP' });
+    await getRuntime(before).close();
+    await before.close();
+    const store = track(openStore(file));
+    getRuntime(store, { charts: [chartOf(machine)] });
+    const durable = await openDurableActor(store, 'eo');
+    await durable.send({ type: 'BUMP' });
+    expect(durable.getSnapshot().value).toEqual(oracle.getSnapshot().value);
+    expect(durable.getSnapshot().context).toEqual(oracle.getSnapshot().context);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+  });
 });
 
 describe("16. invoked promises start in XState's order", () => {

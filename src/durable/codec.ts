@@ -4,6 +4,7 @@ import { SnapshotVersionError, StoreError } from '../core/errors.ts';
 import type { ActorRow } from '../store/types.ts';
 import { pureRestore } from './pure.ts';
 import { ledgerJson, ledgerOf, LEDGER_KEY, type Ledger } from './ledger.ts';
+import { applyAtomicOrder, atomicOrder, ATOMIC_ORDER_KEY, recordedOrder } from './node-order.ts';
 
 /** How a machine's persisted snapshots are versioned. */
 export interface ChartVersioning {
@@ -39,6 +40,11 @@ export function encodeSnapshot(
 ): string {
   const s = snapshot as unknown as SnapshotFields;
   const pending = ledger === undefined ? undefined : ledgerJson(ledger);
+  if (pending !== undefined) {
+    // The order of active atomic states, when a restore would not rebuild it (./node-order.ts).
+    const order = atomicOrder(machine, snapshot);
+    if (order !== undefined) (pending as Record<string, unknown>)[ATOMIC_ORDER_KEY] = order;
+  }
   let history: Record<string, Array<{ id: string }>> | undefined;
   for (const key in s.historyValue) {
     history ??= {};
@@ -162,6 +168,7 @@ export function decodeActor(
   }
   // Migrations see XState's part only; what the actor has pending stays as it is.
   const ledger = ledgerOf(persisted);
+  const order = recordedOrder(persisted, LEDGER_KEY);
   if (LEDGER_KEY in persisted) {
     const { [LEDGER_KEY]: _pending, ...rest } = persisted as PersistedSnapshot & {
       [LEDGER_KEY]?: unknown;
@@ -186,7 +193,9 @@ export function decodeActor(
     throw fail(`state "${missing}" does not exist in this chart`, missing);
   }
   try {
-    return { snapshot: restoreSnapshot(machine, persisted), ledger };
+    const snapshot = restoreSnapshot(machine, persisted);
+    if (order !== undefined) applyAtomicOrder(snapshot, order);
+    return { snapshot, ledger };
   } catch (cause) {
     throw Object.assign(fail('snapshot cannot be restored'), { cause });
   }

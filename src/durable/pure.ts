@@ -17,6 +17,8 @@ import {
   type AnyStateMachine,
   type EventObject,
 } from 'xstate';
+import { LEDGER_KEY } from './ledger.ts';
+import { applyAtomicOrder, recordedOrder } from './node-order.ts';
 
 type Scope = ActorScope<AnyMachineSnapshot, EventObject>;
 
@@ -331,11 +333,16 @@ export function pureInitial(
 
 /** A live snapshot from its persisted (JSON) form, without starting anything. */
 export function pureRestore(machine: AnyStateMachine, persisted: unknown): AnyMachineSnapshot {
-  return collecting(
+  const snapshot = collecting(
     machine,
     undefined,
     (scope) => machine.restoreSnapshot(persisted as never, scope) as AnyMachineSnapshot,
   )[0];
+  // The order its active atomic states were entered in, when it is not the state
+  // value's (./node-order.ts).
+  const order = recordedOrder(persisted, LEDGER_KEY);
+  if (order !== undefined) applyAtomicOrder(snapshot, order);
+  return snapshot;
 }
 
 /** A JSON-safe form of what was thrown (or a promise rejected with). */

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyActorLogic, AnyMachineSnapshot, EventObject } from 'xstate';
 import { actorKind, childMachines } from './actor-kinds.ts';
+import { ATOMIC_ORDER_KEY, recordedOrder } from './node-order.ts';
 import { pureRestore } from './pure.ts';
 import { MIGRATION_EVENT, type MigrationEvent } from './migrate.ts';
 import { MessageLedger } from './verify-messages.ts';
@@ -303,7 +304,17 @@ function checkStored(
   // would do is the same timer; the stored bytes are held by the head's hash).
   const storedLedger = ledgerOf(stored);
   const legacy = storedLedger === undefined;
-  const actual = legacy ? stored : { ...stored, [LEDGER_KEY]: ledgerJson(storedLedger) };
+  // The order of its active atomic states, when recorded, is compared as stored.
+  const order = recordedOrder(stored, LEDGER_KEY);
+  const actual = legacy
+    ? stored
+    : {
+        ...stored,
+        [LEDGER_KEY]:
+          order === undefined
+            ? ledgerJson(storedLedger)
+            : { ...(ledgerJson(storedLedger) as object), [ATOMIC_ORDER_KEY]: order },
+      };
   let replayed = state.ledger;
   let expected = persisted(chart, snapshot, replayed) as Record<string, unknown>;
   if (legacy) delete expected[LEDGER_KEY];
