@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { chartsOption, checkOptions, storeOption } from '../core/options.ts';
 import type { AnyActorLogic, AnyMachineSnapshot, EventObject } from 'xstate';
 import { actorKind, childMachines } from './actor-kinds.ts';
-import { ATOMIC_ORDER_KEY, recordedOrder } from './node-order.ts';
+import { applyAtomicOrder, ATOMIC_ORDER_KEY, recordedOrder } from './node-order.ts';
 import { pureRestore } from './pure.ts';
 import { MIGRATION_EVENT, type MigrationEvent } from './migrate.ts';
 import { MessageLedger } from './verify-messages.ts';
@@ -471,6 +471,8 @@ function checkMigration(
     return { to: m.to, chart: undefined, state: { snapshot: undefined, ledger }, checkpoint };
   try {
     const snapshot = pureRestore(target.machine, xstatePart);
+    const order = recordedOrder(recorded, LEDGER_KEY);
+    if (order !== undefined) applyAtomicOrder(snapshot, order);
     return { to: m.to, chart: target, state: { snapshot, ledger }, checkpoint };
   } catch (error) {
     return fail(
