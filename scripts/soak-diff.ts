@@ -43,6 +43,8 @@ let cases = 0;
 let steps = 0;
 let restarts = 0;
 let tiedRestarts = 0;
+/** Cases cut short where plain XState's own invocations multiplied (Gate.MAX_RELEASES). */
+let runaways = 0;
 /** Cases whose durable side had a grandchild of the root (a kid's own child machine). */
 let withGrandchildren = 0;
 /** Cases where a durable step found a system id elsewhere in its tree (src/durable/system-ids.ts). */
@@ -90,6 +92,7 @@ try {
       await memory?.close();
       restarts += result.restarts;
       tiedRestarts += result.tiedRestarts;
+      if (result.runaway !== undefined) runaways++;
       if (result.grandchildren > 0) withGrandchildren++;
       if (result.treeLookups > 0) withTreeLookups++;
       if (kind === 'sqlite') rmSync(file, { force: true });
@@ -101,7 +104,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree: durable equals plain XState after every step (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));

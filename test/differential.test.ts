@@ -5,9 +5,10 @@
  * difference fails with the machine and script fast-check shrank it to.
  * `npm run soak:diff -- --runs 20000` is the long run.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fc, test } from '@fast-check/vitest';
-import { beforeAll, describe, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../src/index.ts';
 import { runBoth } from './support/differential.ts';
 import {
@@ -43,6 +44,34 @@ describe('durable actors end as plain XState does, step by step', () => {
   // generated machines do on purpose.
   beforeAll(() => {
     vi.spyOn(console, 'warn').mockImplementation(() => {});
+  });
+
+  it('a case whose settles release ever more promises in plain XState is cut short, not run for minutes', async () => {
+    // soak:diff seed 41011: a compound state and its child both invoke `work`, so
+    // each settled promise enters both again and leaves one more running outside
+    // `children`; plain XState alone took 50 s on its seventh step. Compared up to
+    // the step that ran away, then left.
+    const { spec, script } = JSON.parse(
+      readFileSync(
+        new URL('./fixtures/diff-cases/seed-41011-runaway.json', import.meta.url),
+        'utf8',
+      ),
+    ) as { spec: MachineSpec; script: Parameters<typeof runBoth>[1] };
+    const store = openStore('memory:');
+    const result = await runBoth(() => machineOf(spec), script, {
+      open: () => store,
+      reopens: false,
+    });
+    await store.close();
+    expect(result.runaway).toBe(6);
+    // The control: the same machine and script up to that step run to their end.
+    const store2 = openStore('memory:');
+    const whole = await runBoth(() => machineOf(spec), script.slice(0, 6), {
+      open: () => store2,
+      reopens: false,
+    });
+    await store2.close();
+    expect(whole.runaway).toBeUndefined();
   });
 
   test.prop([cases], { numRuns: 300, seed: SEED })(

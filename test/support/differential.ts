@@ -20,7 +20,7 @@ import {
   type Clock,
   type Store,
 } from '../../src/index.ts';
-import type { Gate, ScriptStep } from './machine-gen.ts';
+import { Runaway, type Gate, type ScriptStep } from './machine-gen.ts';
 
 /** The ids of the generated machines' invoked promises (their child machines have others). */
 const PROMISE_IDS: ReadonlySet<string> = new Set(['work', 'workNow']);
@@ -419,6 +419,8 @@ export async function runBoth(
   restarts: number;
   /** Restarts of the script left out: timers of two actors due at one instant (see below). */
   tiedRestarts: number;
+  /** The step at which plain XState's own invocations multiplied past a bound (the rest not run). */
+  runaway: number | undefined;
   grandchildren: number;
   treeLookups: number;
 }> {
@@ -465,8 +467,18 @@ export async function runBoth(
   };
   await compare(0);
 
+  /** The step whose settle ran away in plain XState (Gate.MAX_RELEASES); the case ends there. */
+  let runaway: number | undefined;
   for (const [i, step] of script.entries()) {
-    const { kid, parted } = await plain.step(step);
+    let taken: Awaited<ReturnType<PlainSide['step']>>;
+    try {
+      taken = await plain.step(step);
+    } catch (error) {
+      if (!(error instanceof Runaway)) throw error;
+      runaway = i;
+      break;
+    }
+    const { kid, parted } = taken;
     if ('send' in step && !('kid' in step)) {
       try {
         await (await openDurableActor(store, ROOT)).send({ type: step.send, k: step.k });
@@ -530,7 +542,7 @@ export async function runBoth(
   // A store that survives restarts is this run's to close; a kept one is the caller's.
   if (source.reopens) await store.close();
   plain.stop();
-  return { restarts, tiedRestarts, grandchildren: grandchildren.size, treeLookups };
+  return { restarts, tiedRestarts, runaway, grandchildren: grandchildren.size, treeLookups };
 }
 
 /** The events an actor's log shows it consumed from effects since it (last) started, in order. */

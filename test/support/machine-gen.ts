@@ -194,6 +194,14 @@ export type ScriptStep =
  * a settle released: they run again and resolve at once.
  */
 export class Gate {
+  /**
+   * The most promises one settle may release. Two states active at once that
+   * invoke `work` under one id leave all but one running outside `children`
+   * (XState keeps one actor per id), and each of those, when it settles, enters
+   * its states again and invokes more: a case whose settles release hundreds
+   * more each time runs for minutes in plain XState alone (soak:diff seed 41011).
+   */
+  static readonly MAX_RELEASES = 500;
   private epoch = 0;
   private waiting: Array<{ epoch: number; at: string; resolve: () => void }> = [];
 
@@ -210,7 +218,8 @@ export class Gate {
    */
   async openTo(epoch: number, settle: () => Promise<void>): Promise<void> {
     this.epoch = Math.max(this.epoch, epoch);
-    for (;;) {
+    for (let released = 0; ; released++) {
+      if (released > Gate.MAX_RELEASES) throw new Runaway(released);
       const due = this.waiting
         .filter((w) => w.epoch < this.epoch)
         .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))[0];
@@ -219,6 +228,14 @@ export class Gate {
       due.resolve();
       await settle();
     }
+  }
+}
+
+/** A settle released more promises than a case may take ({@link Gate.MAX_RELEASES}). */
+export class Runaway extends Error {
+  constructor(released: number) {
+    super(`one settle released over ${released} promises: the machine's invocations multiply`);
+    this.name = 'Runaway';
   }
 }
 
