@@ -1820,6 +1820,100 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  describe('a message to a child spawned by the same step waits until the child has started', () => {
+    // Found by the differential soak (seed 41011, memory): the parent sends GO to a
+    // child, then spawns another with a system id. In XState the spawned one exists
+    // from then on and starts after the GO's delivery, so the first child's PONG to
+    // it, found by system id, waits in its mailbox and is taken at its start. The
+    // courier delivered the PONG depth first, before the spawn, to no actor.
+    const pinger = setup({}).createMachine({
+      id: 'pinger',
+      on: {
+        GO: {
+          actions: sendTo(({ system }) => system.get('late') as AnyActorRef, { type: 'PONG' }),
+        },
+      },
+    });
+    const late = setup({ types: { context: {} as { pongs: number } } }).createMachine({
+      id: 'late',
+      context: { pongs: 0 },
+      entry: sendParent({ type: 'HELLO' }),
+      on: {
+        PONG: {
+          actions: [
+            assign({ pongs: ({ context }) => context.pongs + 1 }),
+            sendParent({ type: 'PONGED' }),
+          ],
+        },
+      },
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { pinger, late },
+    }).createMachine({
+      id: 'spawner',
+      context: { log: [] },
+      invoke: { id: 'p', src: 'pinger' },
+      on: {
+        GO: {
+          actions: [sendTo('p', { type: 'GO' }), spawnChild('late', { id: 'l', systemId: 'late' })],
+        },
+        HELLO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        PONGED: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+      },
+    });
+    const oracle = () => {
+      const actor = plain(parent).actor;
+      actor.send({ type: 'GO' });
+      const pongs = (actor.getSnapshot().children['l'] as AnyActorRef).getSnapshot() as {
+        context: { pongs: number };
+      };
+      return { log: actor.getSnapshot().context.log, pongs: pongs.context.pongs };
+    };
+
+    test('live', async () => {
+      const { store } = clocked();
+      const durable = await createDurableActor(parent, { id: 'sp', store });
+      await getRuntime(store).drain();
+      await durable.send({ type: 'GO' });
+      await getRuntime(store).drain();
+      const expected = oracle();
+      expect(expected).toEqual({ log: ['HELLO', 'PONGED'], pongs: 1 });
+      const child = await openDurableActor(store, 'sp/l');
+      expect({
+        log: durable.getSnapshot().context.log,
+        pongs: child.getSnapshot().context.pongs,
+      }).toEqual(expected);
+    });
+
+    test('after a crash, delivered from the store', async () => {
+      const file = `sqlite:${join(dir(), 'crashed-spawn.db')}`;
+      const gone = openStore(file);
+      await createDurableActor(parent, { id: 'sp', store: gone });
+      await getRuntime(gone).drain();
+      // The process dies after the parent's step commits, before its messages go.
+      getRuntime(gone).courier.close();
+      await (await openDurableActor(gone, 'sp')).send({ type: 'GO' });
+      expect((await gone.pendingMessages({ limit: 10 })).map((m) => [m.to, m.kind])).toEqual([
+        ['sp/p', 'event'],
+        ['sp/l', 'spawn'],
+      ]);
+      await getRuntime(gone).close();
+      await gone.close();
+
+      const store = track(openStore(file));
+      await recover(store, { charts: [chartOf(parent)] });
+      await getRuntime(store).drain();
+      const child = await openDurableActor(store, 'sp/l');
+      expect({
+        log: (await openDurableActor(store, 'sp')).getSnapshot().context.log,
+        pongs: child.getSnapshot().context.pongs,
+      }).toEqual(oracle());
+      expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+      expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+    });
+  });
+
   test("a child's greeting and snapshot reach its parent before the result of a promise the same step invoked, however soon it settles", async () => {
     // Found by the differential test once its promises could settle at once: XState
     // starts the child and delivers what it sends within the step, so no promise

@@ -136,6 +136,14 @@ export class Courier {
   private readonly delivering = new Set<string>();
   /** Messages posted here and not sent yet (waiting behind their sender's earlier ones). */
   private readonly unsent = new Set<string>();
+  /**
+   * Per receiver, the spawn of it posted and not sent yet (its key). XState creates
+   * a spawned child as the step's actions are resolved and starts it when its turn
+   * comes: what another actor sends it meanwhile (found by system id) waits in its
+   * mailbox and is taken once it has started. Not noted for a spawn whose commit
+   * first stops an actor of that id: what is sent to the id meanwhile is that one's.
+   */
+  private readonly unstarted = new Map<string, Posted>();
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -260,6 +268,7 @@ export class Courier {
       // being taken for another process's and put ahead (see {@link ahead}).
       const keys = [...batches.values()].flat().map(keyOf);
       for (const key of keys) this.unsent.add(key);
+      for (const batch of batches.values()) this.noteSpawns(batch);
       try {
         for (const batch of batches.values()) {
           const { from, fromSeq } = batch[0] as Posted;
@@ -268,6 +277,9 @@ export class Courier {
         }
       } finally {
         for (const key of keys) this.unsent.delete(key);
+        for (const [to, spawn] of this.unstarted) {
+          if (keys.includes(keyOf(spawn))) this.unstarted.delete(to);
+        }
       }
       afterId = page.at(-1)?.id ?? afterId;
     }
@@ -292,7 +304,26 @@ export class Courier {
   /** Notes messages this process posted: this courier's to order until they are sent. */
   private known(posted: Posted[]): Posted[] {
     for (const p of posted) this.unsent.add(keyOf(p));
+    this.noteSpawns(posted);
     return posted;
+  }
+
+  /** Notes the receivers one commit's messages spawn ({@link unstarted}). */
+  private noteSpawns(posted: readonly Posted[]): void {
+    let stopped: Set<string> | undefined;
+    for (const p of posted) {
+      if (p.kind === 'stop') (stopped ??= new Set()).add(p.to);
+      else if (p.kind === 'spawn' && !stopped?.has(p.to)) this.unstarted.set(p.to, p);
+    }
+  }
+
+  /**
+   * Whether `p` waits in its receiver's mailbox for the receiver's spawn, posted by
+   * another commit and not sent yet ({@link unstarted}).
+   */
+  private waitsForSpawn(p: Posted): boolean {
+    const spawn = this.unstarted.get(p.to);
+    return spawn !== undefined && (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq);
   }
 
   private track(task: Promise<unknown>): void {
@@ -355,7 +386,18 @@ export class Courier {
    */
   private async send(p: Posted): Promise<void> {
     this.unsent.delete(keyOf(p));
+    if (p.kind !== 'spawn' && this.waitsForSpawn(p)) {
+      this.queue(p);
+      return;
+    }
+    const starts = p.kind === 'spawn' && this.unstarted.get(p.to) === p;
+    if (starts) this.unstarted.delete(p.to);
     if (!this.queue(p)) return;
+    if (starts) {
+      // Ahead of what waited for it: the child starts, then takes its mailbox.
+      const box = this.mailboxes.get(p.to) as Posted[];
+      box.unshift(box.pop() as Posted);
+    }
     if (this.processing.has(p.to)) {
       if (p.kind !== 'stop' || this.delivering.has(p.to)) return;
       const box = this.mailboxes.get(p.to) as Posted[];
