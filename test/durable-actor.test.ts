@@ -702,6 +702,35 @@ describe('idempotent steps', () => {
     expect(await reloaded.step('refund', () => ++runs)).toBe('refund-found-at-provider');
     expect(runs).toBe(0);
   });
+
+  test('one whose outcome another run recorded while the hook decided keeps that outcome', async () => {
+    // A dying process's last statement can land after recovery read the step.
+    const store = open();
+    const actor = await createDurableActor(machine, {
+      id: 's4',
+      store,
+      input: { timeoutMs: 5 },
+      clock: new ManualClock(),
+    });
+    await store.beginStep({ key: 's4:refund', actorId: 's4', name: 'refund', startedAt: 0 });
+    await actor.runtime.close();
+    const next = open();
+    const report = await recover(next, {
+      charts: [chart],
+      clock: new ManualClock(),
+      reconcile: async (step) => {
+        await next.finishStep(step.key, 'done', JSON.stringify('refunded by the stopped run'), 1);
+        return { status: 'done', result: 'refund-found-at-provider' };
+      },
+    });
+    expect(report.steps).toEqual([
+      { key: 's4:refund', outcome: 'done', detail: 'recorded done meanwhile' },
+    ]);
+    expect(await next.getStep('s4:refund')).toMatchObject({
+      status: 'done',
+      result: JSON.stringify('refunded by the stopped run'),
+    });
+  });
 });
 
 describe('audit integrity and versions', () => {

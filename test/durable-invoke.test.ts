@@ -25,6 +25,7 @@ import {
   UnsupportedActorError,
   createDurableActor,
   getRuntime,
+  openDurableActor,
   openStore,
   planTransitionTests,
   recover,
@@ -490,6 +491,83 @@ describe('invoked promises after a crash', () => {
       expect.objectContaining({ key: 'r1:invoke:llm:1', outcome: 'rerun' }),
     ]);
     await until(async () => (await store.loadActor('r1'))?.state === 'done');
+  });
+});
+
+describe('an outcome a stopped process recorded late', () => {
+  // A networked store runs the last statement a dying process sent: its step's
+  // outcome can land after recovery read the step as executing (the PostgreSQL
+  // crash test, seed 784236969). That outcome is the step's, delivered once.
+  const safe = () =>
+    setup({
+      types: { context: {} as { got: unknown } },
+      actors: { llm: fromPromise(() => Promise.resolve('from the rerun')) },
+    }).createMachine({
+      id: 'late-agent',
+      context: { got: null },
+      meta: { invokes: { llm: { rerun: 'safe' } } },
+      initial: 'thinking',
+      states: {
+        thinking: {
+          invoke: {
+            id: 'llm',
+            src: 'llm',
+            onDone: { target: 'done', actions: assign({ got: ({ event }) => event.output }) },
+          },
+        },
+        done: {},
+      },
+    });
+
+  async function interrupted(id: string): Promise<void> {
+    const first = open();
+    first.finishStep = () => new Promise(() => {}); // dies before recording the outcome
+    await createDurableActor(safe(), { id, store: first });
+    await until(async () => (await first.getStep(`${id}:invoke:llm:1`))?.attempts === 1);
+    await getRuntime(first).close();
+  }
+  const late = (store: Store, key: string) =>
+    store.finishStep(key, 'done', JSON.stringify('from the stopped run'), 5);
+
+  test.each([
+    ['reconciled as done', 'done' as const],
+    ['reconciled as not done, to run again', 'not_done' as const],
+  ])('%s: the recorded outcome is delivered, the call not run again', async (_, status) => {
+    const id = `late-${status}`;
+    await interrupted(id);
+    const store = open();
+    const key = `${id}:invoke:llm:1`;
+    const report = await recover(store, {
+      charts: [chartOf(safe())],
+      reconcile: async () => {
+        await late(store, key); // lands while the hook decides
+        return status === 'done'
+          ? { status, result: 'from the hook' }
+          : { status, reason: 'not at the provider' };
+      },
+    });
+    expect(report.steps).toEqual([
+      { key, outcome: 'delivered', detail: 'recorded done meanwhile' },
+    ]);
+    await until(async () => (await store.loadActor(id))?.state === 'done');
+    expect((await openDurableActor(store, id)).getSnapshot().context.got).toBe(
+      'from the stopped run',
+    );
+  });
+
+  test('the control: with nothing recorded meanwhile the hook decides', async () => {
+    await interrupted('late-control');
+    const store = open();
+    const key = 'late-control:invoke:llm:1';
+    const report = await recover(store, {
+      charts: [chartOf(safe())],
+      reconcile: () => ({ status: 'done', result: 'from the hook' }),
+    });
+    expect(report.steps).toEqual([{ key, outcome: 'delivered', detail: 'reconciled as done' }]);
+    await until(async () => (await store.loadActor('late-control'))?.state === 'done');
+    expect((await openDurableActor(store, 'late-control')).getSnapshot().context.got).toBe(
+      'from the hook',
+    );
   });
 });
 

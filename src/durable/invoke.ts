@@ -15,7 +15,7 @@ import type { InvokeStart } from './effects.ts';
 import type { ActorCore } from './actor-core.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
-import { settleStep, type ReconcileHook } from './steps.ts';
+import { settledMeanwhile, settleStep, type ReconcileHook } from './steps.ts';
 
 export {
   durablePromise,
@@ -192,8 +192,10 @@ async function finish(
     } catch (error) {
       // Another run of the same step (one a stopped process started) recorded its
       // outcome first: that is the outcome, delivered once.
-      const row = await store.getStep(invoke.key).catch(() => undefined);
-      if (row === undefined || row.status === 'executing') {
+      try {
+        const row = await settledMeanwhile(store, invoke.key, error);
+        recorded = outcomeOf(row.status, row.result);
+      } catch {
         // Left `executing`: recovery settles it through the reconcile hook.
         logger.error(
           { actorId: core.id, key: invoke.key, err: error },
@@ -201,7 +203,6 @@ async function finish(
         );
         return;
       }
-      recorded = outcomeOf(row.status, row.result);
     }
     // Outcomes that settled before this one are delivered first: one of them may
     // leave the state, and then this one is recorded, never delivered.
@@ -321,7 +322,15 @@ async function settleUncertain(
         })
       : undefined;
     if (decision?.status === 'done') {
-      await settleStep(store, row.key, decision, now);
+      try {
+        await settleStep(store, row.key, decision, now);
+      } catch (error) {
+        return await deliverRecorded(
+          core,
+          invoke.id,
+          await settledMeanwhile(store, row.key, error),
+        );
+      }
       await deliverOutcome(core, invoke.id, row.key, { ok: true, output: decision.result });
       return { key: row.key, outcome: 'delivered', detail: 'reconciled as done' };
     }
@@ -334,12 +343,26 @@ async function settleUncertain(
           : 'interrupted mid-run; no reconcile hook and the chart does not mark it safe to re-run',
       };
     }
-    await store.restartStep(row.key, now);
+    try {
+      await store.restartStep(row.key, now);
+    } catch (error) {
+      return await deliverRecorded(core, invoke.id, await settledMeanwhile(store, row.key, error));
+    }
     trackRun(core, runInvoke(core, invoke, true));
     return { key: row.key, outcome: 'rerun', detail: 'interrupted mid-run; safe to re-run' };
   } catch (error) {
     return { key: row.key, outcome: 'failed', detail: JSON.stringify(errorValue(error)) };
   }
+}
+
+/** Delivers the outcome another run recorded while recovery settled the step. */
+async function deliverRecorded(
+  core: ActorCore,
+  id: string,
+  row: StepRow & { status: 'done' | 'failed' },
+): Promise<InvokeRecovery> {
+  await deliverOutcome(core, id, row.key, outcomeOf(row.status, row.result));
+  return { key: row.key, outcome: 'delivered', detail: `recorded ${row.status} meanwhile` };
 }
 
 /** Keeps a running invoke where `runtime.drain()` can wait for it. */

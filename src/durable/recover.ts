@@ -6,7 +6,7 @@ import type { ActorRow, StepRow, Store, TimerRow } from '../store/types.ts';
 import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
 import type { InvokeRecovery } from './invoke.ts';
-import { settleStep, type ReconcileHook } from './steps.ts';
+import { settledMeanwhile, settleStep, type ReconcileHook } from './steps.ts';
 import { ledgerOf } from './ledger.ts';
 import {
   hasPendingWork,
@@ -331,7 +331,17 @@ async function reconcileOne(
       startedAt: step.startedAt,
       attempts: step.attempts,
     });
-    await settleStep(store, step.key, decision, now);
+    try {
+      await settleStep(store, step.key, decision, now);
+    } catch (error) {
+      // Another run recorded it (a stopped process's last statement landing late).
+      const row = await settledMeanwhile(store, step.key, error);
+      return {
+        key: step.key,
+        outcome: row.status === 'done' ? 'done' : 'not_done',
+        detail: `recorded ${row.status} meanwhile`,
+      };
+    }
     return {
       key: step.key,
       outcome: decision.status,

@@ -7,7 +7,7 @@
  */
 import { UncertainStepError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
-import type { Store } from '../store/types.ts';
+import type { StepRow, Store } from '../store/types.ts';
 import { EXPECTED, isStore, requireArg } from '../core/options.ts';
 
 /** What a reconcile hook decides about an uncertain step. */
@@ -85,4 +85,21 @@ export async function settleStep(
   } else {
     await store.finishStep(key, 'failed', JSON.stringify({ reconciled: decision.reason }), now);
   }
+}
+
+/**
+ * The step row another run settled while this one was writing its own outcome
+ * (`error`, the write refused): that recorded outcome is the step's. A process that
+ * stopped can have its last statement land after recovery read the step as
+ * `executing` (a networked store runs what it received), and two runs of one step
+ * record one outcome. Rethrows `error` when the step is still executing or gone.
+ */
+export async function settledMeanwhile(
+  store: Store,
+  key: string,
+  error: unknown,
+): Promise<StepRow & { status: 'done' | 'failed' }> {
+  const row = await store.getStep(key).catch(() => undefined);
+  if (row === undefined || row.status === 'executing') throw error;
+  return row as StepRow & { status: 'done' | 'failed' };
 }
