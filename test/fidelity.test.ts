@@ -1886,6 +1886,54 @@ describe("14. messages reach their receivers in XState's order", () => {
       }).toEqual(expected);
     });
 
+    test('live, the spawn replacing a child of that id the step stops', async () => {
+      // The same seed, shrunk again: the new child holds the system id from the
+      // step on, the old one is gone, so the PONG is the new one's.
+      const again = setup({
+        types: { context: {} as { log: string[] } },
+        actors: { pinger, late },
+      }).createMachine({
+        id: 'respawner',
+        context: { log: [] },
+        invoke: { id: 'p', src: 'pinger' },
+        entry: spawnChild('late', { id: 'l', systemId: 'late' }),
+        on: {
+          GO: {
+            actions: [
+              sendTo('p', { type: 'GO' }),
+              stopChild('l'),
+              spawnChild('late', { id: 'l', systemId: 'late' }),
+            ],
+          },
+          HELLO: { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+          PONGED: {
+            actions: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+          },
+        },
+      });
+      const actor = plain(again).actor;
+      actor.send({ type: 'GO' });
+      const expected = {
+        log: actor.getSnapshot().context.log,
+        pongs: (
+          (actor.getSnapshot().children['l'] as AnyActorRef).getSnapshot() as {
+            context: { pongs: number };
+          }
+        ).context.pongs,
+      };
+      expect(expected).toEqual({ log: ['HELLO', 'HELLO', 'PONGED'], pongs: 1 });
+      const { store } = clocked();
+      const durable = await createDurableActor(again, { id: 'rs', store });
+      await getRuntime(store).drain();
+      await durable.send({ type: 'GO' });
+      await getRuntime(store).drain();
+      const child = await openDurableActor(store, 'rs/l');
+      expect({
+        log: durable.getSnapshot().context.log,
+        pongs: child.getSnapshot().context.pongs,
+      }).toEqual(expected);
+    });
+
     test('after a crash, delivered from the store', async () => {
       const file = `sqlite:${join(dir(), 'crashed-spawn.db')}`;
       const gone = openStore(file);

@@ -137,13 +137,15 @@ export class Courier {
   /** Messages posted here and not sent yet (waiting behind their sender's earlier ones). */
   private readonly unsent = new Set<string>();
   /**
-   * Per receiver, the spawn of it posted and not sent yet (its key). XState creates
-   * a spawned child as the step's actions are resolved and starts it when its turn
-   * comes: what another actor sends it meanwhile (found by system id) waits in its
-   * mailbox and is taken once it has started. Not noted for a spawn whose commit
-   * first stops an actor of that id: what is sent to the id meanwhile is that one's.
+   * Per receiver, the spawn of it posted and not sent yet. XState creates a spawned
+   * child as the step's actions are resolved (a child of that id the step stops is
+   * gone from then on) and starts it when its turn comes: what another actor sends
+   * it meanwhile (found by system id) waits in its mailbox and is taken once it has
+   * started. Those messages wait in {@link unstartedBox}.
    */
   private readonly unstarted = new Map<string, Posted>();
+  /** Per receiver in {@link unstarted}, the messages waiting for its spawn (claimed). */
+  private readonly unstartedBox = new Map<string, Posted[]>();
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -278,7 +280,7 @@ export class Courier {
       } finally {
         for (const key of keys) this.unsent.delete(key);
         for (const [to, spawn] of this.unstarted) {
-          if (keys.includes(keyOf(spawn))) this.unstarted.delete(to);
+          if (keys.includes(keyOf(spawn))) this.forgetSpawn(to);
         }
       }
       afterId = page.at(-1)?.id ?? afterId;
@@ -310,11 +312,17 @@ export class Courier {
 
   /** Notes the receivers one commit's messages spawn ({@link unstarted}). */
   private noteSpawns(posted: readonly Posted[]): void {
-    let stopped: Set<string> | undefined;
-    for (const p of posted) {
-      if (p.kind === 'stop') (stopped ??= new Set()).add(p.to);
-      else if (p.kind === 'spawn' && !stopped?.has(p.to)) this.unstarted.set(p.to, p);
-    }
+    for (const p of posted) if (p.kind === 'spawn') this.unstarted.set(p.to, p);
+  }
+
+  /**
+   * A spawn that was never sent (its delivery given up): what waited for it is
+   * released, to be read back from the store by a later {@link deliverAll}.
+   */
+  private forgetSpawn(to: string): void {
+    this.unstarted.delete(to);
+    for (const q of this.unstartedBox.get(to) ?? []) this.claimed.delete(keyOf(q));
+    this.unstartedBox.delete(to);
   }
 
   /**
@@ -387,17 +395,23 @@ export class Courier {
   private async send(p: Posted): Promise<void> {
     this.unsent.delete(keyOf(p));
     if (p.kind !== 'spawn' && this.waitsForSpawn(p)) {
-      this.queue(p);
+      const key = keyOf(p);
+      if (this.claimed.has(key)) return;
+      this.claimed.add(key);
+      const waiting = this.unstartedBox.get(p.to);
+      if (waiting === undefined) this.unstartedBox.set(p.to, [p]);
+      else waiting.push(p);
       return;
     }
     const starts = p.kind === 'spawn' && this.unstarted.get(p.to) === p;
-    if (starts) this.unstarted.delete(p.to);
-    if (!this.queue(p)) return;
+    const waited = starts ? this.unstartedBox.get(p.to) : undefined;
     if (starts) {
-      // Ahead of what waited for it: the child starts, then takes its mailbox.
-      const box = this.mailboxes.get(p.to) as Posted[];
-      box.unshift(box.pop() as Posted);
+      this.unstarted.delete(p.to);
+      this.unstartedBox.delete(p.to);
     }
+    if (!this.queue(p)) return;
+    // The child starts, then takes what waited for it.
+    if (waited !== undefined) (this.mailboxes.get(p.to) as Posted[]).push(...waited);
     if (this.processing.has(p.to)) {
       if (p.kind !== 'stop' || this.delivering.has(p.to)) return;
       const box = this.mailboxes.get(p.to) as Posted[];
