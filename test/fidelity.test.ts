@@ -1934,6 +1934,53 @@ describe("14. messages reach their receivers in XState's order", () => {
       }).toEqual(expected);
     });
 
+    test('live, the spawn replacing a child of that id that finished', async () => {
+      // Shrunk a third time: the old child had finished, its row still stored under
+      // the id, and the system id lookup took that row for the child the step spawned.
+      const ending = setup({ types: { context: {} as { pongs: number } } }).createMachine({
+        id: 'ending',
+        context: { pongs: 0 },
+        initial: 'up',
+        states: {
+          up: {
+            on: {
+              PONG: { actions: assign({ pongs: ({ context }) => context.pongs + 1 }) },
+              FIN: 'down',
+            },
+          },
+          down: { type: 'final' },
+        },
+      });
+      const again = setup({ actors: { pinger, ending } }).createMachine({
+        id: 'after-end',
+        invoke: { id: 'p', src: 'pinger' },
+        entry: spawnChild('ending', { id: 'l', systemId: 'late' }),
+        on: {
+          GO: {
+            actions: [
+              sendTo('p', { type: 'GO' }),
+              stopChild('l'),
+              spawnChild('ending', { id: 'l', systemId: 'late' }),
+            ],
+          },
+        },
+      });
+      const pongs = (ref: unknown) =>
+        ((ref as AnyActorRef).getSnapshot() as { context: { pongs: number } }).context.pongs;
+      const actor = plain(again).actor;
+      (actor.getSnapshot().children['l'] as AnyActorRef).send({ type: 'FIN' });
+      actor.send({ type: 'GO' });
+      expect(pongs(actor.getSnapshot().children['l'])).toBe(1);
+      const { store } = clocked();
+      await createDurableActor(again, { id: 'ae', store });
+      await getRuntime(store).drain();
+      await (await openDurableActor(store, 'ae/l')).send({ type: 'FIN' });
+      await getRuntime(store).drain();
+      await (await openDurableActor(store, 'ae')).send({ type: 'GO' });
+      await getRuntime(store).drain();
+      expect(pongs(await openDurableActor(store, 'ae/l'))).toBe(1);
+    });
+
     test('after a crash, delivered from the store', async () => {
       const file = `sqlite:${join(dir(), 'crashed-spawn.db')}`;
       const gone = openStore(file);

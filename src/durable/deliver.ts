@@ -214,6 +214,15 @@ export class Courier {
     return (this.mailboxes.get(actorId)?.length ?? 0) === 0;
   }
 
+  /**
+   * Whether a spawn of `actorId` is posted and not sent yet: XState's child of that
+   * id exists from the spawning step on, so the stored actor under the id, if any,
+   * is an earlier one that finished or was stopped.
+   */
+  spawning(actorId: string): boolean {
+    return this.unstarted.has(actorId);
+  }
+
   /** Whether a delivery is under way. */
   get busy(): boolean {
     return this.tasks.size > 0;

@@ -12,7 +12,8 @@
  * decided step (a step still being committed included, as XState's synchronous
  * run has it), its children with their system ids, and whether each child
  * machine is still active. A child machine whose row is not created yet (its
- * spawn is on its way) holds its id, as XState registers it at the spawn; a
+ * spawn is on its way, replacing one that finished or was stopped under its id)
+ * holds its id, as XState registers it at the spawn; a
  * child that finished does not, nor a settled promise. The walk loads every
  * child machine of the tree once at most (it ends when every id asked for is
  * found), and is made only by steps that ask for an id their own children do not
@@ -78,6 +79,8 @@ export async function lookUpSystemIds(
       const { parentId, snapshot, ledger } = core;
       return snapshot === undefined ? undefined : { parentId, snapshot, ledger };
     }
+    // Its spawn is on its way: the new child holds its id, not the one stored under it.
+    if (core.runtime.courier.spawning(actorId)) return undefined;
     const held = core.runtime.heldActor(actorId);
     if (held !== undefined) return held.treeView();
     try {
