@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   assign,
@@ -1979,6 +1980,61 @@ describe("14. messages reach their receivers in XState's order", () => {
       await (await openDurableActor(store, 'ae')).send({ type: 'GO' });
       await getRuntime(store).drain();
       expect(pongs(await openDurableActor(store, 'ae/l'))).toBe(1);
+    });
+
+    test('after a crash, a stop left pending before a later spawn of that id goes to the old child', async () => {
+      // Found by the PostgreSQL crash test (seed 784236969, round 16): two commits
+      // each stopped and spawned the worker again; recovery held the first stop
+      // for the second spawn, so the first spawn found the old worker running.
+      const worker = setup({}).createMachine({ id: 'worker', initial: 'on', states: { on: {} } });
+      const parent = setup({
+        types: { context: {} as { n: number } },
+        actors: { worker },
+      }).createMachine({
+        id: 'restarter',
+        context: { n: 0 },
+        initial: 'working',
+        states: {
+          working: {
+            invoke: { id: 'w', src: 'worker' },
+            on: {
+              RESTART: {
+                target: 'working',
+                reenter: true,
+                actions: assign({ n: ({ context }) => context.n + 1 }),
+              },
+            },
+          },
+        },
+      });
+      const file = `sqlite:${join(dir(), 'crashed-restarts.db')}`;
+      const gone = openStore(file);
+      await createDurableActor(parent, { id: 'rr', store: gone });
+      await getRuntime(gone).drain();
+      getRuntime(gone).courier.close();
+      const before = await openDurableActor(gone, 'rr');
+      await before.send({ type: 'RESTART' });
+      await before.send({ type: 'RESTART' });
+      expect((await gone.pendingMessages({ limit: 10 })).map((m) => m.kind)).toEqual([
+        'stop',
+        'spawn',
+        'stop',
+        'spawn',
+      ]);
+      await getRuntime(gone).close();
+      await gone.close();
+
+      const lines: string[] = [];
+      const store = track(openStore(file));
+      await recover(store, {
+        charts: [chartOf(parent)],
+        logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
+      });
+      await getRuntime(store).drain();
+      expect(lines).toEqual([]);
+      expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+      expect((await store.loadActor('rr/w'))?.status).toBe('active');
+      expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
     });
 
     test('after a crash, delivered from the store', async () => {

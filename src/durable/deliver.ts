@@ -55,6 +55,8 @@ interface Posted {
    * landing late), they go first.
    */
   older?: MessageRow[] | undefined;
+  /** When this courier learned of it (posted here, or read by deliverAll), in order. */
+  noted?: number;
 }
 
 /** What one commit posted: its sender, the sender's transition, its messages in order. */
@@ -146,6 +148,8 @@ export class Courier {
   private readonly unstarted = new Map<string, Posted>();
   /** Per receiver in {@link unstarted}, the messages waiting for its spawn (claimed). */
   private readonly unstartedBox = new Map<string, Posted[]>();
+  /** The last number {@link noteSpawns} gave. */
+  private notes = 0;
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -319,9 +323,12 @@ export class Courier {
     return posted;
   }
 
-  /** Notes the receivers one commit's messages spawn ({@link unstarted}). */
+  /** Numbers one commit's messages in the order learned, noting what they spawn ({@link unstarted}). */
   private noteSpawns(posted: readonly Posted[]): void {
-    for (const p of posted) if (p.kind === 'spawn') this.unstarted.set(p.to, p);
+    for (const p of posted) {
+      p.noted = ++this.notes;
+      if (p.kind === 'spawn') this.unstarted.set(p.to, p);
+    }
   }
 
   /**
@@ -340,7 +347,14 @@ export class Courier {
    */
   private waitsForSpawn(p: Posted): boolean {
     const spawn = this.unstarted.get(p.to);
-    return spawn !== undefined && (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq);
+    // An event posted after the spawning commit by another: what was posted before
+    // (a stop of the child the spawn replaces, left pending by a crash) is the old one's.
+    return (
+      spawn !== undefined &&
+      p.kind === 'event' &&
+      (p.noted ?? 0) > (spawn.noted ?? Infinity) &&
+      (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq)
+    );
   }
 
   private track(task: Promise<unknown>): void {
