@@ -504,7 +504,13 @@ export async function runBoth(
         if (!refused(error)) throw error;
       }
       const epoch = (plain.root.getSnapshot() as { context: { epoch: number } }).context.epoch;
-      await gate.openTo(epoch, settleDurable);
+      try {
+        await gate.openTo(epoch, settleDurable);
+      } catch (error) {
+        if (!(error instanceof Runaway)) throw error;
+        // Plain XState's settle stayed within the bound: the durable side started more.
+        throw new Divergence(i + 1, 'the promises released', plainGate.releases, gate.releases);
+      }
     } else if ('wait' in step) {
       await durableClock.advance(step.wait, settleDurable);
     } else {
