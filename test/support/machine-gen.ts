@@ -195,7 +195,7 @@ export type ScriptStep =
  */
 export class Gate {
   /**
-   * The most promises a case's settles may release in all, by default. Two states
+   * The most promises a case's settles may release in all, on plain XState. Two states
    * active at once that invoke `work` under one id leave all but one running
    * outside `children` (XState keeps one actor per id), and each of those, when it
    * settles, enters its states again and invokes more: their number multiplies
@@ -208,8 +208,17 @@ export class Gate {
   private epoch = 0;
   private waiting: Array<{ epoch: number; at: string; resolve: () => void }> = [];
 
-  /** `maxReleases`: past it a settle throws {@link Runaway} (the crash test's workers take no limit). */
-  constructor(private readonly maxReleases = Gate.MAX_RELEASES) {}
+  /** Past it a settle throws {@link Runaway}; set by the plain XState side ({@link bound}). */
+  private maxReleases = Infinity;
+
+  /**
+   * Bounds what the settles may release ({@link MAX_RELEASES}). Only plain XState's
+   * gate: a durable side's counts the promises of a process that stopped too (they
+   * wait for the gate after their runtime closed), beside those recovery ran again.
+   */
+  bound(max = Gate.MAX_RELEASES): void {
+    this.maxReleases = max;
+  }
 
   /** How many promises the settles released so far. */
   get releases(): number {
