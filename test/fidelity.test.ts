@@ -1982,6 +1982,55 @@ describe("14. messages reach their receivers in XState's order", () => {
       expect(pongs(await openDurableActor(store, 'ae/l'))).toBe(1);
     });
 
+    test("live, a grandchild's greeting to the child the spawn replaces is that child's", async () => {
+      // soak:diff seed 42003 (memory, case 5,560): the old child's own child greets
+      // it (`sendParent`: its parent, the old one) while the new one's spawn is on
+      // its way; held for the spawn, the greeting reached the new child.
+      const greeter = setup({}).createMachine({ id: 'greeter', entry: sendParent({ type: 'GP' }) });
+      const holder = setup({
+        types: { context: {} as { gp: number } },
+        actors: { greeter },
+      }).createMachine({
+        id: 'holder',
+        context: { gp: 0 },
+        initial: 'idle',
+        states: {
+          idle: { on: { GO: 'busy' } },
+          busy: { invoke: { id: 'g', src: 'greeter' } },
+        },
+        on: { GP: { actions: assign({ gp: ({ context }) => context.gp + 1 }) } },
+      });
+      const parent = setup({ actors: { holder } }).createMachine({
+        id: 'replacer',
+        entry: spawnChild('holder', { id: 'h', systemId: 'hs' }),
+        on: {
+          A: {
+            actions: [
+              sendTo(({ system }) => system.get('hs') as AnyActorRef, { type: 'GO' }),
+              stopChild('h'),
+              spawnChild('holder', { id: 'h', systemId: 'hs' }),
+            ],
+          },
+        },
+      });
+      const view = (ref: unknown) => {
+        const snapshot = (ref as AnyActorRef).getSnapshot() as {
+          value: unknown;
+          context: { gp: number };
+        };
+        return { value: snapshot.value, gp: snapshot.context.gp };
+      };
+      const actor = plain(parent).actor;
+      actor.send({ type: 'A' });
+      expect(view(actor.getSnapshot().children['h'])).toEqual({ value: 'idle', gp: 0 });
+      const { store } = clocked();
+      const durable = await createDurableActor(parent, { id: 'rp', store });
+      await getRuntime(store).drain();
+      await durable.send({ type: 'A' });
+      await getRuntime(store).drain();
+      expect(view(await openDurableActor(store, 'rp/h'))).toEqual({ value: 'idle', gp: 0 });
+    });
+
     test('after a crash, a stop left pending before a later spawn of that id goes to the old child', async () => {
       // Found by the PostgreSQL crash test (seed 784236969, round 16): two commits
       // each stopped and spawned the worker again; recovery held the first stop

@@ -348,12 +348,15 @@ export class Courier {
   private waitsForSpawn(p: Posted): boolean {
     const spawn = this.unstarted.get(p.to);
     // An event posted after the spawning commit by another: what was posted before
-    // (a stop of the child the spawn replaces, left pending by a crash) is the old one's.
+    // (a stop of the child the spawn replaces, left pending by a crash) is the old
+    // one's, and so is what a descendant sends up (`sendParent` names its own
+    // parent, the old one, where a send by system id finds the new one).
     return (
       spawn !== undefined &&
       p.kind === 'event' &&
       (p.noted ?? 0) > (spawn.noted ?? Infinity) &&
-      (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq)
+      (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq) &&
+      !p.from.startsWith(`${p.to}/`)
     );
   }
 
