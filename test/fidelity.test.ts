@@ -1821,6 +1821,75 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test("after a crash, what a spawned child posted goes before its parent's later message left pending", async () => {
+    // Found by the generated crash test (seed 4242, case 0.40, 6 of 30 replays):
+    // a parent's step stops and spawns its child again, then has the snapshot of
+    // a promise it invokes to take. The process died after the new child's first
+    // commit, its greeting still pending. Read back oldest first, the parent's
+    // older message went first; XState delivers the greeting first (depth first:
+    // the child starts before the step's next message).
+    const kid = setup({}).createMachine({ id: 'kid', entry: sendParent({ type: 'HELLO' }) });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid, work: fromPromise(() => new Promise<number>(() => {})) },
+    }).createMachine({
+      id: 'reentered',
+      context: { log: [] },
+      initial: 'on',
+      states: {
+        on: {
+          invoke: [
+            {
+              id: 'k',
+              src: 'kid',
+              onSnapshot: { actions: assign({ log: ({ context }) => [...context.log, 'kid'] }) },
+            },
+            {
+              id: 'w',
+              src: 'work',
+              onSnapshot: { actions: assign({ log: ({ context }) => [...context.log, 'work'] }) },
+            },
+          ],
+          on: { AGAIN: { target: 'on', reenter: true } },
+        },
+      },
+      on: { HELLO: { actions: assign({ log: ({ context }) => [...context.log, 'HELLO'] }) } },
+    });
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'AGAIN' });
+    const expected = oracle.getSnapshot().context.log;
+    expect(expected.slice(-3)).toEqual(['HELLO', 'kid', 'work']);
+
+    const file = `sqlite:${join(dir(), 'crashed-greeting.db')}`;
+    const gone = openStore(file);
+    await createDurableActor(parent, { id: 're', store: gone });
+    await getRuntime(gone).drain({ invokes: 'settled' });
+    // The process dies right after the new child's first commit.
+    const commit = gone.commit.bind(gone);
+    gone.commit = (writes) => {
+      if (writes.some((w) => w.actorId === 're/k' && w.transition.eventType === 'xstate.init')) {
+        getRuntime(gone).courier.close();
+      }
+      return commit(writes);
+    };
+    await (await openDurableActor(gone, 're')).send({ type: 'AGAIN' });
+    await getRuntime(gone).drain({ invokes: 'settled' });
+    const left = await gone.pendingMessages({ limit: 10 });
+    expect(left.map((m) => [m.from, m.to])).toEqual([
+      ['re', 're'],
+      ['re/k', 're'],
+    ]);
+    await getRuntime(gone).close();
+    await gone.close();
+
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    expect((await openDurableActor(store, 're')).getSnapshot().context.log).toEqual(expected);
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
   describe('a message to a child spawned by the same step waits until the child has started', () => {
     // Found by the differential soak (seed 41011, memory): the parent sends GO to a
     // child, then spawns another with a system id. In XState the spawned one exists

@@ -26,6 +26,7 @@ import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { MessageKind, MessageRow, OutgoingMessage, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
+import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
 
 export interface CourierHooks {
   store: Store;
@@ -82,6 +83,36 @@ const fromRow = (row: MessageRow): Posted => ({
   kind: row.kind,
   row,
 });
+
+/**
+ * The message a transition row took, from its metadata: an event or stop delivered
+ * (`from`), or the spawn that created the actor (`parent`); none for a caller's
+ * send, a timer or an invoke's outcome.
+ */
+function causeOf(metadata: string): { key: string; idx: number } | undefined {
+  if (!metadata.includes('"fromSeq"')) return undefined;
+  try {
+    const meta = JSON.parse(metadata) as {
+      source?: unknown;
+      from?: unknown;
+      parent?: unknown;
+      fromSeq?: unknown;
+      idx?: unknown;
+    };
+    const by =
+      meta.source === 'message' ? meta.from : meta.source === 'spawn' ? meta.parent : undefined;
+    if (
+      typeof by !== 'string' ||
+      typeof meta.fromSeq !== 'number' ||
+      typeof meta.idx !== 'number'
+    ) {
+      return undefined;
+    }
+    return { key: keyOfCommit(by, meta.fromSeq), idx: meta.idx };
+  } catch {
+    return undefined;
+  }
+}
 
 /** Whether a transition row's metadata marks the relay of a delayed send (a timer's commit). */
 function isRelay(metadata: string): boolean {
@@ -285,11 +316,13 @@ export class Courier {
       for (const key of keys) this.unsent.add(key);
       for (const batch of batches.values()) this.noteSpawns(batch);
       try {
-        for (const batch of batches.values()) {
+        const pending: PendingBatch<Posted>[] = [];
+        for (const [key, batch] of batches) {
           const { from, fromSeq } = batch[0] as Posted;
           handed += batch.length;
-          await this.fromSender(from, batch, await this.senderFree(from, fromSeq));
+          pending.push({ key, from, posted: batch, ...(await this.senderInfo(from, fromSeq)) });
         }
+        for (const nested of nestBatches(pending)) await this.sendNested(nested);
       } finally {
         for (const key of keys) this.unsent.delete(key);
         for (const [to, spawn] of this.unstarted) {
@@ -305,15 +338,43 @@ export class Courier {
   }
 
   /**
-   * Whether the sender of a commit read back from the store is free while its
-   * messages are delivered ({@link fromSender}): it has finished, or the commit
-   * relayed a delayed send that fell due (its row's metadata names the receiver).
+   * Of a commit read back from the store: whether its sender is free while its
+   * messages are delivered ({@link fromSender}) — it has finished, or the commit
+   * relayed a delayed send that fell due (its row's metadata names the receiver) —
+   * and the message the commit took, if any ({@link nestBatches}).
    */
-  private async senderFree(from: string, fromSeq: number): Promise<boolean> {
+  private async senderInfo(
+    from: string,
+    fromSeq: number,
+  ): Promise<Pick<PendingBatch<Posted>, 'free' | 'cause'>> {
     const { store } = this.hooks;
-    if ((await store.loadActor(from))?.status !== 'active') return true;
-    const [row] = await store.history(from, { afterSeq: fromSeq - 1, limit: 1 });
-    return row?.seq === fromSeq && isRelay(row.metadata);
+    const [found] = await store.history(from, { afterSeq: fromSeq - 1, limit: 1 });
+    const row = found?.seq === fromSeq ? found : undefined;
+    const cause = row === undefined ? undefined : causeOf(row.metadata);
+    if ((await store.loadActor(from))?.status !== 'active') return { free: true, cause };
+    return { free: row !== undefined && isRelay(row.metadata), cause };
+  }
+
+  /** A commit's messages read back, with the commits they caused nested ({@link nestBatches}). */
+  private async sendNested(nested: NestedBatch<Posted>): Promise<void> {
+    const run: Posted[] = [];
+    // As {@link fromSender}, with what the nested commits post delivered in their place.
+    const hold = !nested.free && !this.processing.has(nested.from);
+    if (hold) this.processing.add(nested.from);
+    try {
+      for (const item of nested.items) {
+        if ('message' in item) {
+          run.push(item.message);
+          continue;
+        }
+        await this.sendAll(run.splice(0));
+        await this.sendNested(item.batch);
+      }
+      await this.sendAll(run.splice(0));
+    } finally {
+      if (hold) this.processing.delete(nested.from);
+    }
+    if (hold && (this.mailboxes.get(nested.from)?.length ?? 0) > 0) await this.flush(nested.from);
   }
 
   /** Notes messages this process posted: this courier's to order until they are sent. */
