@@ -1890,6 +1890,137 @@ describe("14. messages reach their receivers in XState's order", () => {
     expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
   });
 
+  test('after a crash, a promise a recovered delivery invoked delivers its result after the messages recovery hands over', async () => {
+    // Found by the generated crash test (seed 4343, case 0.20, 8 of 10 replays): the
+    // process died with a child's message to its parent pending. Recovery delivered
+    // it, and the parent's step invoked a promise that settles at once and started a
+    // child that greets it. The promise's result went first, as nothing told it a
+    // delivery was under way; in XState a step's messages all go before any promise
+    // can settle.
+    const kid = setup({}).createMachine({ id: 'kid', entry: sendParent({ type: 'HELLO' }) });
+    const pinger = setup({}).createMachine({
+      id: 'pinger',
+      on: { FIN: { actions: sendParent({ type: 'GO' }) } },
+    });
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid, pinger, work: fromPromise(() => Promise.resolve(1)) },
+    }).createMachine({
+      id: 'woken',
+      context: { log: [] },
+      invoke: { id: 'p', src: 'pinger' },
+      initial: 'idle',
+      states: {
+        idle: { on: { GO: 'working' } },
+        working: {
+          invoke: [
+            { id: 'k', src: 'kid' },
+            {
+              id: 'w',
+              src: 'work',
+              onDone: { actions: assign({ log: ({ context }) => [...context.log, 'done'] }) },
+            },
+          ],
+        },
+      },
+      on: { HELLO: { actions: assign({ log: ({ context }) => [...context.log, 'HELLO'] }) } },
+    });
+    const oracle = plain(parent).actor;
+    (oracle.getSnapshot().children['p'] as AnyActorRef).send({ type: 'FIN' });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const expected = oracle.getSnapshot().context.log;
+    expect(expected).toEqual(['HELLO', 'done']);
+
+    const file = `sqlite:${join(dir(), 'crashed-wake.db')}`;
+    const gone = openStore(file);
+    await createDurableActor(parent, { id: 'wk', store: gone });
+    await getRuntime(gone).drain({ invokes: 'settled' });
+    // The process dies right after the pinger's commit: its GO is left pending.
+    const commit = gone.commit.bind(gone);
+    gone.commit = (writes) => {
+      if (writes.some((w) => w.actorId === 'wk/p' && w.transition.eventType === 'FIN')) {
+        getRuntime(gone).courier.close();
+      }
+      return commit(writes);
+    };
+    await (await openDurableActor(gone, 'wk/p')).send({ type: 'FIN' });
+    await getRuntime(gone).drain({ invokes: 'settled' });
+    expect((await gone.pendingMessages({ limit: 10 })).map((m) => [m.from, m.to])).toEqual([
+      ['wk/p', 'wk'],
+    ]);
+    await getRuntime(gone).close();
+    await gone.close();
+
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain();
+    expect((await openDurableActor(store, 'wk')).getSnapshot().context.log).toEqual(expected);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test("after a crash, promises of one id invoked by an actor's first step are called again in the order XState calls them", async () => {
+    // Found by the generated crash test (seed 4343, case 0.34, 7 of 10 replays): two
+    // regions of the initial state invoke promises of one id that settle at once.
+    // XState starts the one its initial snapshot holds in `children` (the second)
+    // first, then the one it displaced; recovery called them in the order their
+    // states were entered, so their outcomes came the other way round.
+    const parent = setup({
+      types: { context: {} as { log: string[] } },
+      actors: {
+        work: fromPromise(({ input }: { input: { fail: boolean } }) =>
+          input.fail ? Promise.reject(new Error('no')) : Promise.resolve(1),
+        ),
+      },
+    }).createMachine({
+      id: 'twins',
+      context: { log: [] },
+      type: 'parallel',
+      states: {
+        a: {
+          invoke: {
+            id: 'w',
+            src: 'work',
+            input: { fail: false },
+            onDone: { actions: assign({ log: ({ context }) => [...context.log, 'a done'] }) },
+          },
+        },
+        b: {
+          invoke: {
+            id: 'w',
+            src: 'work',
+            input: { fail: true },
+            onError: { actions: assign({ log: ({ context }) => [...context.log, 'b failed'] }) },
+          },
+        },
+      },
+    });
+    const oracle = plain(parent).actor;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const expected = oracle.getSnapshot().context.log;
+    expect(expected).toEqual(['b failed', 'a done']);
+
+    const file = `sqlite:${join(dir(), 'crashed-twins.db')}`;
+    const gone = openStore(file);
+    // The process dies after the creation commit, before either promise is called.
+    gone.startStep = () => Promise.reject(new Error('process gone'));
+    await createDurableActor(parent, { id: 'tw', store: gone });
+    await getRuntime(gone).drain({ invokes: 'settled' });
+    expect((await gone.listSteps({ actorId: 'tw' })).map((s) => [s.key, s.attempts])).toEqual(
+      expect.arrayContaining([
+        ['tw:invoke:w:1', 0],
+        ['tw:invoke:w:1.1', 0],
+      ]),
+    );
+    await getRuntime(gone).close();
+    await gone.close();
+
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(parent)] });
+    await getRuntime(store).drain();
+    expect((await openDurableActor(store, 'tw')).getSnapshot().context.log).toEqual(expected);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
   describe('a message to a child spawned by the same step waits until the child has started', () => {
     // Found by the differential soak (seed 41011, memory): the parent sends GO to a
     // child, then spawns another with a system id. In XState the spawned one exists

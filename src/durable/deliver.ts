@@ -286,8 +286,19 @@ export class Courier {
    * what is sent to it meanwhile — as {@link post} does live — so a spawned
    * child's greeting reaches its parent before the parent's later message to
    * itself after a crash too. Resolves with how many rows it handed over.
+   *
+   * A delivery under way, as {@link post}'s are: an invoked promise that settles
+   * meanwhile (one a recovered commit started) has its outcome delivered after it
+   * ({@link settled}), as XState delivers a step's messages before any promise
+   * can settle.
    */
-  async deliverAll(limit = 500): Promise<number> {
+  deliverAll(limit = 500): Promise<number> {
+    const run = this.deliverPages(limit);
+    this.track(run.catch(() => undefined));
+    return run;
+  }
+
+  private async deliverPages(limit: number): Promise<number> {
     let handed = 0;
     let afterId = 0;
     for (;;) {

@@ -12,6 +12,7 @@ import type { AnyActorLogic, AnyActorRef, EventObject } from 'xstate';
 import { chartMeta } from '../core/meta.ts';
 import type { StepRow } from '../store/types.ts';
 import type { InvokeStart } from './effects.ts';
+import type { PendingInvoke } from './ledger.ts';
 import type { ActorCore } from './actor-core.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
@@ -138,6 +139,14 @@ export async function runInvoke(
       try {
         won = await claiming;
         await start.ready;
+      } catch (error) {
+        // The store refused the claim (I/O error, closed): the step stays unclaimed, to
+        // be started by recovery, and the invoke's chain does not reject unheard.
+        core.runtime.logger.error(
+          { actorId: core.id, key: invoke.key, err: error },
+          'invoke not started: its step could not be claimed; recover() starts it',
+        );
+        return;
       } finally {
         settling.delete(tracked);
       }
@@ -267,8 +276,9 @@ export async function resumeInvokes(
   core: ActorCore,
   reconcile: ReconcileHook | undefined,
 ): Promise<InvokeRecovery[]> {
-  const awaited = core.ledger.invokes.filter((i) => !core.invokes?.has(i.key));
-  if (awaited.length === 0) return [];
+  const waiting = core.ledger.invokes.filter((i) => !core.invokes?.has(i.key));
+  if (waiting.length === 0) return [];
+  const awaited = await callOrder(core, waiting);
   const { store, clock } = core.runtime;
   const children = core.snapshot.children as Record<string, AnyActorRef | undefined>;
   const report: InvokeRecovery[] = [];
@@ -300,6 +310,63 @@ export async function resumeInvokes(
     }
   }
   return report;
+}
+
+/** An invoke key's entry version and, for the second and later of one id in a step, its place. */
+function versionOf(key: string): { version: number; twin: boolean } {
+  const tail = key.slice(key.lastIndexOf(':') + 1);
+  const dot = tail.indexOf('.');
+  return { version: Number(dot < 0 ? tail : tail.slice(0, dot)), twin: dot >= 0 };
+}
+
+/**
+ * The pending invokes in the order the live actor called them, which recovery
+ * calls them again in (promises that settle at once deliver in that order): the
+ * ledger's, which is the order their states were entered, save on an actor's first
+ * step (its creation, or a spawn again after it finished), where XState starts
+ * the promises its initial snapshot holds in `children` first, in that order, and
+ * then those a second invoke of the same id displaced from there
+ * (effects.ts, `startOrder`). Only a step with such a second invoke differs;
+ * which one holds the id is the last of it still pending, unless the holder has
+ * settled (`settled` names its id).
+ */
+async function callOrder(
+  core: ActorCore,
+  pending: readonly PendingInvoke[],
+): Promise<PendingInvoke[]> {
+  if (!pending.some((i) => versionOf(i.key).twin)) return [...pending];
+  const children = Object.keys(core.snapshot.children);
+  const settled = core.ledger.settled ?? [];
+  const out: PendingInvoke[] = [];
+  for (let from = 0; from < pending.length;) {
+    const { version } = versionOf((pending[from] as PendingInvoke).key);
+    let to = from;
+    while (
+      to < pending.length &&
+      versionOf((pending[to] as PendingInvoke).key).version === version
+    ) {
+      to++;
+    }
+    const group = pending.slice(from, to);
+    from = to;
+    if (!group.some((i) => versionOf(i.key).twin) || !(await firstStep(core, version))) {
+      out.push(...group);
+      continue;
+    }
+    const holds = (i: PendingInvoke): boolean =>
+      !settled.includes(i.id) && pending.findLast((j) => j.id === i.id) === i;
+    const held = group.filter(holds);
+    held.sort((a, b) => children.indexOf(a.id) - children.indexOf(b.id));
+    out.push(...held, ...group.filter((i) => !holds(i)));
+  }
+  return out;
+}
+
+/** Whether the actor's commit at `version` was its first step (created, or spawned again). */
+async function firstStep(core: ActorCore, version: number): Promise<boolean> {
+  if (version === 1) return true;
+  const [row] = await core.runtime.store.history(core.id, { afterSeq: version - 1, limit: 1 });
+  return row?.seq === version && row.metadata.includes('"source":"spawn"');
 }
 
 async function settleUncertain(
