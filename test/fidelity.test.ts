@@ -43,6 +43,7 @@ import { EMPTY_LEDGER } from '../src/durable/ledger.ts';
 import { pureInitial, pureTransition } from '../src/durable/pure.ts';
 import { MessageLedger } from '../src/durable/verify-messages.ts';
 import { hashTransition, sha256 } from '../src/durable/row.ts';
+import { StepClock } from './support/differential.ts';
 import { usePostgres } from './support/postgres.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
@@ -2733,3 +2734,106 @@ async function rewriteLedger(
 function chartOf(machine: AnyStateMachine) {
   return defineChart(machine);
 }
+
+describe('17. timers due at one instant fire in the order XState armed them', () => {
+  // Found by the differential soak (seed 42005, case 19,962, memory): a step sends GO
+  // to a child (by system id), then arms a delayed raise. XState delivers GO as its
+  // action runs: the child invokes a grandchild, which arms its own timer at once,
+  // before the raise is armed, so at the instant both fall due the grandchild's
+  // fires first. The runtime armed the raise when its commit landed, before GO was
+  // delivered.
+  const grand = setup({}).createMachine({
+    id: 'grand',
+    initial: 'waiting',
+    states: { waiting: { after: { 100: 'over' } }, over: { type: 'final' } },
+  });
+  const kid = setup({ actors: { grand } }).createMachine({
+    id: 'kid',
+    initial: 'idle',
+    states: {
+      idle: { on: { GO: 'busy' } },
+      busy: {
+        invoke: { id: 'g', src: 'grand', onDone: { actions: sendParent({ type: 'G' }) } },
+      },
+    },
+  });
+  const parent = setup({
+    types: { context: {} as { log: string[] } },
+    actors: { kid },
+  }).createMachine({
+    id: 'ties',
+    context: { log: [] },
+    invoke: { id: 'k', src: 'kid', systemId: 'worker' },
+    on: {
+      A: {
+        actions: [
+          sendTo(({ system }) => system.get('worker') as AnyActorRef, { type: 'GO' }),
+          raise({ type: 'T1' }, { delay: 100 }),
+        ],
+      },
+      G: { actions: assign({ log: ({ context }) => [...context.log, 'G'] }) },
+      T1: { actions: assign({ log: ({ context }) => [...context.log, 'T1'] }) },
+    },
+  });
+
+  /**
+   * A memory store on a clock that fires one due wake-up at a time, in the order
+   * they were armed, and waits for what each commits: what XState does in one
+   * synchronous run, the runtime does commit by commit.
+   */
+  function stepped(): { store: Store; step: (ms: number) => Promise<void> } {
+    const clock = new StepClock(1_000_000);
+    const store = track(openStore('memory:'));
+    getRuntime(store, { clock });
+    return { store, step: (ms) => clock.advance(ms, () => getRuntime(store).drain()) };
+  }
+
+  test("the grandchild's timer, armed while GO was delivered, fires before the raise armed after it", async () => {
+    const oracle = plain(parent);
+    oracle.actor.send({ type: 'A' });
+    oracle.clock.advance(100);
+    const expected = oracle.actor.getSnapshot().context.log;
+    expect(expected).toEqual(['G', 'T1']);
+
+    const { store, step } = stepped();
+    const actor = await createDurableActor(parent, { id: 'tie', store });
+    await actor.send({ type: 'A' });
+    await getRuntime(store).drain();
+    await step(100);
+    expect(actor.getSnapshot().context.log).toEqual(expected);
+    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+  });
+
+  test('control: with no message before it, the raise is armed first and fires first', async () => {
+    const early = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { kid },
+    }).createMachine({
+      id: 'ties-early',
+      context: { log: [] },
+      invoke: { id: 'k', src: 'kid', systemId: 'worker' },
+      on: {
+        A: {
+          actions: [
+            raise({ type: 'T1' }, { delay: 100 }),
+            sendTo(({ system }) => system.get('worker') as AnyActorRef, { type: 'GO' }),
+          ],
+        },
+        G: { actions: assign({ log: ({ context }) => [...context.log, 'G'] }) },
+        T1: { actions: assign({ log: ({ context }) => [...context.log, 'T1'] }) },
+      },
+    });
+    const oracle = plain(early);
+    oracle.actor.send({ type: 'A' });
+    oracle.clock.advance(100);
+    const expected = oracle.actor.getSnapshot().context.log;
+    expect(expected).toEqual(['T1', 'G']);
+
+    const { store, step } = stepped();
+    const actor = await createDurableActor(early, { id: 'tie-early', store });
+    await actor.send({ type: 'A' });
+    await getRuntime(store).drain();
+    await step(100);
+    expect(actor.getSnapshot().context.log).toEqual(expected);
+  });
+});

@@ -4,8 +4,9 @@
  * which can undo the commit. Also what a failed commit leaves behind.
  */
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import type { ActorWrite } from '../store/types.ts';
+import type { ActorWrite, TimerRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
+import type { TimerArm } from './deliver.ts';
 import { invokeStepName, type Effects } from './effects.ts';
 import { runInvoke, stopInvoke, trackRun } from './invoke.ts';
 import type { TransitionNotice } from './notices.ts';
@@ -46,15 +47,33 @@ export function postMessages(runtime: DurableRuntime, write: ActorWrite, relayed
 }
 
 /**
- * After the commit: the in-process wake-ups follow the timers the transition
- * armed, moved, renamed or cleared (`fired`: the timer this transition delivered).
+ * Before the commit: the timers the step armed after sending messages
+ * ({@link Effects.timerPlaces}), handed to the courier with the commit. It arms
+ * each in its place, once what the messages before it set off is committed, so
+ * among timers due at one instant they keep XState's order. Undefined when the
+ * step armed none after a message.
  */
-export function armTimers(
-  runtime: DurableRuntime,
-  actorId: string,
+export function placedTimers(
+  core: () => ActorCore | undefined,
   effects: Effects,
-  fired?: string,
-): void {
+): TimerArm[] | undefined {
+  const places = effects.timerPlaces;
+  if (places === undefined) return undefined;
+  let arms: TimerArm[] | undefined;
+  for (const t of effects.timersSet) {
+    const place = places.get(t.timerId);
+    if (place !== undefined) (arms ??= []).push({ place, arm: () => armPlaced(core(), t) });
+  }
+  return arms;
+}
+
+/**
+ * After the commit: the in-process wake-ups follow the timers the transition
+ * armed, moved, renamed or cleared (`fired`: the timer this transition delivered),
+ * save those the courier arms in their place ({@link placedTimers}).
+ */
+export function armTimers(core: ActorCore, effects: Effects, fired?: string): void {
+  const { runtime, id: actorId } = core;
   if (fired !== undefined) runtime.unschedule(actorId, fired);
   if (effects.cancelAllTimers) {
     runtime.timers.unscheduleAll(actorId);
@@ -66,7 +85,26 @@ export function armTimers(
     if (runtime.timers.rename(actorId, from, to)) kept.add(to);
   }
   for (const id of effects.timersCancel) if (!kept.has(id)) runtime.unschedule(actorId, id);
-  for (const t of effects.timersSet) if (!kept.has(t.timerId)) runtime.schedule(t);
+  const places = effects.timerPlaces;
+  for (const t of effects.timersSet) {
+    if (!kept.has(t.timerId) && places?.has(t.timerId) !== true) runtime.schedule(t);
+  }
+}
+
+/**
+ * Arms a placed timer when the courier reaches its place: unless its commit failed,
+ * or a later commit of its actor has moved it meanwhile — cleared (nothing to
+ * arm), armed again at another instant (armed there), or renamed when a later
+ * send took its id (armed under its new key).
+ */
+function armPlaced(core: ActorCore | undefined, row: TimerRow): void {
+  if (core === undefined) return;
+  const renamed = `${row.timerId}@`;
+  const live = core.ledger.timers.find(
+    (t) => t.due === row.dueAt && (t.key === row.timerId || t.key.startsWith(renamed)),
+  );
+  if (live === undefined) return;
+  core.runtime.schedule(live.key === row.timerId ? row : { ...row, timerId: live.key });
 }
 
 /** Logs a failed commit, tells observers, and marks the actor stale after a lost race. */

@@ -8,7 +8,7 @@ import { stateLabel } from '../core/state.ts';
 import { validateInput } from '../strict/events.ts';
 import type { ActorRow, ActorWrite } from '../store/types.ts';
 import { DurableActor } from './actor.ts';
-import { newCore, type ActorOptions } from './actor-core.ts';
+import { newCore, type ActorCore, type ActorOptions } from './actor-core.ts';
 import { advance, advanceOrLookUp, type StepFacts } from './advance.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { EMPTY_LEDGER, nextDue } from './ledger.ts';
@@ -16,7 +16,14 @@ import type { DurableActorOptions } from './options.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import { decideWithTree } from './system-ids.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { afterCommit, postMessages, startInvokes, stepsBegun } from './after-commit.ts';
+import {
+  afterCommit,
+  armTimers,
+  placedTimers,
+  postMessages,
+  startInvokes,
+  stepsBegun,
+} from './after-commit.ts';
 
 /** Commits a new actor: its initial snapshot, its creation row and its first timers. */
 export async function createActor<TLogic extends AnyStateMachine>(
@@ -119,8 +126,12 @@ export async function createActor<TLogic extends AnyStateMachine>(
     ...(effects.messages.length > 0 ? { messagesOut: effects.messages } : {}),
     ...(spawned ?? {}),
   };
+  let made: ActorCore | undefined;
   try {
-    await runtime.commit(write);
+    await runtime.commit(
+      write,
+      effects.timerPlaces === undefined ? undefined : placedTimers(() => made, effects),
+    );
   } catch (error) {
     const race = error instanceof ConcurrencyError;
     if (race && mustBeNew) throw error;
@@ -132,7 +143,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
     runtime.notify('onWriteError', { actorId: options.id, error: err, at: now });
     throw error;
   }
-  const core = newCore(
+  const core = (made = newCore(
     runtime,
     machine,
     versioning,
@@ -141,11 +152,11 @@ export async function createActor<TLogic extends AnyStateMachine>(
     effects.ledger,
     actorOptions,
     spawned?.parentId,
-  );
+  ));
   const actor = new DurableActor<TLogic>(core);
   runtime.track(actor);
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
-  for (const t of effects.timersSet) runtime.schedule(t);
+  armTimers(core, effects);
   startInvokes(core, effects);
   postMessages(runtime, write);
   // What the initial entry emitted reaches the runtime's observers (the actor's own

@@ -85,6 +85,14 @@ export interface Effects {
    * instant is their original one, as in XState's scheduler).
    */
   timersRenamed: Array<[string, string]>;
+  /**
+   * Of the timers armed ({@link timersSet}), those the step armed after sending
+   * messages: how many of {@link messages} went before each (by key). XState
+   * delivers each message as its action runs, the receivers' own steps with it, so
+   * what they arm is armed before such a timer, and goes first among timers due at
+   * the same instant.
+   */
+  timerPlaces?: ReadonlyMap<string, number> | undefined;
   /** The actor finished: every wake-up goes. */
   cancelAllTimers: boolean;
   invokesStart: InvokeStart[];
@@ -224,6 +232,8 @@ class Planner {
   private readonly emitted: EventObject[] = [];
   private readonly effects: Effect[] = [];
   private readonly renamed: Array<[string, string]> = [];
+  /** Timers armed after messages, by key: how many messages preceded each ({@link Effects.timerPlaces}). */
+  private places: Map<string, number> | undefined;
   // The four below are made on first use: most transitions have no children, and
   // a Map or Set per transition for nothing is garbage on every send.
   /** The children before the transition, by ref. */
@@ -340,6 +350,7 @@ class Planner {
       timersSet,
       timersCancel,
       timersRenamed: cancelAll ? [] : this.renamed,
+      timerPlaces: cancelAll ? undefined : this.places,
       cancelAllTimers: cancelAll,
       invokesStart: this.startOrder(),
       invokesStop: this.invokesStop,
@@ -719,6 +730,8 @@ class Planner {
             // Armed before this transition: its wake-up moves to the new key. One this
             // transition made is not armed yet; it is armed under its new key.
             if (this.t.ledger.timers.includes(timer)) this.renamed.push([timer.key, kept.key]);
+            const place = this.places?.get(timer.key);
+            if (place !== undefined) this.places?.set(kept.key, place);
           }
           this.timers[i] = kept;
         }
@@ -732,6 +745,8 @@ class Planner {
     }
     if (to !== undefined) timer.to = to;
     this.timers.push(timer);
+    if (this.messages.length > 0) (this.places ??= new Map()).set(key, this.messages.length);
+    else this.places?.delete(key);
   }
 
   /**

@@ -11,7 +11,7 @@ import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts'
 import type { ActorWrite, MessageRow, Store, TimerRow } from '../store/types.ts';
 import { childMachines } from './actor-kinds.ts';
 import { Committer } from './commit.ts';
-import { Courier } from './deliver.ts';
+import { Courier, type TimerArm } from './deliver.ts';
 import { Leases } from './leases.ts';
 import type { LiveActor, RuntimeObserver } from './notices.ts';
 import { ChartRegistry, childRegistration, type ChartRegistration } from './registry.ts';
@@ -287,15 +287,25 @@ export class DurableRuntime {
 
   // ---- commits, timers, leases -------------------------------------------------
 
-  /** Queues a write for the next group commit; the committer batches writes that arrive together. */
-  commit(write: ActorWrite): Promise<void> {
+  /**
+   * Queues a write for the next group commit; the committer batches writes that
+   * arrive together. `arms`: the timers its step armed after some of its messages,
+   * armed by the courier in their place.
+   */
+  commit(write: ActorWrite, arms?: readonly TimerArm[]): Promise<void> {
     const done = this.committer.commit(write);
-    this.courier.submitting({
+    const batch = {
       from: write.actorId,
       fromSeq: write.transition.seq,
       messages: write.messagesOut ?? [],
+      arms,
+    };
+    this.courier.submitting(batch);
+    if (arms === undefined) return done;
+    return done.catch((error: unknown) => {
+      this.courier.unplace(batch);
+      throw error;
     });
-    return done;
   }
 
   /** Invoked promises running in this process (see {@link drain}). */

@@ -21,6 +21,7 @@ import {
 import {
   afterCommit,
   armTimers,
+  placedTimers,
   commitFailed,
   postMessages,
   startInvokes,
@@ -117,7 +118,10 @@ export async function processEvent(
   const write = buildWrite(core, step, previous, source, options, now);
   core.ahead = step;
   try {
-    await runtime.commit(write);
+    await runtime.commit(
+      write,
+      step.effects.timerPlaces === undefined ? undefined : placedTimers(() => core, step.effects),
+    );
   } catch (error) {
     throw commitFailed(core, error, step.event.type, now);
   } finally {
@@ -130,7 +134,7 @@ export async function processEvent(
   core.row = write.actor;
   core.snapshot = next;
   core.ledger = step.effects.ledger;
-  armTimers(runtime, core.id, step.effects, options.timer);
+  armTimers(core, step.effects, options.timer);
   startInvokes(core, step.effects);
   postMessages(runtime, write, step.outcome === 'relayed');
   afterCommit(core, step.effects, () => ({
