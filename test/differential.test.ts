@@ -74,6 +74,26 @@ describe('durable actors end as plain XState does, step by step', () => {
     expect(whole.runaway).toBeUndefined();
   });
 
+  // Cases the soak once found, each with a named test of its own elsewhere (fidelity
+  // §17): a timer a step arms after a message waits for what the message set off
+  // (case 19,962); one whose id an older timer held, renamed in the same step, is
+  // still armed, not the older one armed again (found while fixing that).
+  it.each(['seed-42005-timer-tie.json', 'seed-42005-renamed-timer-tie.json'])(
+    'soak case %s ends as plain XState does',
+    async (file) => {
+      const { spec, script } = JSON.parse(
+        readFileSync(new URL(`./fixtures/diff-cases/${file}`, import.meta.url), 'utf8'),
+      ) as { spec: MachineSpec; script: Parameters<typeof runBoth>[1] };
+      const store = openStore('memory:');
+      const result = await runBoth(() => machineOf(spec), script, {
+        open: () => store,
+        reopens: false,
+      });
+      await store.close();
+      expect(result.runaway).toBeUndefined();
+    },
+  );
+
   test.prop([cases], { numRuns: 300, seed: SEED })(
     'on the memory store',
     async ([spec, script]) => {

@@ -56,13 +56,14 @@ export function postMessages(runtime: DurableRuntime, write: ActorWrite, relayed
 export function placedTimers(
   core: () => ActorCore | undefined,
   effects: Effects,
+  seq: number,
 ): TimerArm[] | undefined {
   const places = effects.timerPlaces;
   if (places === undefined) return undefined;
   let arms: TimerArm[] | undefined;
   for (const t of effects.timersSet) {
     const place = places.get(t.timerId);
-    if (place !== undefined) (arms ??= []).push({ place, arm: () => armPlaced(core(), t) });
+    if (place !== undefined) (arms ??= []).push({ place, arm: () => armPlaced(core(), t, seq) });
   }
   return arms;
 }
@@ -95,16 +96,24 @@ export function armTimers(core: ActorCore, effects: Effects, fired?: string): vo
  * Arms a placed timer when the courier reaches its place: unless its commit failed,
  * or a later commit of its actor has moved it meanwhile — cleared (nothing to
  * arm), armed again at another instant (armed there), or renamed when a later
- * send took its id (armed under its new key).
+ * send took its id (armed under its new key, `<key>@<seq>.<action>`, that
+ * commit's seq). An older timer renamed by this same commit is not it.
  */
-function armPlaced(core: ActorCore | undefined, row: TimerRow): void {
+function armPlaced(core: ActorCore | undefined, row: TimerRow, seq: number): void {
   if (core === undefined) return;
-  const renamed = `${row.timerId}@`;
-  const live = core.ledger.timers.find(
-    (t) => t.due === row.dueAt && (t.key === row.timerId || t.key.startsWith(renamed)),
+  const timers = core.ledger.timers;
+  if (timers.some((t) => t.key === row.timerId && t.due === row.dueAt)) {
+    core.runtime.schedule(row);
+    return;
+  }
+  const prefix = `${row.timerId}@`;
+  const renamed = timers.find(
+    (t) =>
+      t.due === row.dueAt &&
+      t.key.startsWith(prefix) &&
+      Number.parseInt(t.key.slice(prefix.length), 10) > seq,
   );
-  if (live === undefined) return;
-  core.runtime.schedule(live.key === row.timerId ? row : { ...row, timerId: live.key });
+  if (renamed !== undefined) core.runtime.schedule({ ...row, timerId: renamed.key });
 }
 
 /** Logs a failed commit, tells observers, and marks the actor stale after a lost race. */

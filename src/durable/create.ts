@@ -130,7 +130,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
   try {
     await runtime.commit(
       write,
-      effects.timerPlaces === undefined ? undefined : placedTimers(() => made, effects),
+      effects.timerPlaces === undefined ? undefined : placedTimers(() => made, effects, 1),
     );
   } catch (error) {
     const race = error instanceof ConcurrencyError;

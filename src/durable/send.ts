@@ -120,7 +120,9 @@ export async function processEvent(
   try {
     await runtime.commit(
       write,
-      step.effects.timerPlaces === undefined ? undefined : placedTimers(() => core, step.effects),
+      step.effects.timerPlaces === undefined
+        ? undefined
+        : placedTimers(() => core, step.effects, write.transition.seq),
     );
   } catch (error) {
     throw commitFailed(core, error, step.event.type, now);
