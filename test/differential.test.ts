@@ -46,51 +46,43 @@ describe('durable actors end as plain XState does, step by step', () => {
     vi.spyOn(console, 'warn').mockImplementation(() => {});
   });
 
+  /** A case the soak found once, kept in test/fixtures/diff-cases/. */
+  const savedCase = (file: string) =>
+    JSON.parse(readFileSync(new URL(`./fixtures/diff-cases/${file}`, import.meta.url), 'utf8')) as {
+      spec: MachineSpec;
+      script: Parameters<typeof runBoth>[1];
+    };
+
+  /** Runs a case on a memory store of its own, without restarts. */
+  async function onMemory(spec: MachineSpec, script: Parameters<typeof runBoth>[1]) {
+    const store = openStore('memory:');
+    try {
+      return await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
+    } finally {
+      await store.close();
+    }
+  }
+
   it('a case whose settles release ever more promises in plain XState is cut short, not run for minutes', async () => {
     // soak:diff seed 41011: a compound state and its child both invoke `work`, so
     // each settled promise enters both again and leaves one more running outside
     // `children`; plain XState alone took 50 s on its seventh step. Compared up to
     // the step whose settle passes the bound (Gate.MAX_RELEASES), then left.
-    const { spec, script } = JSON.parse(
-      readFileSync(
-        new URL('./fixtures/diff-cases/seed-41011-runaway.json', import.meta.url),
-        'utf8',
-      ),
-    ) as { spec: MachineSpec; script: Parameters<typeof runBoth>[1] };
-    const store = openStore('memory:');
-    const result = await runBoth(() => machineOf(spec), script, {
-      open: () => store,
-      reopens: false,
-    });
-    await store.close();
-    expect(result.runaway).toBe(5);
+    const { spec, script } = savedCase('seed-41011-runaway.json');
+    expect((await onMemory(spec, script)).runaway).toBe(5);
     // The control: the same machine and script up to that step run to their end.
-    const store2 = openStore('memory:');
-    const whole = await runBoth(() => machineOf(spec), script.slice(0, 5), {
-      open: () => store2,
-      reopens: false,
-    });
-    await store2.close();
-    expect(whole.runaway).toBeUndefined();
+    expect((await onMemory(spec, script.slice(0, 5))).runaway).toBeUndefined();
   });
 
-  // Cases the soak once found, each with a named test of its own elsewhere (fidelity
-  // §17): a timer a step arms after a message waits for what the message set off
-  // (case 19,962); one whose id an older timer held, renamed in the same step, is
-  // still armed, not the older one armed again (found while fixing that).
+  // Timers due at one instant (soak:diff seed 42005, memory): a timer a step arms
+  // after a message waits for what the message set off (case 19,962; fidelity §17
+  // names it); one whose id an older timer held, renamed in the same step, is
+  // armed itself, not the older one again (found while fixing the first).
   it.each(['seed-42005-timer-tie.json', 'seed-42005-renamed-timer-tie.json'])(
     'soak case %s ends as plain XState does',
     async (file) => {
-      const { spec, script } = JSON.parse(
-        readFileSync(new URL(`./fixtures/diff-cases/${file}`, import.meta.url), 'utf8'),
-      ) as { spec: MachineSpec; script: Parameters<typeof runBoth>[1] };
-      const store = openStore('memory:');
-      const result = await runBoth(() => machineOf(spec), script, {
-        open: () => store,
-        reopens: false,
-      });
-      await store.close();
-      expect(result.runaway).toBeUndefined();
+      const { spec, script } = savedCase(file);
+      expect((await onMemory(spec, script)).runaway).toBeUndefined();
     },
   );
 

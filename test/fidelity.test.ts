@@ -42,6 +42,7 @@ import { planEffects } from '../src/durable/effects.ts';
 import { EMPTY_LEDGER } from '../src/durable/ledger.ts';
 import { pureInitial, pureTransition } from '../src/durable/pure.ts';
 import { MessageLedger } from '../src/durable/verify-messages.ts';
+import type { ActorWrite } from '../src/store/types.ts';
 import { hashTransition, sha256 } from '../src/durable/row.ts';
 import { StepClock } from './support/differential.ts';
 import { usePostgres } from './support/postgres.ts';
@@ -75,6 +76,18 @@ function clocked(): { store: Store; clock: ManualClock } {
 async function advance(store: Store, clock: ManualClock, ms: number): Promise<void> {
   clock.advance(ms);
   await getRuntime(store).drain();
+}
+
+/**
+ * A process that dies right after the commit `last` picks: its courier stops, so
+ * what that commit posted is left pending in the store, as a kill leaves it.
+ */
+function dieAfter(store: Store, last: (write: ActorWrite) => boolean): void {
+  const commit = store.commit.bind(store);
+  store.commit = (writes) => {
+    if (writes.some(last)) getRuntime(store).courier.close();
+    return commit(writes);
+  };
 }
 
 /** A plain XState actor on a manual clock. */
@@ -1866,13 +1879,7 @@ describe("14. messages reach their receivers in XState's order", () => {
     await createDurableActor(parent, { id: 're', store: gone });
     await getRuntime(gone).drain({ invokes: 'settled' });
     // The process dies right after the new child's first commit.
-    const commit = gone.commit.bind(gone);
-    gone.commit = (writes) => {
-      if (writes.some((w) => w.actorId === 're/k' && w.transition.eventType === 'xstate.init')) {
-        getRuntime(gone).courier.close();
-      }
-      return commit(writes);
-    };
+    dieAfter(gone, (w) => w.actorId === 're/k' && w.transition.eventType === 'xstate.init');
     await (await openDurableActor(gone, 're')).send({ type: 'AGAIN' });
     await getRuntime(gone).drain({ invokes: 'settled' });
     const left = await gone.pendingMessages({ limit: 10 });
@@ -1937,13 +1944,7 @@ describe("14. messages reach their receivers in XState's order", () => {
     await createDurableActor(parent, { id: 'wk', store: gone });
     await getRuntime(gone).drain({ invokes: 'settled' });
     // The process dies right after the pinger's commit: its GO is left pending.
-    const commit = gone.commit.bind(gone);
-    gone.commit = (writes) => {
-      if (writes.some((w) => w.actorId === 'wk/p' && w.transition.eventType === 'FIN')) {
-        getRuntime(gone).courier.close();
-      }
-      return commit(writes);
-    };
+    dieAfter(gone, (w) => w.actorId === 'wk/p' && w.transition.eventType === 'FIN');
     await (await openDurableActor(gone, 'wk/p')).send({ type: 'FIN' });
     await getRuntime(gone).drain({ invokes: 'settled' });
     expect((await gone.pendingMessages({ limit: 10 })).map((m) => [m.from, m.to])).toEqual([
