@@ -128,7 +128,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
   };
   let made: ActorCore | undefined;
   try {
-    await runtime.commit(
+    await runtime.commitPlacing(
       write,
       effects.timerPlaces === undefined ? undefined : placedTimers(() => made, effects, 1),
     );

@@ -287,12 +287,16 @@ export class DurableRuntime {
 
   // ---- commits, timers, leases -------------------------------------------------
 
+  /** Queues a write for the next group commit; the committer batches writes that arrive together. */
+  commit(write: ActorWrite): Promise<void> {
+    return this.commitPlacing(write, undefined);
+  }
+
   /**
-   * Queues a write for the next group commit; the committer batches writes that
-   * arrive together. `arms`: the timers its step armed after some of its messages,
-   * armed by the courier in their place.
+   * @internal {@link commit}, with the timers its step armed after some of its
+   * messages, armed by the courier in their place.
    */
-  commit(write: ActorWrite, arms?: readonly TimerArm[]): Promise<void> {
+  commitPlacing(write: ActorWrite, arms: readonly TimerArm[] | undefined): Promise<void> {
     const done = this.committer.commit(write);
     const batch = {
       from: write.actorId,

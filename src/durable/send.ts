@@ -118,7 +118,7 @@ export async function processEvent(
   const write = buildWrite(core, step, previous, source, options, now);
   core.ahead = step;
   try {
-    await runtime.commit(
+    await runtime.commitPlacing(
       write,
       step.effects.timerPlaces === undefined
         ? undefined
