@@ -6,7 +6,7 @@
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { ActorWrite, TimerRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
-import type { TimerArm } from './deliver.ts';
+import type { TimerArm } from './placed-timers.ts';
 import { invokeStepName, type Effects } from './effects.ts';
 import { runInvoke, stopInvoke, trackRun } from './invoke.ts';
 import type { TransitionNotice } from './notices.ts';

@@ -26,6 +26,7 @@ import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { MessageKind, MessageRow, OutgoingMessage, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
+import { PlacedTimers, type TimerArm } from './placed-timers.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
 
 export interface CourierHooks {
@@ -74,16 +75,6 @@ export interface PostedBatch {
   readonly relayed?: boolean | undefined;
   /** Timers the commit's step armed after some of its messages, armed in their place. */
   readonly arms?: readonly TimerArm[] | undefined;
-}
-
-/**
- * A timer a step armed after sending `place` of its messages: XState delivers
- * those first, their receivers' steps with them, so it is armed once they are
- * sent and what they set off is committed.
- */
-export interface TimerArm {
-  readonly place: number;
-  readonly arm: () => void;
 }
 
 /** A message read from the store. */
@@ -204,12 +195,8 @@ export class Courier {
   /** Per sender, its posted batches not yet delivered (one sender's batches in order). */
   private readonly senders = new Map<string, Promise<void>>();
   private readonly tasks = new Set<Promise<unknown>>();
-  /**
-   * Timers to arm before a message is sent, or after it (the last of its commit's),
-   * by the message's key ({@link TimerArm}).
-   */
-  private readonly armsBefore = new Map<string, Array<() => void>>();
-  private readonly armsAfter = new Map<string, Array<() => void>>();
+  /** Timers armed after some of their step's messages, waiting for their place. */
+  private readonly placed = new PlacedTimers(keyOf);
   private closed = false;
 
   constructor(private readonly hooks: CourierHooks) {}
@@ -245,7 +232,7 @@ export class Courier {
    * made durable.
    */
   submitting(batch: PostedBatch): void {
-    if (batch.arms !== undefined) this.placeArms(batch, batch.arms);
+    if (batch.arms !== undefined) this.placed.place(batch, batch.arms);
     const frame = this.frames.get(batch.from);
     if (frame?.submitted === undefined) return;
     if (batch.messages.length > 0) {
@@ -484,50 +471,24 @@ export class Courier {
       const last = Math.min(posted.length, i + 1 + LOOK_AHEAD);
       for (let j = i + 1; j < last; j++) this.lookAhead(posted[j] as Posted);
       const p = posted[i] as Posted;
-      if (this.armsBefore.size > 0) await this.armAt(this.armsBefore, p);
+      if (!this.placed.empty) await this.arm(this.placed.takeBefore(keyOf(p)));
       await this.send(p);
-      if (this.armsAfter.size > 0) await this.armAt(this.armsAfter, p);
-    }
-  }
-
-  /**
-   * Notes where a commit's timers are armed (when it is submitted, before any of its
-   * messages can be sent): before the message at their place, or after its last.
-   */
-  private placeArms(batch: PostedBatch, arms: readonly TimerArm[]): void {
-    const last = batch.messages.length - 1;
-    for (const { place, arm } of arms) {
-      const at = batch.messages[Math.min(place, last)];
-      if (at === undefined) continue; // a step places timers only after a message
-      const map = place > last ? this.armsAfter : this.armsBefore;
-      const key = keyOf({ from: batch.from, fromSeq: batch.fromSeq, idx: at.idx });
-      const list = map.get(key);
-      if (list === undefined) map.set(key, [arm]);
-      else list.push(arm);
+      if (!this.placed.empty) await this.arm(this.placed.takeAfter(keyOf(p)));
     }
   }
 
   /** A commit failed: the timers it placed are never armed. */
   unplace(batch: PostedBatch): void {
-    const last = batch.messages.length - 1;
-    for (const { place } of batch.arms ?? []) {
-      const at = batch.messages[Math.min(place, last)];
-      if (at === undefined) continue;
-      const map = place > last ? this.armsAfter : this.armsBefore;
-      map.delete(keyOf({ from: batch.from, fromSeq: batch.fromSeq, idx: at.idx }));
-    }
+    if (batch.arms !== undefined) this.placed.unplace(batch, batch.arms);
   }
 
   /**
-   * Arms the timers placed at `p`, once the deliveries under way are committed: the
-   * messages sent before `p`, depth first, have all been handed over by now (or wait
-   * in the mailbox of an actor that is processing, as in XState).
+   * Arms placed timers that the courier reached, once the deliveries under way are
+   * committed: the messages sent before, depth first, have all been handed over by
+   * now (or wait in the mailbox of an actor that is processing, as in XState).
    */
-  private async armAt(map: Map<string, Array<() => void>>, p: Posted): Promise<void> {
-    const key = keyOf(p);
-    const arms = map.get(key);
+  private async arm(arms: ReadonlyArray<() => void> | undefined): Promise<void> {
     if (arms === undefined) return;
-    map.delete(key);
     if (this.inFlight.size > 0) await Promise.all([...this.inFlight.values()]);
     for (const arm of arms) arm();
   }

@@ -11,7 +11,8 @@ import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts'
 import type { ActorWrite, MessageRow, Store, TimerRow } from '../store/types.ts';
 import { childMachines } from './actor-kinds.ts';
 import { Committer } from './commit.ts';
-import { Courier, type TimerArm } from './deliver.ts';
+import { Courier } from './deliver.ts';
+import type { TimerArm } from './placed-timers.ts';
 import { Leases } from './leases.ts';
 import type { LiveActor, RuntimeObserver } from './notices.ts';
 import { ChartRegistry, childRegistration, type ChartRegistration } from './registry.ts';
