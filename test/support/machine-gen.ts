@@ -151,6 +151,13 @@ export interface KidSpec {
    * sends to the sender itself. `k4` and its child do not (see kidMachine).
    */
   sibling?: boolean | undefined;
+  /**
+   * On entering `busy` it sends its parent `PING` after this many ms, under the id
+   * `dp`: a delayed `sendParent`, not tied to the state. XState cancels it only when
+   * the kid stops (by id: one whose id a later `GO`'s took over escapes that, and
+   * reaches the parent after the kid is gone).
+   */
+  delayedPing?: number | undefined;
 }
 
 export interface MachineSpec {
@@ -350,6 +357,10 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
         },
       },
       busy: {
+        entry:
+          spec.delayedPing === undefined
+            ? []
+            : [sendParent({ type: 'PING' }, { delay: spec.delayedPing, id: 'dp' })],
         after: { [spec.busyDelay]: { target: 'idle', actions: sendParent({ type: 'PING' }) } },
         ...('invoke' in grand ? { invoke: grand.invoke } : {}),
         on: { ...fin, PONG: { actions: pong }, ...forwarded, ...grand.on },
@@ -987,6 +998,7 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
     forwarded: fc.boolean(),
     grand: fc.option(fc.constantFrom(100, 300), { nil: undefined }),
     sibling: fc.option(fc.constant(true), { nil: undefined }),
+    delayedPing: fc.option(fc.constantFrom(100, 200), { nil: undefined, freq: 3 }),
   });
   const stateArb = (shape: Shape): fc.Arbitrary<StateSpec> => {
     if (shape.kind === 'final') {
