@@ -155,7 +155,8 @@ export interface KidSpec {
    * On entering `busy` it sends its parent `PING` after this many ms, under the id
    * `dp`: a delayed `sendParent`, not tied to the state. XState cancels it only when
    * the kid stops (by id: one whose id a later `GO`'s took over escapes that, and
-   * reaches the parent after the kid is gone).
+   * reaches the parent after the kid is gone), or when a `PONG` reaches it while
+   * busy (`cancel('dp')`: the latest of that id).
    */
   delayedPing?: number | undefined;
 }
@@ -363,7 +364,12 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
             : [sendParent({ type: 'PING' }, { delay: spec.delayedPing, id: 'dp' })],
         after: { [spec.busyDelay]: { target: 'idle', actions: sendParent({ type: 'PING' }) } },
         ...('invoke' in grand ? { invoke: grand.invoke } : {}),
-        on: { ...fin, PONG: { actions: pong }, ...forwarded, ...grand.on },
+        on: {
+          ...fin,
+          PONG: { actions: spec.delayedPing === undefined ? pong : [cancel('dp'), ...pong] },
+          ...forwarded,
+          ...grand.on,
+        },
       },
       done: { type: 'final' },
     },
