@@ -2758,83 +2758,66 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
       },
     },
   });
-  const parent = setup({
-    types: { context: {} as { log: string[] } },
-    actors: { kid },
-  }).createMachine({
-    id: 'ties',
-    context: { log: [] },
-    invoke: { id: 'k', src: 'kid', systemId: 'worker' },
-    on: {
-      A: {
-        actions: [
-          sendTo(({ system }) => system.get('worker') as AnyActorRef, { type: 'GO' }),
-          raise({ type: 'T1' }, { delay: 100 }),
-        ],
-      },
-      G: { actions: assign({ log: ({ context }) => [...context.log, 'G'] }) },
-      T1: { actions: assign({ log: ({ context }) => [...context.log, 'T1'] }) },
-    },
-  });
-
-  /**
-   * A memory store on a clock that fires one due wake-up at a time, in the order
-   * they were armed, and waits for what each commits: what XState does in one
-   * synchronous run, the runtime does commit by commit.
-   */
-  function stepped(): { store: Store; step: (ms: number) => Promise<void> } {
-    const clock = new StepClock(1_000_000);
-    const store = track(openStore('memory:'));
-    getRuntime(store, { clock });
-    return { store, step: (ms) => clock.advance(ms, () => getRuntime(store).drain()) };
-  }
-
-  test("the grandchild's timer, armed while GO was delivered, fires before the raise armed after it", async () => {
-    const oracle = plain(parent);
-    oracle.actor.send({ type: 'A' });
-    oracle.clock.advance(100);
-    const expected = oracle.actor.getSnapshot().context.log;
-    expect(expected).toEqual(['G', 'T1']);
-
-    const { store, step } = stepped();
-    const actor = await createDurableActor(parent, { id: 'tie', store });
-    await actor.send({ type: 'A' });
-    await getRuntime(store).drain();
-    await step(100);
-    expect(actor.getSnapshot().context.log).toEqual(expected);
-    expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
-  });
-
-  test('control: with no message before it, the raise is armed first and fires first', async () => {
-    const early = setup({
+  /** The root: on A it sends GO to the child by system id and arms T1, in either order. */
+  const rootOf = (raiseFirst: boolean) =>
+    setup({
       types: { context: {} as { log: string[] } },
       actors: { kid },
     }).createMachine({
-      id: 'ties-early',
+      id: raiseFirst ? 'ties-early' : 'ties',
       context: { log: [] },
       invoke: { id: 'k', src: 'kid', systemId: 'worker' },
       on: {
         A: {
-          actions: [
-            raise({ type: 'T1' }, { delay: 100 }),
-            sendTo(({ system }) => system.get('worker') as AnyActorRef, { type: 'GO' }),
-          ],
+          actions: raiseFirst
+            ? [
+                raise({ type: 'T1' }, { delay: 100 }),
+                sendTo(({ system }) => system.get('worker') as AnyActorRef, { type: 'GO' }),
+              ]
+            : [
+                sendTo(({ system }) => system.get('worker') as AnyActorRef, { type: 'GO' }),
+                raise({ type: 'T1' }, { delay: 100 }),
+              ],
         },
         G: { actions: assign({ log: ({ context }) => [...context.log, 'G'] }) },
         T1: { actions: assign({ log: ({ context }) => [...context.log, 'T1'] }) },
       },
     });
-    const oracle = plain(early);
+
+  /**
+   * What the root logs after A and 100 ms, in plain XState and on a durable actor
+   * whose clock fires one due wake-up at a time, in the order they were armed, and
+   * waits for what each commits (what XState does in one synchronous run).
+   */
+  async function bothSides(raiseFirst: boolean): Promise<{ plain: string[]; durable: string[] }> {
+    const machine = rootOf(raiseFirst);
+    const oracle = plain(machine);
     oracle.actor.send({ type: 'A' });
     oracle.clock.advance(100);
-    const expected = oracle.actor.getSnapshot().context.log;
-    expect(expected).toEqual(['T1', 'G']);
 
-    const { store, step } = stepped();
-    const actor = await createDurableActor(early, { id: 'tie-early', store });
+    const clock = new StepClock(1_000_000);
+    const store = track(openStore('memory:'));
+    getRuntime(store, { clock });
+    const actor = await createDurableActor(machine, { id: machine.id, store });
     await actor.send({ type: 'A' });
     await getRuntime(store).drain();
-    await step(100);
-    expect(actor.getSnapshot().context.log).toEqual(expected);
+    await clock.advance(100, () => getRuntime(store).drain());
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    return {
+      plain: oracle.actor.getSnapshot().context.log,
+      durable: actor.getSnapshot().context.log,
+    };
+  }
+
+  test("the grandchild's timer, armed while GO was delivered, fires before the raise armed after it", async () => {
+    const { plain: expected, durable } = await bothSides(false);
+    expect(expected).toEqual(['G', 'T1']);
+    expect(durable).toEqual(expected);
+  });
+
+  test('control: with no message before it, the raise is armed first and fires first', async () => {
+    const { plain: expected, durable } = await bothSides(true);
+    expect(expected).toEqual(['T1', 'G']);
+    expect(durable).toEqual(expected);
   });
 });
