@@ -2821,3 +2821,84 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
     expect(durable).toEqual(expected);
   });
 });
+
+describe('18. wildcard transitions take what XState gives them', () => {
+  // soak:diff seed 46001, once its generator drew wildcards: a chart without event
+  // schemas refused a caller's event that only `'*'` took, where XState took it.
+  // Deeper than the `after`, the invoke and the DONE of their parent state, the
+  // wildcards take the timer's event, the promise's outcome and DONE before those
+  // handlers do, as XState selects transitions from the deepest state up.
+  const note = (what: string) => ({ type: 'note' as const, params: { what } });
+  const machine = setup({
+    types: { context: {} as { log: string[] } },
+    actors: { work: fromPromise(() => Promise.resolve(1)) },
+    actions: {
+      note: assign({
+        log: ({ context, event }, { what }: { what: string }) => [
+          ...context.log,
+          `${what}:${event.type}`,
+        ],
+      }),
+    },
+  }).createMachine({
+    id: 'wildcards',
+    context: { log: [] },
+    initial: 'outer',
+    states: {
+      outer: {
+        invoke: { src: 'work', onDone: { actions: note('onDone') } },
+        after: { 100: { actions: note('after') } },
+        initial: 'inner',
+        states: {
+          inner: { on: { 'user.*': { actions: note('user.*') }, '*': { actions: note('*') } } },
+        },
+        on: { DONE: 'done' },
+      },
+      done: { type: 'final' },
+    },
+  });
+  const script = [{ type: 'user.signed.up' }, { type: 'ANYTHING' }, { type: 'user' }];
+
+  test("a durable actor's log, state and status equal plain XState's, and verify replays them", async () => {
+    const oracle = plain(machine);
+    await Promise.resolve();
+    for (const event of script) oracle.actor.send(event);
+    oracle.clock.advance(100);
+    oracle.actor.send({ type: 'DONE' });
+
+    const { store, clock } = clocked();
+    const actor = await createDurableActor(machine, { id: 'w', store, schemas: false });
+    await getRuntime(store).drain();
+    for (const event of script) await actor.send(event);
+    await advance(store, clock, 100);
+    await actor.send({ type: 'DONE' });
+
+    const expected = oracle.actor.getSnapshot();
+    expect(expected.context.log).toEqual([
+      '*:xstate.done.actor.0.wildcards.outer',
+      'user.*:user.signed.up',
+      '*:ANYTHING',
+      'user.*:user',
+      '*:xstate.after.100.wildcards.outer',
+      '*:DONE',
+    ]);
+    const durable = actor.getSnapshot();
+    expect(durable.context).toEqual(expected.context);
+    expect([durable.value, durable.status]).toEqual([expected.value, expected.status]);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+  });
+
+  test('control: an event no transition names nor matches is still refused, changing nothing', async () => {
+    const { store } = clocked();
+    const strict = setup({}).createMachine({
+      id: 'family',
+      initial: 'a',
+      states: { a: { on: { 'user.*': 'b' } }, b: {} },
+    });
+    const actor = await createDurableActor(strict, { id: 'f', store, schemas: false });
+    await expect(actor.send({ type: 'username' })).rejects.toThrow(InvalidEventError);
+    expect(actor.getSnapshot().value).toBe('a');
+    await actor.send({ type: 'user.x' });
+    expect(actor.getSnapshot().value).toBe('b');
+  });
+});

@@ -4,6 +4,7 @@
  * or internal one, each with its JSON Schema and its metadata.
  */
 import { describe, expect, test } from 'vitest';
+import { assign, setup } from 'xstate';
 import { charts, taskLifecycle, teamWorkflow } from '../machines/index.ts';
 import { legalEvents } from '../src/index.ts';
 import { chartMeta } from '../src/core/meta.ts';
@@ -39,6 +40,28 @@ describe('legalEvents', () => {
       type: 'object',
       properties: { type: { const: 'APPROVAL_GRANTED' }, approver: { type: 'string' } },
     });
+  });
+
+  test('a wildcard transition offers no move of its own: it names no event type', () => {
+    // `'*'` takes any event, but `{ type: '*' }` is no move an agent can be offered:
+    // the chart's vocabulary holds the types it names (the control: CANCEL).
+    const machine = setup({
+      types: { context: {} as { n: number } },
+      actions: { noted: assign({ n: ({ context }) => context.n + 1 }) },
+    }).createMachine({
+      id: 'wild-moves',
+      context: { n: 0 },
+      initial: 'open',
+      states: {
+        open: {
+          on: { CANCEL: 'closed', '*': { actions: 'noted' }, 'audit.*': { actions: 'noted' } },
+        },
+        closed: { type: 'final' },
+      },
+    });
+    expect(chartMeta(machine).events.map((e) => e.type)).toEqual(['CANCEL']);
+    const actor = createStrictActor(machine).start();
+    expect(legalEvents(actor).map((e) => e.type)).toEqual(['CANCEL']);
   });
 
   test('guards that read the payload are decided with the chart’s samples (a team vote)', () => {

@@ -7,6 +7,7 @@ import {
   InvalidTransitionError,
   createStrictActor,
   eventSchema,
+  getMachineEventTypes,
   stateLabel,
   validateEvent,
   type EventFromSchemas,
@@ -168,6 +169,33 @@ describe('the strict actor', () => {
     const actor = createStrictActor(plain).start();
     expect(() => actor.send({ type: 'NOPE' })).toThrow(InvalidEventError);
     expect(actor.send({ type: 'GO' }).value).toBe('b');
+  });
+
+  test("accepts what the machine's wildcard transitions take, as XState matches them, and no more", () => {
+    // XState takes any event on `'*'`, and on `'user.*'` the type `user` and every
+    // `user.…`; a chart without schemas refused them all as unnamed types.
+    const wild = (on: string) =>
+      setup({}).createMachine({
+        id: 'wild',
+        initial: 'a',
+        states: { a: { on: { [on]: 'b' } }, b: {} },
+      });
+    const family = wild('user.*');
+    expect(getMachineEventTypes(family)).toEqual([]);
+    for (const type of ['user', 'user.signed', 'user.signed.up']) {
+      expect(createStrictActor(family).start().send({ type }).value).toBe('b');
+    }
+    // The control: outside the family, still refused, naming the type.
+    for (const type of ['username', 'users.x', 'NOPE']) {
+      expect(() => validateEvent(family, { type })).toThrow(
+        expect.objectContaining({ reason: 'unknown_type', eventType: type }),
+      );
+    }
+    // Any type on `'*'`, but never an internal one from a caller.
+    expect(createStrictActor(wild('*')).start().send({ type: 'ANYTHING' }).value).toBe('b');
+    expect(() => validateEvent(wild('*'), { type: 'xstate.after.1.wild.a' })).toThrow(
+      expect.objectContaining({ reason: 'unknown_type' }),
+    );
   });
 });
 

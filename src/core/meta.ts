@@ -29,6 +29,7 @@ import {
 } from './meta-check.ts';
 import { EXPECTED, isMachine, requireArg } from './options.ts';
 import { allLabels, displayLabel } from './state-labels.ts';
+import { namedEventTypes } from './event-descriptors.ts';
 
 export {
   EVENT_KINDS,
@@ -244,7 +245,7 @@ function compile(machine: AnyStateMachine): ChartMeta {
 
   const declared = root.events ?? {};
   const eventTypes = new Set<string>([
-    ...machine.events.filter((t) => !t.startsWith('xstate.')),
+    ...namedEventTypes(machine).filter((t) => !t.startsWith('xstate.')),
     ...Object.keys(declared),
   ]);
   const eventInfo = (type: string): EventInfo => {

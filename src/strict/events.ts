@@ -6,6 +6,7 @@ export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart
 import { chartEvents, definedChart, type ChartSchemas, type EventSchemas } from '../core/chart.ts';
 import { EXPECTED, isMachine, requireArg, requireOptions } from '../core/options.ts';
 import { MAX_JSON_DEPTH, walkJson } from '../core/json.ts';
+import { handlesType, namedEventTypes } from '../core/event-descriptors.ts';
 
 /** Reads the input schema a machine declared through `setup({ schemas: { input } })`. */
 export function getInputSchema(machine: AnyStateMachine): z.ZodType | undefined {
@@ -83,10 +84,16 @@ function schemasOf(machine: AnyStateMachine): EventSchemas | undefined {
   return chartEvents(definedChart(machine));
 }
 
-/** Every event type the machine's transitions name (excluding XState's internal ones). */
+/**
+ * Every event type the machine's transitions name (excluding XState's internal ones
+ * and wildcards: `'*'` and `'user.*'` name no type, though the machine takes what
+ * they match).
+ */
 export function getMachineEventTypes(machine: AnyStateMachine): string[] {
   requireArg('getMachineEventTypes', 'machine', isMachine(machine), EXPECTED.machine);
-  return [...new Set(machine.events.filter((t) => !t.startsWith('xstate.')))].sort();
+  return namedEventTypes(machine)
+    .filter((t) => !t.startsWith('xstate.'))
+    .sort();
 }
 
 export interface ValidateEventOptions {
@@ -186,8 +193,9 @@ export function eventIn(
   // An empty set of schemas is no schemas (a chart defined from a bare machine).
   const schemas = declared && hasAny(declared) ? declared : undefined;
   if (!schemas) {
-    // No schemas declared: accept any event type the chart names.
-    if (!machine.events.includes(type)) throw invalidEvent(machine, options, 'unknown_type', type);
+    // No schemas declared: accept any event type the chart names, or one its
+    // wildcard transitions take (`'*'`, `'user.*'`).
+    if (!handlesType(machine, type)) throw invalidEvent(machine, options, 'unknown_type', type);
     return event as EventObject;
   }
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;

@@ -16,6 +16,7 @@ import type {
   EventObject,
 } from 'xstate';
 import { declaredOutput } from '../core/durable-promise.ts';
+import { handlesType } from '../core/event-descriptors.ts';
 
 const DONE = 'xstate.done.actor.';
 const ERROR = 'xstate.error.actor.';
@@ -105,7 +106,7 @@ export function outcomeSampleProblem(
 ): string | undefined {
   const outcome = invokeOutcomeOf(sampleEvent.type);
   if (!outcome) return 'not an invoke outcome';
-  if (!machine.events.includes(sampleEvent.type)) return 'no state of the machine handles it';
+  if (!handlesType(machine, sampleEvent.type)) return 'no state of the machine handles it';
   if (!outcome.done) return undefined;
   const schema = declaredOutput(invokedLogic(machine, outcome.id));
   if (!schema) return undefined;

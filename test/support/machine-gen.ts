@@ -129,6 +129,15 @@ export interface StateSpec {
   } | null;
   kid: { onDone: string | null; onError: string | null } | null;
   onDone: string | null;
+  /**
+   * A wildcard transition of the state, without a target: `'*'` (any event no
+   * other transition of the state takes, a caller's, a child's message, a timer's,
+   * an invoke's outcome or snapshot) or the partial `'xstate.*'` (XState's own
+   * events only). Being deeper, it takes an event before an ancestor's transition
+   * named for it: an `after` of the parent state, the `onDone` of an invoke there.
+   * `SETTLE` is left to the root (guard `notSettle`): the script's gate reads it.
+   */
+  wildcard?: { on: '*' | 'xstate.*'; actions: ActionSpec[] } | undefined;
 }
 
 export interface KidSpec {
@@ -670,6 +679,11 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     if (s.entry.length > 0) config['entry'] = actions(s.entry);
     if (s.exit.length > 0) config['exit'] = actions(s.exit);
     config['on'] = onOf(s.on);
+    if (s.wildcard) {
+      (config['on'] as Record<string, unknown[]>)[s.wildcard.on] = [
+        { guard: 'notSettle', actions: actions(s.wildcard.actions) },
+      ];
+    }
     if (s.after) {
       config['after'] = {
         [s.after.delay]: {
@@ -762,6 +776,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     guards: {
       nEven: ({ context }) => context.n % 2 === 0,
       nBig: ({ context }) => context.n >= 3,
+      notSettle: ({ event }) => event.type !== 'SETTLE',
       kPos: ({ event }) => {
         const k: unknown = (event as { k?: unknown }).k;
         return typeof k === 'number' && k > 0;
@@ -1117,6 +1132,16 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
         kid: kidHere
           ? fc.record({ onDone: targetArb, onError: targetArb }).map((k) => k)
           : fc.constant(null),
+        // It takes children's greetings and timers too: what a child's message may do.
+        wildcard: fc.option(
+          fc.record({
+            on: fc.constantFrom<'*' | 'xstate.*'>('*', 'xstate.*'),
+            actions: fc.array(actionArb('message', false, { sendSys: bySystemId }), {
+              maxLength: 2,
+            }),
+          }),
+          { nil: undefined, freq: 4 },
+        ),
         // Into a state that is not final (nor a history that may restore one): a done
         // event that completes another compound could chain back, forever.
         onDone:
