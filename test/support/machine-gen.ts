@@ -1,7 +1,8 @@
 /**
  * Random XState v5 machines for the differential test: a spec of plain data
  * (printable, shrinkable by fast-check) and the machine it builds. The specs
- * cover nested, parallel and history states, guarded `after` timers, delayed
+ * cover nested, parallel and history states (a parallel state's history restores
+ * every region), guarded `after` timers, delayed
  * `raise` and `sendTo` with `cancel`, `always`, invoked promises that resolve,
  * reject or throw in `onDone`, a child machine (invoked, and spawned with a
  * `systemId`) that talks back with `sendParent` and finishes with an output (sent
@@ -9,6 +10,8 @@
  * stop), transitions that re-enter their target (`reenter: true`), and final
  * states. Each of the following is a field of the spec of its own, so a shrink
  * takes it away:
+ * - wildcard transitions (`'*'`, `'xstate.*'`: `StateSpec.wildcard`), and
+ *   transitions into both regions of a parallel state (`TransitionSpec.also`);
  * - `enqueueActions` (`do: 'enqueue'`): a `check(guard)`-guarded list (assign,
  *   raise and `sendTo` the child through `enqueue.assign`/`raise`/`sendTo`, any
  *   other action through `enqueue(...)`) and an unguarded one;
@@ -93,6 +96,11 @@ export interface TransitionSpec {
   /** With a target: leave and enter it again even when it holds the source (`reenter: true`). */
   reenter: boolean;
   actions: ActionSpec[];
+  /**
+   * A second target, in the other region of the parallel state whose region holds
+   * `target`: the transition enters both (`target: ['#<target>', '#<also>']`).
+   */
+  also?: string | undefined;
 }
 
 export interface StateSpec {
@@ -662,7 +670,9 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     return t.guard === null ? inState : and([t.guard, inState]);
   };
   const transition = (t: TransitionSpec) => ({
-    ...target(t.target),
+    ...(t.also !== undefined && t.target !== null
+      ? { target: [`#${t.target}`, `#${t.also}`] }
+      : target(t.target)),
     ...(t.reenter && t.target !== null ? { reenter: true } : {}),
     ...(t.guard === null && t.inState === null ? {} : { guard: guardOf(t) }),
     actions: actions(t.actions),
@@ -744,6 +754,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     } else if (s.kind === 'parallel') {
       const states: Record<string, unknown> = {};
       for (const c of s.children) states[c.id] = node(c);
+      if (s.history) states[`${s.id}h`] = { id: `${s.id}h`, type: 'history', history: s.history };
       config['type'] = 'parallel';
       config['states'] = states;
       if (s.onDone !== null) config['onDone'] = { target: `#${s.onDone}` };
@@ -980,7 +991,8 @@ const shapeArb: fc.Arbitrary<Shape[]> = fc
             history: null,
           })),
         }));
-        return { id, kind, children: regions, history: null };
+        // A history of the parallel state restores every region's states.
+        return { id, kind, children: regions, history: t.history };
       }
       return { id, kind, children: [], history: null };
     }),
@@ -1002,6 +1014,19 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
     ...every.filter((s) => s.history).map((s) => `${s.id}h`),
   ];
   const targetArb = fc.option(fc.constantFrom(...targets), { nil: null, freq: 2 });
+  // For a target in a region of a parallel state: the states of its other region.
+  const otherRegion = new Map<string, string[]>();
+  for (const p of every.filter((s) => s.kind === 'parallel')) {
+    const [r0, r1] = p.children.map((region) => region.children.map((c) => c.id));
+    for (const id of r0 ?? []) otherRegion.set(id, r1 ?? []);
+    for (const id of r1 ?? []) otherRegion.set(id, r0 ?? []);
+  }
+  const alsoArb = (target: string | null): fc.Arbitrary<string | undefined> => {
+    const others = target === null ? undefined : otherRegion.get(target);
+    return others === undefined || others.length === 0
+      ? fc.constant(undefined)
+      : fc.option(fc.constantFrom(...others), { nil: undefined, freq: 2 });
+  };
   // `stateIn` names a region of a parallel state or a state of one.
   const inRegions = shapes
     .filter((s) => s.kind === 'parallel')
@@ -1074,14 +1099,17 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
               })
               .chain((t) =>
                 fc
-                  .array(
-                    actionArb(source, kidHere && t.target === null, {
-                      sendSys: bySystemId,
-                      entering: t.target !== null,
-                    }),
-                    { maxLength: 2 },
+                  .tuple(
+                    fc.array(
+                      actionArb(source, kidHere && t.target === null, {
+                        sendSys: bySystemId,
+                        entering: t.target !== null,
+                      }),
+                      { maxLength: 2 },
+                    ),
+                    alsoArb(t.target),
                   )
-                  .map((actions) => ({ ...t, actions })),
+                  .map(([actions, also]) => ({ ...t, actions, also })),
               );
           }),
         { maxLength: 3 },
