@@ -716,8 +716,11 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
         // its state again, invoking it again, forever (plain XState loops too).
         id: w.now === true ? 'workNow' : 'work',
         src: 'work',
-        input: ({ context }: { context: Ctx }) => ({
+        // `k` is read off the event that entered the state (a caller's event has
+        // one): a run again after a restart must get the input its entry made.
+        input: ({ context, event }: { context: Ctx; event: { k?: unknown } }) => ({
           n: context.n,
+          k: typeof event.k === 'number' ? event.k : 0,
           fail: w.fail,
           epoch: context.epoch,
           at: s.id,
@@ -772,11 +775,11 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
         async ({
           input,
         }: {
-          input: { n: number; fail: boolean; epoch: number; at: string; now: boolean };
+          input: { n: number; k: number; fail: boolean; epoch: number; at: string; now: boolean };
         }) => {
           if (!input.now) await gate.wait(input.epoch, input.at);
           if (input.fail) throw new Error('work failed');
-          return input.n * 2 + 1;
+          return input.n * 2 + 1 + input.k;
         },
       ),
     },
