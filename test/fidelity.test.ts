@@ -2365,6 +2365,103 @@ describe("14. messages reach their receivers in XState's order", () => {
       expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     }
   });
+  test("what a child sends itself while its parent stops it and starts it again under its id is the old child's", async () => {
+    // soak:diff seed 46010, case 922: an exit action sends the state's child GO, in
+    // a transition that enters the state again. XState's child takes GO and then
+    // the PING it sends itself from its own mailbox, before the stop; the runtime
+    // held the PING for the child spawned again under the id, which took it.
+    const child = setup({ types: { context: {} as { m: number } } }).createMachine({
+      id: 'self-pinger',
+      context: { m: 0 },
+      initial: 'idle',
+      states: {
+        idle: {
+          on: { GO: { target: 'busy', actions: sendTo(({ self }) => self, { type: 'PING' }) } },
+        },
+        busy: { on: { PING: { actions: assign({ m: ({ context }) => context.m + 1 }) } } },
+      },
+    });
+    const parent = setup({ actors: { child } }).createMachine({
+      id: 'again',
+      initial: 'a',
+      states: {
+        a: {
+          invoke: { id: 'k', src: 'child' },
+          exit: sendTo('k', { type: 'GO' }),
+          on: { AGAIN: { target: 'a', reenter: true } },
+        },
+      },
+    });
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'AGAIN' });
+    const expected = oracle.getSnapshot().children['k']?.getSnapshot() as
+      { value: unknown; context: unknown } | undefined;
+    expect([expected?.value, expected?.context]).toEqual(['idle', { m: 0 }]);
+
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'ag', store, schemas: false });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'AGAIN' });
+    await getRuntime(store).drain();
+    const kid = (await store.loadActor('ag/k'))?.snapshot;
+    const stored = JSON.parse(kid ?? '{}') as { value: unknown; context: unknown };
+    expect([stored.value, stored.context]).toEqual([expected?.value, expected?.context]);
+    // The old child took its PING: its log has it before the stop.
+    const types = (await store.readActorLog('ag/k'))?.rows.map((r) => r.eventType);
+    expect(types).toEqual(['xstate.init', 'GO', 'PING', 'xstate.stop', 'xstate.init']);
+  });
+  test('a grandchild whose parent the same step stops and starts again finds a system id elsewhere in the tree', async () => {
+    // soak:diff seed 46013, case 14,034: the exit action's GO reaches the child's
+    // own child, which sends by system id to its uncle. XState's system finds it;
+    // the runtime's walk up the tree stopped at the child whose spawn again was on
+    // its way, so the grandchild sent to itself.
+    const grand = setup({}).createMachine({
+      id: 'grand-asker',
+      on: {
+        GO: {
+          actions: sendTo(({ system }) => system.get('uncle') as AnyActorRef, { type: 'PONG' }),
+        },
+      },
+    });
+    const middle = setup({ actors: { grand } }).createMachine({
+      id: 'middle',
+      invoke: { id: 'g', src: 'grand' },
+      on: { GO: { actions: sendTo('g', { type: 'GO' }) } },
+    });
+    const uncle = setup({ types: { context: {} as { pongs: number } } }).createMachine({
+      id: 'uncle',
+      context: { pongs: 0 },
+      on: { PONG: { actions: assign({ pongs: ({ context }) => context.pongs + 1 }) } },
+    });
+    const parent = setup({ actors: { middle, uncle } }).createMachine({
+      id: 'walk-up',
+      entry: spawnChild('uncle', { id: 'u', systemId: 'uncle' }),
+      initial: 'a',
+      states: {
+        a: {
+          invoke: { id: 'm', src: 'middle' },
+          exit: sendTo('m', { type: 'GO' }),
+          on: { AGAIN: { target: 'a', reenter: true } },
+        },
+      },
+    });
+    const oracle = plain(parent).actor;
+    oracle.send({ type: 'AGAIN' });
+    const pongs = (
+      oracle.getSnapshot().children['u']?.getSnapshot() as { context: { pongs: number } }
+    ).context.pongs;
+    expect(pongs).toBe(1);
+
+    const { store } = clocked();
+    const durable = await createDurableActor(parent, { id: 'wu', store, schemas: false });
+    await getRuntime(store).drain();
+    await durable.send({ type: 'AGAIN' });
+    await getRuntime(store).drain();
+    const stored = JSON.parse((await store.loadActor('wu/u'))?.snapshot ?? '{}') as {
+      context: { pongs: number };
+    };
+    expect(stored.context.pongs).toBe(pongs);
+  });
 });
 
 describe('15. a delayed send whose id a later one took over outlives its sender', () => {

@@ -428,12 +428,15 @@ export class Courier {
     // An event posted after the spawning commit by another: what was posted before
     // (a stop of the child the spawn replaces, left pending by a crash) is the old
     // one's, and so is what a descendant sends up (`sendParent` names its own
-    // parent, the old one, where a send by system id finds the new one).
+    // parent, the old one, where a send by system id finds the new one), and what
+    // the old one sends itself: XState's actor takes it from its own mailbox before
+    // the step that sent it the event returns, so before its stop.
     return (
       spawn !== undefined &&
       p.kind === 'event' &&
       (p.noted ?? 0) > (spawn.noted ?? Infinity) &&
       (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq) &&
+      p.from !== p.to &&
       !p.from.startsWith(`${p.to}/`)
     );
   }

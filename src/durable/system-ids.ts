@@ -74,13 +74,11 @@ export async function lookUpSystemIds(
   ids: readonly string[],
 ): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>(ids.map((id) => [id, null]));
-  const view = async (actorId: string): Promise<TreeView | undefined> => {
+  const stored = async (actorId: string): Promise<TreeView | undefined> => {
     if (actorId === core.id) {
       const { parentId, snapshot, ledger } = core;
       return snapshot === undefined ? undefined : { parentId, snapshot, ledger };
     }
-    // Its spawn is on its way: the new child holds its id, not the one stored under it.
-    if (core.runtime.courier.spawning(actorId)) return undefined;
     const held = core.runtime.heldActor(actorId);
     if (held !== undefined) return held.treeView();
     try {
@@ -89,13 +87,18 @@ export async function lookUpSystemIds(
       return undefined; // not created yet, or not loadable here
     }
   };
+  // Its spawn is on its way: the new child holds its id, not the one stored under it.
+  const view = (actorId: string): Promise<TreeView | undefined> =>
+    core.runtime.courier.spawning(actorId) ? Promise.resolve(undefined) : stored(actorId);
   // The root: the tree's actors are its descendants. (An actor being created has
-  // no view of its own yet: its parent is where the walk up starts.)
+  // no view of its own yet: its parent is where the walk up starts.) The walk up
+  // goes through an ancestor whose spawn again is on its way: the asker descends
+  // from the one stored, which runs until that spawn's step stops it, as in XState.
   let rootId = core.id;
   let parentId = core.parentId;
   const seen = new Set([core.id]);
   while (parentId !== undefined && !seen.has(parentId)) {
-    const parent = await view(parentId);
+    const parent = await stored(parentId);
     if (parent === undefined) break;
     seen.add(parentId);
     rootId = parentId;

@@ -844,7 +844,8 @@ function actionArb(
     enqueue = true,
     sendSys,
     entering = false,
-  }: { enqueue?: boolean; sendSys: boolean; entering?: boolean },
+    exiting = false,
+  }: { enqueue?: boolean; sendSys: boolean; entering?: boolean; exiting?: boolean },
 ): fc.Arbitrary<ActionSpec> {
   // Entry and exit actions leave `n` alone: an `always` that resets it could
   // otherwise be re-enabled by the entries it causes, forever. So do a child's
@@ -888,16 +889,21 @@ function actionArb(
   if (source === 'effect' || source === 'message')
     plain.push(fc.constant<ActionSpec>({ do: 'boom' }));
   // Nor a send to the child on its message: a child that answers would ping-pong forever.
-  // On entry or exit only a PONG: a FIN finishes the child at once, and a parent whose
-  // `onDone` enters that state again would finish the next one too, forever. Nor a
-  // GO: on exit it reaches the child its state is about to stop, whose answer to
-  // itself (`sibling`, no actor holding `k2sys`) then reaches the child the state
-  // invokes again under its id, where XState drops it with the stopped one (one
-  // durable actor per child id, docs/durability.md; soak:diff seed 46010, case 922).
+  // On entry or exit no FIN: it finishes the child at once, and a parent whose
+  // `onDone` enters that state again would finish the next one too, forever. A GO
+  // on exit reaches the child its state is about to stop, which answers itself
+  // (`sibling`, no actor holding `k2sys`) before its stop (soak:diff seed 46010,
+  // case 922, found the answer taken by the child invoked again under its id). No
+  // GO on entry: with the PONG after it, it goes to the child the state invokes,
+  // which XState starts after the step with both in its mailbox, where the runtime
+  // delivers them one by one with what each sets off (docs/durability.md; seed
+  // 46013, case 25,795).
   if (kidHere && source !== 'message') {
     const events =
       source === 'entry'
-        ? fc.constant('PONG' as const)
+        ? exiting
+          ? fc.constantFrom('PONG' as const, 'GO' as const)
+          : fc.constant('PONG' as const)
         : fc.constantFrom('PONG' as const, 'GO' as const, 'FIN' as const);
     plain.push(
       fc.record({
@@ -932,7 +938,7 @@ function actionArb(
   // What it emits changes nothing: from anywhere.
   plain.push(fc.constant<ActionSpec>({ do: 'emit' }));
   if (enqueue) {
-    const inner = actionArb(source, kidHere, { enqueue: false, sendSys, entering });
+    const inner = actionArb(source, kidHere, { enqueue: false, sendSys, entering, exiting });
     plain.push(
       fc.record({
         do: fc.constant('enqueue' as const),
@@ -1124,7 +1130,9 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
         // A send to the state's own child on entry names it before its spawn (XState
         // relays it when the child starts); on exit, before its stop.
         entry: fc.array(actionArb('entry', kidHere, { sendSys: bySystemId }), { maxLength: 1 }),
-        exit: fc.array(actionArb('entry', kidHere, { sendSys: bySystemId }), { maxLength: 1 }),
+        exit: fc.array(actionArb('entry', kidHere, { sendSys: bySystemId, exiting: true }), {
+          maxLength: 1,
+        }),
         on,
         after: fc.option(
           fc.record({
