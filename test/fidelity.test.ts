@@ -2365,6 +2365,7 @@ describe("14. messages reach their receivers in XState's order", () => {
       expect(durable.getSnapshot().context.log).toEqual(oracle.getSnapshot().context.log);
     }
   });
+
   test("what a child sends itself while its parent stops it and starts it again under its id is the old child's", async () => {
     // soak:diff seed 46010, case 922: an exit action sends the state's child GO, in
     // a transition that enters the state again. XState's child takes GO and then
@@ -2410,6 +2411,7 @@ describe("14. messages reach their receivers in XState's order", () => {
     const types = (await store.readActorLog('ag/k'))?.rows.map((r) => r.eventType);
     expect(types).toEqual(['xstate.init', 'GO', 'PING', 'xstate.stop', 'xstate.init']);
   });
+
   test('a grandchild whose parent the same step stops and starts again finds a system id elsewhere in the tree', async () => {
     // soak:diff seed 46013, case 14,034: the exit action's GO reaches the child's
     // own child, which sends by system id to its uncle. XState's system finds it;
