@@ -82,13 +82,16 @@ describe('durable actors end as plain XState does, step by step', () => {
   // An answer a child sends itself while its parent's step stops it and starts it
   // again under its id is the old child's (seed 46010, case 922), and that child's
   // own child finds a system id elsewhere in the tree (seed 46013, case 14,034;
-  // fidelity §14 names both).
+  // fidelity §14 names both). An entry's GO and PONG to the child its state invokes
+  // both wait in the child's mailbox until it starts (seed 47002, case 1,325;
+  // fidelity §16).
   it.each([
     'seed-42005-timer-tie.json',
     'seed-42005-renamed-timer-tie.json',
     'seed-46001-wildcard.json',
     'seed-46010-self-answer.json',
     'seed-46013-walk-up.json',
+    'seed-47002-mailbox.json',
   ])('soak case %s ends as plain XState does', async (file) => {
     const { spec, script } = savedCase(file);
     expect((await onMemory(spec, script)).runaway).toBeUndefined();

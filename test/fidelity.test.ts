@@ -2717,6 +2717,132 @@ describe('16. an entry sendTo reaches the child its state invokes', () => {
     expect(effects.legacyMessages?.map(shape)).toEqual(['event:hd/k', 'event:hd', 'spawn:hd/k']);
   });
 
+  describe("the entry's events are all in the child's mailbox when it starts", () => {
+    // Found by the differential soak (seed 46013, case 25,795, memory): an entry sends
+    // the child its state invokes GO, then PONG. XState relays both to the child
+    // before starting it, so both wait in its mailbox: GO, then PONG, then the
+    // greeting of the grandchild GO started. The runtime delivered the step's events
+    // one by one, each with what it set off: GO, the greeting, then PONG.
+    const grandchild = setup({}).createMachine({
+      id: 'grandchild',
+      entry: sendParent({ type: 'HELLO' }),
+    });
+    const child = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { grandchild },
+    }).createMachine({
+      id: 'mailboxed',
+      context: { log: [] },
+      on: {
+        GO: {
+          actions: [
+            assign({ log: ({ context }) => [...context.log, 'GO'] }),
+            spawnChild('grandchild', { id: 'g' }),
+          ],
+        },
+        PONG: { actions: assign({ log: ({ context }) => [...context.log, 'PONG'] }) },
+        HELLO: { actions: assign({ log: ({ context }) => [...context.log, 'HELLO'] }) },
+      },
+    });
+    const hostOf = (initial: 'a' | 'b') =>
+      setup({ actors: { child } }).createMachine({
+        id: `mailboxing-${initial}`,
+        initial,
+        states: {
+          a: { on: { ENTER: 'b' } },
+          b: {
+            entry: [sendTo('k', { type: 'GO' }), sendTo('k', { type: 'PONG' })],
+            invoke: { id: 'k', src: 'child' },
+            on: {
+              AGAIN: { target: 'b', reenter: true },
+              // After the spawn: the running child takes each with what it sets off.
+              LATER: { actions: [sendTo('k', { type: 'GO' }), sendTo('k', { type: 'PONG' })] },
+            },
+          },
+        },
+      });
+    const host = hostOf('a');
+    const kidLog = (actor: AnyActorRef) =>
+      (actor.getSnapshot().children['k']?.getSnapshot() as { context: { log: string[] } }).context
+        .log;
+
+    test('GO, PONG, then what GO set off, as in XState; a running child takes them one by one', async () => {
+      const oracle = plain(host).actor;
+      const { store } = clocked();
+      const durable = await createDurableActor(host, { id: 'mb', store });
+      for (const type of ['ENTER', 'LATER', 'AGAIN'] as const) {
+        oracle.send({ type });
+        await durable.send({ type });
+        await getRuntime(store).drain();
+        expect((await openDurableActor(store, 'mb/k')).getSnapshot().context.log).toEqual(
+          kidLog(oracle),
+        );
+      }
+      expect(kidLog(oracle)).toEqual(['GO', 'PONG', 'HELLO']);
+      // Re-entered: the old child's LATER round went one by one (GO, HELLO, PONG).
+      const first = (await store.history('mb/k')).map((row) => row.eventType);
+      expect(first).toEqual([
+        'xstate.init',
+        'GO',
+        'PONG',
+        'HELLO',
+        'GO',
+        'HELLO',
+        'PONG',
+        'xstate.stop',
+        'xstate.init',
+        'GO',
+        'PONG',
+        'HELLO',
+      ]);
+      expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+    });
+
+    test('control: in the step that creates the actor, XState starts the child first, so it takes them one by one', async () => {
+      // The initial state's children are started (`logic.start`) before the step's
+      // sends are relayed: the running child takes GO with what it sets off, then PONG.
+      const created = hostOf('b');
+      const oracle = plain(created).actor;
+      const { store } = clocked();
+      await createDurableActor(created, { id: 'mf', store });
+      await getRuntime(store).drain();
+      expect(kidLog(oracle)).toEqual(['GO', 'HELLO', 'PONG']);
+      expect((await openDurableActor(store, 'mf/k')).getSnapshot().context.log).toEqual(
+        kidLog(oracle),
+      );
+      expect((await verify(store, { charts: [chartOf(created)] })).problems).toEqual([]);
+    });
+
+    test('after a crash with the spawn and both events pending, recovery keeps that order', async () => {
+      const oracle = plain(host).actor;
+      oracle.send({ type: 'ENTER' });
+      const file = `sqlite:${join(dir(), 'mailboxed.db')}`;
+      const gone = openStore(file);
+      const durable = await createDurableActor(host, { id: 'mc', store: gone });
+      // The process dies right after the commit that enters `b`: spawn, GO and PONG pending.
+      dieAfter(gone, (w) => w.actorId === 'mc' && w.transition.eventType === 'ENTER');
+      await durable.send({ type: 'ENTER' });
+      await getRuntime(gone).drain();
+      const left = await gone.pendingMessages({ limit: 10 });
+      expect(left.map((m) => [m.kind, m.to])).toEqual([
+        ['spawn', 'mc/k'],
+        ['event', 'mc/k'],
+        ['event', 'mc/k'],
+      ]);
+      await getRuntime(gone).close();
+      await gone.close();
+
+      const store = track(openStore(file));
+      await recover(store, { charts: [chartOf(host)] });
+      await getRuntime(store).drain();
+      expect((await openDurableActor(store, 'mc/k')).getSnapshot().context.log).toEqual(
+        kidLog(oracle),
+      );
+      expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+      expect((await verify(store, { charts: [chartOf(host)] })).problems).toEqual([]);
+    });
+  });
+
   test('verify still accepts a log agentcharts 0.1.0 wrote, the spawn after the send', () => {
     const [next, actions] = pureInitial(host, undefined);
     const base = { machine: host, actorId: 'gr', parentId: undefined, seq: 1, now: 0 };

@@ -28,6 +28,7 @@ import type { MessageKind, MessageRow, OutgoingMessage, Store } from '../store/t
 import type { LiveActor } from './notices.ts';
 import { PlacedTimers, type TimerArm } from './placed-timers.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
+import { queuedWithSpawn } from './spawn-body.ts';
 
 export interface CourierHooks {
   store: Store;
@@ -59,6 +60,11 @@ interface Posted {
   older?: MessageRow[] | undefined;
   /** When this courier learned of it (posted here, or read by deliverAll), in order. */
   noted?: number;
+  /**
+   * A spawn: how many of its commit's messages right after it go into the child's
+   * mailbox with it, before the child starts (SpawnBody.queued).
+   */
+  readonly queued?: number;
 }
 
 /** What one commit posted: its sender, the sender's transition, its messages in order. */
@@ -78,14 +84,18 @@ export interface PostedBatch {
 }
 
 /** A message read from the store. */
-const fromRow = (row: MessageRow): Posted => ({
-  to: row.to,
-  from: row.from,
-  fromSeq: row.fromSeq,
-  idx: row.idx,
-  kind: row.kind,
-  row,
-});
+const fromRow = (row: MessageRow): Posted => {
+  const queued = queuedWithSpawn(row.kind, row.body);
+  return {
+    to: row.to,
+    from: row.from,
+    fromSeq: row.fromSeq,
+    idx: row.idx,
+    kind: row.kind,
+    row,
+    ...(queued > 0 ? { queued } : {}),
+  };
+};
 
 /**
  * The message a transition row took, from its metadata: an event or stop delivered
@@ -141,13 +151,42 @@ interface Frame {
 }
 
 function postedOf(batch: PostedBatch): Posted[] {
-  return batch.messages.map((m) => ({
-    to: m.to,
-    from: batch.from,
-    fromSeq: batch.fromSeq,
-    idx: m.idx,
-    kind: m.kind,
-  }));
+  return batch.messages.map((m) => {
+    const queued = queuedWithSpawn(m.kind, m.body);
+    return {
+      to: m.to,
+      from: batch.from,
+      fromSeq: batch.fromSeq,
+      idx: m.idx,
+      kind: m.kind,
+      ...(queued > 0 ? { queued } : {}),
+    };
+  });
+}
+
+/**
+ * The messages of `posted` that go into a spawned child's mailbox with the spawn at
+ * `i` ({@link Posted.queued}): those right after it, of its commit, to the child.
+ */
+function queuedWith(posted: readonly Posted[], i: number): Posted[] | undefined {
+  const spawn = posted[i] as Posted;
+  if (spawn.queued === undefined) return undefined;
+  const queued: Posted[] = [];
+  for (let k = 1; k <= spawn.queued; k++) {
+    const q = posted[i + k];
+    if (
+      q === undefined ||
+      q.to !== spawn.to ||
+      q.kind !== 'event' ||
+      q.from !== spawn.from ||
+      q.fromSeq !== spawn.fromSeq ||
+      q.idx !== spawn.idx + k
+    ) {
+      break;
+    }
+    queued.push(q);
+  }
+  return queued;
 }
 
 /**
@@ -475,7 +514,7 @@ export class Courier {
       for (let j = i + 1; j < last; j++) this.lookAhead(posted[j] as Posted);
       const p = posted[i] as Posted;
       if (!this.placed.empty) await this.arm(this.placed.takeBefore(keyOf(p)));
-      await this.send(p);
+      await this.send(p, p.queued === undefined ? undefined : queuedWith(posted, i));
       if (!this.placed.empty) await this.arm(this.placed.takeAfter(keyOf(p)));
     }
   }
@@ -517,8 +556,13 @@ export class Courier {
    * it, by an actor that has finished, as XState drops them; and a child spawned
    * again under its id, a new actor in XState, is not held up behind the old one.
    * Not while a delivery to the receiver is being decided: the stop waits for it.
+   *
+   * A spawn that starts its child queues, behind it, what waited for the child and
+   * then `queued`: the events its own step sent the child before spawning it. XState
+   * relays them all before starting the child, which takes them in that order before
+   * anything the first of them sets off (a grandchild's greeting waits behind them).
    */
-  private async send(p: Posted): Promise<void> {
+  private async send(p: Posted, queued?: readonly Posted[]): Promise<void> {
     this.unsent.delete(keyOf(p));
     if (p.kind !== 'spawn' && this.waitsForSpawn(p)) {
       const key = keyOf(p);
@@ -538,6 +582,12 @@ export class Courier {
     if (!this.queue(p)) return;
     // The child starts, then takes what waited for it.
     if (waited !== undefined) (this.mailboxes.get(p.to) as Posted[]).push(...waited);
+    if (starts && queued !== undefined) {
+      for (const q of queued) {
+        this.unsent.delete(keyOf(q));
+        this.queue(q);
+      }
+    }
     if (this.processing.has(p.to)) {
       if (p.kind !== 'stop' || this.delivering.has(p.to)) return;
       const box = this.mailboxes.get(p.to) as Posted[];

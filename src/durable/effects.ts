@@ -43,6 +43,7 @@ import {
 } from './ledger.ts';
 import { encodeSnapshot } from './codec.ts';
 import { CREATED, isPureSelf, NOWHERE, PARENT_REF, remoteActorOf } from './pure.ts';
+import type { SpawnBody } from './spawn-body.ts';
 
 /** A user action, run after its transition committed. */
 export interface Effect {
@@ -58,18 +59,6 @@ export interface InvokeStart {
   key: string;
   logic: AnyActorLogic;
   input: unknown;
-}
-
-/** What a spawn message carries: how the receiver builds the child. */
-export interface SpawnBody {
-  /** The parent's machine id and the child's logic there (an `actors` key or inline invoke). */
-  parentMachine: string;
-  src: string;
-  childId: string;
-  systemId: string | undefined;
-  input: unknown;
-  /** The parent asked for the child's snapshots (see Ledger.sync); absent when not. */
-  sync?: true | undefined;
 }
 
 /** Everything a committed transition owes besides its snapshot. */
@@ -406,8 +395,9 @@ class Planner {
           early.before = this.messages.length;
           return;
         }
-        this.spawn(ref, ref.id);
-        for (const { message, before } of this.held?.get(ref) ?? []) {
+        const held = this.held?.get(ref);
+        this.spawn(ref, ref.id, held?.length ?? 0);
+        for (const { message, before } of held ?? []) {
           (this.early ??= []).push({
             at: this.messages.length,
             count: 1,
@@ -468,7 +458,8 @@ class Planner {
     }
   }
 
-  private spawn(ref: ChildRef, id: string): void {
+  /** Spawns `ref` as child `id`; `queued`: how many held events follow ({@link SpawnBody.queued}). */
+  private spawn(ref: ChildRef, id: string, queued = 0): void {
     const { t } = this;
     this.late?.delete(ref);
     (this.spawned ??= new Map()).set(ref, id);
@@ -514,6 +505,7 @@ class Planner {
       input,
     };
     if (sync) body.sync = true;
+    if (queued > 0) body.queued = queued;
     this.messages.push({
       to: childActorId(t.actorId, id),
       kind: 'spawn',

@@ -8,7 +8,7 @@ import { ConcurrencyError } from '../core/errors.ts';
 import type { MessageRow } from '../store/types.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { createActor } from './create.ts';
-import type { SpawnBody } from './effects.ts';
+import type { SpawnBody } from './spawn-body.ts';
 import { childRegistration } from './registry.ts';
 import type { DurableRuntime } from './runtime.ts';
 
