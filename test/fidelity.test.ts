@@ -2813,6 +2813,49 @@ describe('16. an entry sendTo reaches the child its state invokes', () => {
       expect((await verify(store, { charts: [chartOf(created)] })).problems).toEqual([]);
     });
 
+    test("what another actor sends it meanwhile, set off by the step's later send, comes after them", async () => {
+      // The entry sends the child GO, then another child PING; that one answers by
+      // the new child's system id. XState relays GO first, so GO, then HI.
+      const kid = setup({ types: { context: {} as { log: string[] } } }).createMachine({
+        id: 'ordered',
+        context: { log: [] },
+        on: {
+          '*': { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) },
+        },
+      });
+      const echo = setup({}).createMachine({
+        id: 'echo',
+        on: {
+          PING: {
+            actions: sendTo(({ system }) => system.get('ksys') as AnyActorRef, { type: 'HI' }),
+          },
+        },
+      });
+      const parent = setup({ actors: { kid, echo } }).createMachine({
+        id: 'relaying',
+        invoke: { id: 'x', src: 'echo' },
+        initial: 'a',
+        states: {
+          a: { on: { ENTER: 'b' } },
+          b: {
+            entry: [sendTo('k', { type: 'GO' }), sendTo('x', { type: 'PING' })],
+            invoke: { id: 'k', src: 'kid', systemId: 'ksys' },
+          },
+        },
+      });
+      const oracle = plain(parent).actor;
+      oracle.send({ type: 'ENTER' });
+      expect(kidLog(oracle)).toEqual(['GO', 'HI']);
+      const { store } = clocked();
+      const durable = await createDurableActor(parent, { id: 'rl', store });
+      await durable.send({ type: 'ENTER' });
+      await getRuntime(store).drain();
+      expect((await openDurableActor(store, 'rl/k')).getSnapshot().context.log).toEqual(
+        kidLog(oracle),
+      );
+      expect((await verify(store, { charts: [chartOf(parent)] })).problems).toEqual([]);
+    });
+
     test('after a crash with the spawn and both events pending, recovery keeps that order', async () => {
       const oracle = plain(host).actor;
       oracle.send({ type: 'ENTER' });

@@ -61,10 +61,18 @@ interface Posted {
   /** When this courier learned of it (posted here, or read by deliverAll), in order. */
   noted?: number;
   /**
-   * A spawn: how many of its commit's messages right after it go into the child's
-   * mailbox with it, before the child starts (SpawnBody.queued).
+   * A spawn: where the events its step sent the child before spawning it, its
+   * commit's messages right after it, go into the child's mailbox (SpawnBody.queued).
    */
-  readonly queued?: number;
+  readonly queued?: readonly number[];
+}
+
+/** An event a step sent a child before spawning it, and where XState relays it. */
+interface Held {
+  readonly message: Posted;
+  readonly spawn: Posted;
+  /** The index of the step's message it is relayed before. */
+  readonly at: number;
 }
 
 /** What one commit posted: its sender, the sender's transition, its messages in order. */
@@ -93,7 +101,7 @@ const fromRow = (row: MessageRow): Posted => {
     idx: row.idx,
     kind: row.kind,
     row,
-    ...(queued > 0 ? { queued } : {}),
+    ...(queued === undefined ? {} : { queued }),
   };
 };
 
@@ -159,34 +167,37 @@ function postedOf(batch: PostedBatch): Posted[] {
       fromSeq: batch.fromSeq,
       idx: m.idx,
       kind: m.kind,
-      ...(queued > 0 ? { queued } : {}),
+      ...(queued === undefined ? {} : { queued }),
     };
   });
 }
 
 /**
- * The messages of `posted` that go into a spawned child's mailbox with the spawn at
- * `i` ({@link Posted.queued}): those right after it, of its commit, to the child.
+ * The events of one commit's messages that its step sent a child before spawning
+ * it ({@link Posted.queued}): those right after each such spawn, to the child.
  */
-function queuedWith(posted: readonly Posted[], i: number): Posted[] | undefined {
-  const spawn = posted[i] as Posted;
-  if (spawn.queued === undefined) return undefined;
-  const queued: Posted[] = [];
-  for (let k = 1; k <= spawn.queued; k++) {
-    const q = posted[i + k];
-    if (
-      q === undefined ||
-      q.to !== spawn.to ||
-      q.kind !== 'event' ||
-      q.from !== spawn.from ||
-      q.fromSeq !== spawn.fromSeq ||
-      q.idx !== spawn.idx + k
-    ) {
-      break;
+function heldIn(posted: readonly Posted[]): Held[] | undefined {
+  let held: Held[] | undefined;
+  for (let i = 0; i < posted.length; i++) {
+    const spawn = posted[i] as Posted;
+    const queued = spawn.queued;
+    if (queued === undefined) continue;
+    for (let k = 0; k < queued.length; k++) {
+      const q = posted[i + 1 + k];
+      if (
+        q === undefined ||
+        q.to !== spawn.to ||
+        q.kind !== 'event' ||
+        q.from !== spawn.from ||
+        q.fromSeq !== spawn.fromSeq ||
+        q.idx !== spawn.idx + 1 + k
+      ) {
+        break;
+      }
+      (held ??= []).push({ message: q, spawn, at: queued[k] as number });
     }
-    queued.push(q);
   }
-  return queued;
+  return held;
 }
 
 /**
@@ -414,6 +425,7 @@ export class Courier {
   /** A commit's messages read back, with the commits they caused nested ({@link nestBatches}). */
   private async sendNested(nested: NestedBatch<Posted>): Promise<void> {
     const run: Posted[] = [];
+    const held = heldIn(nested.items.flatMap((item) => ('message' in item ? [item.message] : [])));
     // As {@link fromSender}, with what the nested commits post delivered in their place.
     const hold = !nested.free && !this.processing.has(nested.from);
     if (hold) this.processing.add(nested.from);
@@ -423,10 +435,10 @@ export class Courier {
           run.push(item.message);
           continue;
         }
-        await this.sendAll(run.splice(0));
+        await this.sendAll(run.splice(0), held);
         await this.sendNested(item.batch);
       }
-      await this.sendAll(run.splice(0));
+      await this.sendAll(run.splice(0), held);
     } finally {
       if (hold) this.processing.delete(nested.from);
     }
@@ -507,15 +519,40 @@ export class Courier {
     if (hold && (this.mailboxes.get(from)?.length ?? 0) > 0) await this.flush(from);
   }
 
-  /** Sends one commit's messages in their order, looking up the next ones' rows meanwhile. */
-  private async sendAll(posted: readonly Posted[]): Promise<void> {
+  /**
+   * Sends one commit's messages in their order, looking up the next ones' rows
+   * meanwhile. `held`: the commit's events to children it spawns, sent before their
+   * spawns (all of the commit's, when `posted` is a part of them).
+   */
+  private async sendAll(posted: readonly Posted[], held = heldIn(posted)): Promise<void> {
     for (let i = 0; i < posted.length; i++) {
       const last = Math.min(posted.length, i + 1 + LOOK_AHEAD);
       for (let j = i + 1; j < last; j++) this.lookAhead(posted[j] as Posted);
       const p = posted[i] as Posted;
+      if (held !== undefined) this.relayHeld(held, p.idx);
       if (!this.placed.empty) await this.arm(this.placed.takeBefore(keyOf(p)));
-      await this.send(p, p.queued === undefined ? undefined : queuedWith(posted, i));
+      await this.send(p);
       if (!this.placed.empty) await this.arm(this.placed.takeAfter(keyOf(p)));
+    }
+  }
+
+  /**
+   * Relays the held events ({@link heldIn}) due before the commit's message `idx`:
+   * as XState relays an event to a child that has not started, each waits in the
+   * child's mailbox ({@link unstartedBox}) behind what other actors sent it before,
+   * and the child takes them all once started, before anything the first of them
+   * sets off (a grandchild's greeting waits behind them).
+   */
+  private relayHeld(held: readonly Held[], idx: number): void {
+    for (const { message, spawn, at } of held) {
+      if (at > idx || this.unstarted.get(spawn.to) !== spawn) continue;
+      const key = keyOf(message);
+      if (this.claimed.has(key)) continue;
+      this.claimed.add(key);
+      this.unsent.delete(key);
+      const waiting = this.unstartedBox.get(spawn.to);
+      if (waiting === undefined) this.unstartedBox.set(spawn.to, [message]);
+      else waiting.push(message);
     }
   }
 
@@ -556,13 +593,8 @@ export class Courier {
    * it, by an actor that has finished, as XState drops them; and a child spawned
    * again under its id, a new actor in XState, is not held up behind the old one.
    * Not while a delivery to the receiver is being decided: the stop waits for it.
-   *
-   * A spawn that starts its child queues, behind it, what waited for the child and
-   * then `queued`: the events its own step sent the child before spawning it. XState
-   * relays them all before starting the child, which takes them in that order before
-   * anything the first of them sets off (a grandchild's greeting waits behind them).
    */
-  private async send(p: Posted, queued?: readonly Posted[]): Promise<void> {
+  private async send(p: Posted): Promise<void> {
     this.unsent.delete(keyOf(p));
     if (p.kind !== 'spawn' && this.waitsForSpawn(p)) {
       const key = keyOf(p);
@@ -582,12 +614,6 @@ export class Courier {
     if (!this.queue(p)) return;
     // The child starts, then takes what waited for it.
     if (waited !== undefined) (this.mailboxes.get(p.to) as Posted[]).push(...waited);
-    if (starts && queued !== undefined) {
-      for (const q of queued) {
-        this.unsent.delete(keyOf(q));
-        this.queue(q);
-      }
-    }
     if (this.processing.has(p.to)) {
       if (p.kind !== 'stop' || this.delivering.has(p.to)) return;
       const box = this.mailboxes.get(p.to) as Posted[];

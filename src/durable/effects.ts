@@ -396,7 +396,11 @@ class Planner {
           return;
         }
         const held = this.held?.get(ref);
-        this.spawn(ref, ref.id, held?.length ?? 0);
+        this.spawn(
+          ref,
+          ref.id,
+          held?.map((h) => h.before),
+        );
         for (const { message, before } of held ?? []) {
           (this.early ??= []).push({
             at: this.messages.length,
@@ -458,8 +462,8 @@ class Planner {
     }
   }
 
-  /** Spawns `ref` as child `id`; `queued`: how many held events follow ({@link SpawnBody.queued}). */
-  private spawn(ref: ChildRef, id: string, queued = 0): void {
+  /** Spawns `ref` as child `id`; `queued`: where the held events that follow were sent ({@link SpawnBody.queued}). */
+  private spawn(ref: ChildRef, id: string, queued?: number[]): void {
     const { t } = this;
     this.late?.delete(ref);
     (this.spawned ??= new Map()).set(ref, id);
@@ -505,7 +509,7 @@ class Planner {
       input,
     };
     if (sync) body.sync = true;
-    if (queued > 0) body.queued = queued;
+    if (queued !== undefined && queued.length > 0) body.queued = queued;
     this.messages.push({
       to: childActorId(t.actorId, id),
       kind: 'spawn',
