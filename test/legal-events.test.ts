@@ -64,6 +64,28 @@ describe('legalEvents', () => {
     expect(legalEvents(actor).map((e) => e.type)).toEqual(['CANCEL']);
   });
 
+  test('a declared family (`audit.*`) speaks for the types it matches, never for internal ones, and is no type', () => {
+    const machine = setup({}).createMachine({
+      id: 'wild-declared',
+      meta: {
+        events: {
+          '*': { kind: 'command', roles: ['leader'] },
+          'audit.*': { kind: 'command', roles: ['operator'] },
+          'audit.ping': { kind: 'command', roles: ['agent'] },
+        },
+      },
+      initial: 'open',
+      states: { open: { on: { CANCEL: 'closed', '*': { target: 'open' } } }, closed: {} },
+    });
+    const meta = chartMeta(machine);
+    expect(meta.events.map((e) => e.type)).toEqual(['CANCEL', 'audit.ping']);
+    expect(meta.event('audit.login').roles).toEqual(['operator']); // the longer descriptor
+    expect(meta.event('audit').roles).toEqual(['operator']); // `audit.*` matches `audit`
+    expect(meta.event('audit.ping').roles).toEqual(['agent']); // its own key wins
+    expect(meta.event('auditor').roles).toEqual(['leader']); // only `*` matches
+    expect(meta.event('xstate.after.1.x')).toMatchObject({ kind: 'internal', roles: [] });
+  });
+
   test('guards that read the payload are decided with the chart’s samples (a team vote)', () => {
     const chart = teamWorkflow.chart;
     const actor = createStrictActor(chart.machine, { input: chart.defaultInput }).start();

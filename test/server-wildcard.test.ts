@@ -2,6 +2,8 @@
  * A chart whose transitions include wildcards, served over HTTP: a signed event of
  * a type only a wildcard takes is accepted and committed, as XState takes it; the
  * control, a type neither named nor matched, is refused with 400 and writes nothing.
+ * Who may send a family of types is the chart's metadata too: `meta.events` may
+ * declare a descriptor (`'audit.*'`), the most specific declaration deciding.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,7 @@ import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
 
 const AGENT: ApiKey = { id: 'audit-bot', secret: 'audit-secret-0123456789abcd', role: 'agent' };
+const OPERATOR: ApiKey = { id: 'auditor', secret: 'auditor-secret-0123456789ab', role: 'operator' };
 
 const machine = setup({
   types: { context: {} as { seen: string[] } },
@@ -32,6 +35,29 @@ const machine = setup({
 });
 const chart = defineChart(machine, { events: {} });
 
+/** The same chart, the `audit.*` family declared for operators, one of its types for agents. */
+const guarded = setup({
+  types: { context: {} as { seen: string[] } },
+  actions: {
+    note: assign({ seen: ({ context, event }) => [...context.seen, event.type] }),
+  },
+}).createMachine({
+  id: 'audit-guarded',
+  context: { seen: [] },
+  meta: {
+    events: {
+      'audit.*': { kind: 'command', roles: ['operator'] },
+      'audit.ping': { kind: 'command', roles: ['agent'] },
+    },
+  },
+  initial: 'open',
+  states: {
+    open: { on: { CLOSE: 'closed', 'audit.*': { actions: 'note' } } },
+    closed: { type: 'final' },
+  },
+});
+const guardedChart = defineChart(guarded, { events: {} });
+
 let dir: string;
 let store: Store;
 let http: ListeningServer;
@@ -39,13 +65,14 @@ let http: ListeningServer;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agentcharts-wildcard-'));
   store = openStore(`sqlite:${join(dir, 'wild.db')}`);
-  getRuntime(store, { charts: [chart] });
+  getRuntime(store, { charts: [chart, guardedChart] });
   await createDurableActor(machine, { id: 'trail-1', store, schemas: false });
+  await createDurableActor(guarded, { id: 'guarded-1', store, schemas: false });
   http = await listen(
     createServer({
       store,
-      charts: [chart],
-      keys: [AGENT],
+      charts: [chart, guardedChart],
+      keys: [AGENT, OPERATOR],
       accessToken: 'read-token-0123456789abcdef',
     }),
   );
@@ -58,14 +85,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function send(event: Record<string, unknown>) {
+async function send(event: Record<string, unknown>, actorId = 'trail-1', key = AGENT) {
   const path = '/api/events';
-  const text = JSON.stringify({ actorId: 'trail-1', event });
+  const text = JSON.stringify({ actorId, event });
   const response = await fetch(`${http.url}${path}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      ...signRequest(AGENT, { method: 'POST', path, body: text }),
+      ...signRequest(key, { method: 'POST', path, body: text }),
     },
     body: text,
   });
@@ -82,5 +109,25 @@ describe('a wildcard transition over HTTP', () => {
     const row = await store.loadActor('trail-1');
     expect(JSON.parse(row?.snapshot ?? '{}').context).toEqual({ seen: ['audit.login'] });
     expect(row?.version).toBe(2);
+  });
+
+  test("a family declared in the chart's metadata decides who sends its types; an exact declaration beats it", async () => {
+    const refused = await send({ type: 'audit.login' }, 'guarded-1', AGENT);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({
+      error: 'forbidden',
+      reason: 'role_not_allowed',
+      eventType: 'audit.login',
+      roles: ['operator'],
+    });
+    expect((await store.loadActor('guarded-1'))?.version).toBe(1);
+    // The control: the operator's same event is taken, and the agent's declared one.
+    expect((await send({ type: 'audit.login' }, 'guarded-1', OPERATOR)).status).toBe(200);
+    expect((await send({ type: 'audit.ping' }, 'guarded-1', AGENT)).status).toBe(200);
+    const row = await store.loadActor('guarded-1');
+    expect(JSON.parse(row?.snapshot ?? '{}').context).toEqual({
+      seen: ['audit.login', 'audit.ping'],
+    });
+    expect(row?.version).toBe(3);
   });
 });

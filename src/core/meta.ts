@@ -8,7 +8,8 @@
  * - a state node's `meta`: `{ name?, class?, color? }` (the document's name for the
  *   state, its class, its badge colour); a state's `description` is XState's own;
  * - the root node's `meta`: `{ events?: { [type]: { kind?, roles?, description? } },
- *   delays?: { [delayName]: documentEventName } }`;
+ *   delays?: { [delayName]: documentEventName } }`, where a key may be a descriptor
+ *   (`'audit.*'`) declaring every type it matches that has no key of its own;
  * - an `after` transition's `meta`: `{ event? }` (the document's event name when a
  *   delay has guarded branches, e.g. RETRY vs MAX_RETRIES_EXCEEDED).
  *
@@ -29,7 +30,7 @@ import {
 } from './meta-check.ts';
 import { EXPECTED, isMachine, requireArg } from './options.ts';
 import { allLabels, displayLabel } from './state-labels.ts';
-import { namedEventTypes } from './event-descriptors.ts';
+import { isWildcard, matchesDescriptor, namedEventTypes } from './event-descriptors.ts';
 
 export {
   EVENT_KINDS,
@@ -244,12 +245,24 @@ function compile(machine: AnyStateMachine): ChartMeta {
   }
 
   const declared = root.events ?? {};
+  // A declared descriptor (`'audit.*'`, `'*'`) speaks for the types it matches that
+  // have no declaration of their own, the most specific (longest) first; it is no
+  // type itself. Never for `xstate.*` types: they stay internal.
+  const families = Object.keys(declared)
+    .filter(isWildcard)
+    .sort((a, b) => b.length - a.length);
   const eventTypes = new Set<string>([
     ...namedEventTypes(machine).filter((t) => !t.startsWith('xstate.')),
-    ...Object.keys(declared),
+    ...Object.keys(declared).filter((t) => !isWildcard(t)),
   ]);
+  const declarationOf = (type: string) => {
+    if (Object.hasOwn(declared, type)) return declared[type];
+    if (families.length === 0 || type.startsWith('xstate.')) return undefined;
+    const family = families.find((f) => matchesDescriptor(type, f));
+    return family === undefined ? undefined : declared[family];
+  };
   const eventInfo = (type: string): EventInfo => {
-    const own = Object.hasOwn(declared, type) ? declared[type] : undefined;
+    const own = declarationOf(type);
     const kind: EventKind = own?.kind ?? (type.startsWith('xstate.') ? 'internal' : 'command');
     const defaultRoles = kind === 'command' ? ['agent'] : kind === 'approval' ? ['approver'] : [];
     const roles = kind === 'timer-only' || kind === 'internal' ? [] : (own?.roles ?? defaultRoles);
