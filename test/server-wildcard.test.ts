@@ -19,42 +19,30 @@ import type { Store } from '../src/store/types.ts';
 const AGENT: ApiKey = { id: 'audit-bot', secret: 'audit-secret-0123456789abcd', role: 'agent' };
 const OPERATOR: ApiKey = { id: 'auditor', secret: 'auditor-secret-0123456789ab', role: 'operator' };
 
-const machine = setup({
-  types: { context: {} as { seen: string[] } },
-  actions: {
-    note: assign({ seen: ({ context, event }) => [...context.seen, event.type] }),
-  },
-}).createMachine({
-  id: 'audit-trail',
-  context: { seen: [] },
-  initial: 'open',
-  states: {
-    open: { on: { CLOSE: 'closed', 'audit.*': { actions: 'note' } } },
-    closed: { type: 'final' },
-  },
-});
-const chart = defineChart(machine, { events: {} });
-
-/** The same chart, the `audit.*` family declared for operators, one of its types for agents. */
-const guarded = setup({
-  types: { context: {} as { seen: string[] } },
-  actions: {
-    note: assign({ seen: ({ context, event }) => [...context.seen, event.type] }),
-  },
-}).createMachine({
-  id: 'audit-guarded',
-  context: { seen: [] },
-  meta: {
-    events: {
-      'audit.*': { kind: 'command', roles: ['operator'] },
-      'audit.ping': { kind: 'command', roles: ['agent'] },
+/** A trail that notes every `audit.*` event; `events`: its root `meta.events`. */
+function auditTrail(id: string, events?: Record<string, { kind: 'command'; roles: string[] }>) {
+  return setup({
+    types: { context: {} as { seen: string[] } },
+    actions: {
+      note: assign({ seen: ({ context, event }) => [...context.seen, event.type] }),
     },
-  },
-  initial: 'open',
-  states: {
-    open: { on: { CLOSE: 'closed', 'audit.*': { actions: 'note' } } },
-    closed: { type: 'final' },
-  },
+  }).createMachine({
+    id,
+    context: { seen: [] },
+    ...(events === undefined ? {} : { meta: { events } }),
+    initial: 'open',
+    states: {
+      open: { on: { CLOSE: 'closed', 'audit.*': { actions: 'note' } } },
+      closed: { type: 'final' },
+    },
+  });
+}
+const machine = auditTrail('audit-trail');
+const chart = defineChart(machine, { events: {} });
+/** The same chart, the `audit.*` family declared for operators, one of its types for agents. */
+const guarded = auditTrail('audit-guarded', {
+  'audit.*': { kind: 'command', roles: ['operator'] },
+  'audit.ping': { kind: 'command', roles: ['agent'] },
 });
 const guardedChart = defineChart(guarded, { events: {} });
 

@@ -91,19 +91,27 @@ export interface PostedBatch {
   readonly arms?: readonly TimerArm[] | undefined;
 }
 
-/** A message read from the store. */
-const fromRow = (row: MessageRow): Posted => {
-  const queued = queuedWithSpawn(row.kind, row.body);
+/** A message as the courier knows it: of commit `fromSeq` of `from`, and its row when read. */
+function postedFrom(
+  m: Pick<OutgoingMessage, 'to' | 'idx' | 'kind' | 'body'>,
+  from: string,
+  fromSeq: number,
+  row?: MessageRow,
+): Posted {
+  const queued = queuedWithSpawn(m.kind, m.body);
   return {
-    to: row.to,
-    from: row.from,
-    fromSeq: row.fromSeq,
-    idx: row.idx,
-    kind: row.kind,
-    row,
+    to: m.to,
+    from,
+    fromSeq,
+    idx: m.idx,
+    kind: m.kind,
+    ...(row === undefined ? {} : { row }),
     ...(queued === undefined ? {} : { queued }),
   };
-};
+}
+
+/** A message read from the store. */
+const fromRow = (row: MessageRow): Posted => postedFrom(row, row.from, row.fromSeq, row);
 
 /**
  * The message a transition row took, from its metadata: an event or stop delivered
@@ -159,17 +167,7 @@ interface Frame {
 }
 
 function postedOf(batch: PostedBatch): Posted[] {
-  return batch.messages.map((m) => {
-    const queued = queuedWithSpawn(m.kind, m.body);
-    return {
-      to: m.to,
-      from: batch.from,
-      fromSeq: batch.fromSeq,
-      idx: m.idx,
-      kind: m.kind,
-      ...(queued === undefined ? {} : { queued }),
-    };
-  });
+  return batch.messages.map((m) => postedFrom(m, batch.from, batch.fromSeq));
 }
 
 /**
