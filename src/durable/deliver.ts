@@ -527,7 +527,7 @@ export class Courier {
       const last = Math.min(posted.length, i + 1 + LOOK_AHEAD);
       for (let j = i + 1; j < last; j++) this.lookAhead(posted[j] as Posted);
       const p = posted[i] as Posted;
-      if (held !== undefined) this.relayHeld(held, p.idx);
+      if (held !== undefined) this.relayHeld(held, p);
       if (!this.placed.empty) await this.arm(this.placed.takeBefore(keyOf(p)));
       await this.send(p);
       if (!this.placed.empty) await this.arm(this.placed.takeAfter(keyOf(p)));
@@ -535,15 +535,17 @@ export class Courier {
   }
 
   /**
-   * Relays the held events ({@link heldIn}) due before the commit's message `idx`:
+   * Relays the held events ({@link heldIn}) due before message `p` of their commit:
    * as XState relays an event to a child that has not started, each waits in the
    * child's mailbox ({@link unstartedBox}) behind what other actors sent it before,
    * and the child takes them all once started, before anything the first of them
    * sets off (a grandchild's greeting waits behind them).
    */
-  private relayHeld(held: readonly Held[], idx: number): void {
+  private relayHeld(held: readonly Held[], p: Posted): void {
     for (const { message, spawn, at } of held) {
-      if (at > idx || this.unstarted.get(spawn.to) !== spawn) continue;
+      // A delivery's messages may be of several commits: only `p`'s own are due.
+      if (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq || at > p.idx) continue;
+      if (this.unstarted.get(spawn.to) !== spawn) continue;
       const key = keyOf(message);
       if (this.claimed.has(key)) continue;
       this.claimed.add(key);
