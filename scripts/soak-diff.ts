@@ -7,9 +7,10 @@
  * `--store postgres` starts a throwaway server (as the tests do) and runs each
  * case in a fresh schema, every restart reconnecting.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { openStore } from '../src/index.ts';
 import { runBoth } from '../test/support/differential.ts';
@@ -51,6 +52,32 @@ let withGrandchildren = 0;
 let withTreeLookups = 0;
 /** The most a case may take (the slowest seen take under 4 s). */
 const CASE_MS = 60_000;
+/**
+ * A case stuck in a synchronous loop (a generated machine that plain XState runs
+ * forever within one step) blocks the event loop, so the timer above never fires.
+ * A watchdog thread sees the case count stand still, prints the case, and kills
+ * the process (soak:diff seed 47001 once hung that way for as long as it was let).
+ */
+const beat = new Int32Array(new SharedArrayBuffer(4));
+const currentCase = join(dir, 'current-case.json');
+const watchdog = new Worker(
+  `const { workerData } = require('node:worker_threads');
+  const fs = require('node:fs');
+  const beat = new Int32Array(workerData.sab);
+  let last = -1;
+  setInterval(() => {
+    const now = Atomics.load(beat, 0);
+    if (now === last) {
+      let text = '';
+      try { text = fs.readFileSync(workerData.file, 'utf8'); } catch {}
+      fs.writeSync(2, 'a case blocked the process for over ' + workerData.ms / 1000 + ' s (a synchronous loop): ' + text + String.fromCharCode(10));
+      process.kill(process.pid, 'SIGKILL');
+    }
+    last = now;
+  }, workerData.ms);`,
+  { eval: true, workerData: { sab: beat.buffer, file: currentCase, ms: 2 * CASE_MS } },
+);
+watchdog.unref();
 const started = Date.now();
 const server: PostgresServer | undefined = kind === 'postgres' ? await startPostgres() : undefined;
 /** Where a case's restarts reopen its store: the same file, or the same schema. */
@@ -63,6 +90,8 @@ try {
   await fc.assert(
     fc.asyncProperty(machineSpecArb, scriptArb, async (spec, script) => {
       cases++;
+      Atomics.add(beat, 0, 1);
+      writeFileSync(currentCase, JSON.stringify([spec, script]));
       steps += script.length;
       const file = join(dir, `case-${cases}.db`);
       const memory = kind === 'memory' ? openStore('memory:') : undefined;
