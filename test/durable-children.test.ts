@@ -413,6 +413,77 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
   });
 
+  test("the poller's pass that reads a spawn before its commit is posted here leaves it behind the stop this process has not sent yet", async () => {
+    // Found by the PostgreSQL crash test (seeds 829144323 and 831491975): ABANDON's
+    // stop waited behind the parent's earlier message (its lookup under way), not
+    // sent yet, when GO committed; the poller's pass read GO's spawn before GO's
+    // commit was posted here, passed over the stop as this courier's own, and
+    // delivered the spawn first: the child still ran, and the spawn was refused.
+    const lines: string[] = [];
+    const a = open();
+    const runtime = getRuntime(a, {
+      logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }),
+    });
+    const parent = await createDurableActor(lead, { id: 'p7', store: a });
+    await parent.send({ type: 'GO' });
+    await settle(a);
+    const courier = runtime.courier;
+    const read = a.pendingMessages.bind(a);
+    const commit = a.commit.bind(a);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let gated = false;
+    let pageRead: (() => void) | undefined;
+    a.pendingMessages = async (query) => {
+      // The lookup of NUDGE's WORK waits: ABANDON's stop is posted behind it.
+      if (query.to === 'p7/w1' && !gated) {
+        gated = true;
+        await gate;
+      }
+      const rows = await read(query);
+      if (query.to === undefined) pageRead?.();
+      return rows;
+    };
+    let polled = false;
+    a.commit = async (writes) => {
+      const results = await commit(writes);
+      if (writes.some((w) => w.messagesOut?.some((m) => m.kind === 'spawn'))) {
+        // GO's spawn is durable, not yet posted here: the poller's pass reads it now.
+        const read = new Promise<void>((resolve) => (pageRead = resolve));
+        void courier.deliverAll();
+        await read;
+        polled = true;
+      }
+      return results;
+    };
+
+    await parent.send({ type: 'NUDGE' });
+    await parent.send({ type: 'ABANDON' });
+    await parent.send({ type: 'GO' });
+    expect(gated && polled).toBe(true); // the race happened
+    release();
+    await settle(a);
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await a.history('p7/w1')).map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['WORK', 'working'],
+      ['xstate.stop', 'working'],
+      ['xstate.init', 'waiting'],
+    ]);
+    // Control: the child started over takes its parent's next message.
+    await parent.send({ type: 'NUDGE' });
+    await settle(a);
+    expect(await a.loadActor('p7/w1')).toMatchObject({ status: 'active', state: 'working' });
+    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+    const plain = createActor(lead).start();
+    for (const type of ['GO', 'NUDGE', 'ABANDON', 'GO', 'NUDGE'] as const) plain.send({ type });
+    expect(plain.getSnapshot().children['w1']?.getSnapshot()).toMatchObject({
+      value: 'working',
+      context: { steps: 1 },
+    });
+  });
+
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
     const store = open();
     const actor = await createDurableActor(fragile, { id: 'b1', store });

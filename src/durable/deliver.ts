@@ -355,6 +355,8 @@ export class Courier {
   private async deliverPages(limit: number): Promise<number> {
     let handed = 0;
     let afterId = 0;
+    /** Sender and receiver pairs with a message this courier orders itself (see below). */
+    const behind = new Set<string>();
     for (;;) {
       const page = await this.hooks.store.pendingMessages({ afterId, limit });
       if (page.length === 0) return handed;
@@ -362,8 +364,15 @@ export class Courier {
       const batches = new Map<string, Posted[]>();
       for (const row of page) {
         const key = keyOf(row);
-        // One posted here goes in its place in XState's order, when its turn comes.
-        if (this.claimed.has(key) || this.unsent.has(key)) continue;
+        const pair = `${row.from}\u0000${row.to}`;
+        // One posted here goes in its place in XState's order, when its turn comes; so
+        // does its sender's next one to the same receiver, which this page may show
+        // before its commit is posted here: delivered now, it would overtake it.
+        if (this.claimed.has(key) || this.unsent.has(key)) {
+          behind.add(pair);
+          continue;
+        }
+        if (behind.has(pair)) continue;
         if (row.kind !== 'spawn') {
           let mine = owned.get(row.to);
           if (mine === undefined) owned.set(row.to, (mine = await this.hooks.owns(row.to)));
