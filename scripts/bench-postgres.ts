@@ -66,8 +66,7 @@ async function rawCommit(client: pg.Client, batch: readonly ActorWrite[]): Promi
     const statement = writeStatement(write);
     if (statement === undefined)
       throw new Error(`raw baseline: ${write.actorId} cannot be written`);
-    const result = await client.query<{ written: number }>(statement);
-    if (result.rows[0]?.written !== 1) {
+    if ((await client.query(statement)).rowCount !== 1) {
       throw new Error(`raw baseline: version conflict on ${write.actorId}`);
     }
   }

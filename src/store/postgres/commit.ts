@@ -246,8 +246,8 @@ export class PostgresCommitter {
   private async applyWrite(client: Queryable, write: S.ActorWrite): Promise<boolean> {
     const statement = writeStatement(write);
     if (statement === undefined) return false;
-    const result = await client.query<{ written: number }>(statement);
-    return result.rows[0]?.written === 1;
+    // The row count of the statement's audit-row INSERT: 1 when the actor row was written.
+    return (await client.query(statement)).rowCount === 1;
   }
 
   /**
