@@ -34,6 +34,8 @@ export class PostgresCommitter {
 
   /** Applies each write atomically (see Store.commit). */
   commit(writes: readonly S.ActorWrite[]): Promise<Array<Error | null>> {
+    const [only] = writes;
+    if (writes.length === 1 && only !== undefined && !hasExtras(only)) return this.commitOne(only);
     const single = writes.length === 1 ? writes[0]?.actorId : undefined;
     const results: Array<Error | null> = writes.map((w) => rules.invalidWrite(w) ?? null);
     // Lock rows in one global order (actor id, bytes) so batches of different
@@ -54,6 +56,19 @@ export class PostgresCommitter {
       const outcome = await this.commitPlain(plain, results, state);
       this.committed();
       return outcome;
+    });
+  }
+
+  /**
+   * A lone write without extra rows, the one-at-a-time path: one statement, with
+   * none of a batch's sorting and splitting around it.
+   */
+  private commitOne(write: S.ActorWrite): Promise<Array<Error | null>> {
+    const results: Array<Error | null> = [rules.invalidWrite(write) ?? null];
+    return this.conn.run('commit', write.actorId, async () => {
+      if (results[0] === null) await this.commitAlone({ write, index: 0 }, results);
+      this.committed();
+      return results;
     });
   }
 
