@@ -484,6 +484,51 @@ describe('a child machine is a durable actor of its own', () => {
     });
   });
 
+  test("another process's stop that this process's poller has read, and not queued yet, goes before this process's spawn", async () => {
+    // Found in review of the case above: the poller's pass read another process's
+    // stop and was asking about its commit (not queued yet) when this process's
+    // spawn, looking up its row, met the stop and passed over it as this courier's
+    // own to order; the spawn went first and was refused.
+    const { lines, a, b, parent } = await twoProcesses('p8');
+    const other = await getRuntime(b).actor('p8');
+    getRuntime(b).courier.close();
+    await other.send({ type: 'ABANDON' });
+    const courier = getRuntime(a).courier;
+    const history = a.history.bind(a);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let reading: (() => void) | undefined;
+    const read = new Promise<void>((resolve) => (reading = resolve));
+    a.history = async (actorId, page) => {
+      // The pass has read the stop and asks about its commit: it waits there.
+      if (reading !== undefined) {
+        reading();
+        reading = undefined;
+        await gate;
+      }
+      return history(actorId, page);
+    };
+    const pass = courier.deliverAll();
+    await read;
+    await parent.send({ type: 'GO' }); // on this process's stale copy: reloaded, taken
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    await pass;
+    await settle(a);
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await a.history('p8/w1')).map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['xstate.stop', 'waiting'],
+      ['xstate.init', 'waiting'],
+    ]);
+    // Control: the child started over takes its parent's next message.
+    await parent.send({ type: 'NUDGE' });
+    await settle(a);
+    expect(await a.loadActor('p8/w1')).toMatchObject({ status: 'active', state: 'working' });
+    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+  });
+
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
     const store = open();
     const actor = await createDurableActor(fragile, { id: 'b1', store });

@@ -154,6 +154,10 @@ function isRelay(metadata: string): boolean {
   }
 }
 
+/** Whether `m` was sent before `p` by the same sender (one commit's messages in order). */
+const sentBefore = (m: MessageRow, p: Posted): boolean =>
+  m.from === p.from && (m.fromSeq < p.fromSeq || (m.fromSeq === p.fromSeq && m.idx < p.idx));
+
 const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
   `${m.fromSeq}:${m.idx}:${m.from}`;
 const keyOfCommit = (from: string, fromSeq: number): string => `${fromSeq}:${from}`;
@@ -767,8 +771,10 @@ export class Courier {
 
   /**
    * Whether an older pending row to `p`'s receiver, met while looking up `p`, must
-   * be delivered first: one this courier has not claimed; or one it queued in the
-   * receiver's mailbox behind `p` that an earlier transition of `p`'s own sender
+   * be delivered first: one this courier has not claimed, nor holds to send (posted
+   * here, or read by a pass of {@link deliverAll}) unless `p`'s sender sent it
+   * before `p`; or one it queued in the receiver's mailbox behind `p` that an
+   * earlier transition of `p`'s own sender
    * posted — read by {@link deliverAll} from the store (another process's, landed
    * late) after `p` was taken out of the mailbox. One sender's messages to one
    * receiver arrive in the order sent, in XState as here. Older rows from other
@@ -778,12 +784,11 @@ export class Courier {
    */
   private ahead(p: Posted, m: MessageRow): boolean {
     const key = keyOf(m);
-    // Posted here and not sent yet: it goes in its place in XState's order.
-    if (!this.claimed.has(key)) return !this.unsent.has(key);
+    // Posted here or read by a pass and not sent yet: it goes in its place in XState's
+    // order, which puts one sender's messages to one receiver in the order sent.
+    if (!this.claimed.has(key)) return !this.unsent.has(key) || sentBefore(m, p);
     // A stop overtakes what its receiver has queued (see {@link send}).
-    if (p.kind === 'stop') return false;
-    if (m.from !== p.from || m.fromSeq > p.fromSeq) return false;
-    if (m.fromSeq === p.fromSeq && m.idx > p.idx) return false;
+    if (p.kind === 'stop' || !sentBefore(m, p)) return false;
     return this.mailboxes.get(p.to)?.some((q) => keyOf(q) === key) ?? false;
   }
 
