@@ -529,6 +529,41 @@ describe('a child machine is a durable actor of its own', () => {
     expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
   });
 
+  test("a pass over pending messages leaves a spawn behind its sender's stop of the child, when another worker holds the child's lease", async () => {
+    const { lines, a, b } = await twoProcesses('p9');
+    const other = await getRuntime(b).actor('p9');
+    getRuntime(b).courier.close();
+    await other.send({ type: 'ABANDON' });
+    await other.send({ type: 'GO' });
+    expect(await a.pendingMessages({ limit: 10 })).toMatchObject([
+      { to: 'p9/w1', kind: 'stop' },
+      { to: 'p9/w1', kind: 'spawn' },
+    ]);
+    // Another worker holds the child's lease: the stop is that worker's to deliver.
+    const runtime = getRuntime(a) as unknown as {
+      holds(id: string): boolean;
+      acquire(ids: readonly string[]): Promise<string[]>;
+    };
+    const { holds, acquire } = runtime;
+    runtime.holds = (id) => id !== 'p9/w1' && holds.call(runtime, id);
+    runtime.acquire = async (ids) => (ids.includes('p9/w1') ? [] : acquire.call(runtime, ids));
+    await getRuntime(a).courier.deliverAll();
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toHaveLength(2);
+    // Control: once the lease is this worker's, both go, in the order sent.
+    runtime.holds = holds;
+    runtime.acquire = acquire;
+    await getRuntime(a).courier.deliverAll();
+    await settle(a);
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await a.history('p9/w1')).map((r) => [r.eventType, r.toState])).toEqual([
+      ['xstate.init', 'waiting'],
+      ['xstate.stop', 'waiting'],
+      ['xstate.init', 'waiting'],
+    ]);
+  });
+
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
     const store = open();
     const actor = await createDurableActor(fragile, { id: 'b1', store });

@@ -371,16 +371,20 @@ export class Courier {
         const pair = `${row.from}\u0000${row.to}`;
         // One posted here goes in its place in XState's order, when its turn comes; so
         // does its sender's next one to the same receiver, which this page may show
-        // before its commit is posted here: delivered now, it would overtake it.
-        if (this.claimed.has(key) || this.unsent.has(key)) {
+        // before its commit is posted here: delivered now, it would overtake it. The
+        // same for one left to the worker that holds the receiver's lease (a spawn
+        // after its stop would find the child running).
+        if (this.claimed.has(key) || this.unsent.has(key) || behind.has(pair)) {
           behind.add(pair);
           continue;
         }
-        if (behind.has(pair)) continue;
         if (row.kind !== 'spawn') {
           let mine = owned.get(row.to);
           if (mine === undefined) owned.set(row.to, (mine = await this.hooks.owns(row.to)));
-          if (!mine) continue;
+          if (!mine) {
+            behind.add(pair);
+            continue;
+          }
         }
         const commit = keyOfCommit(row.from, row.fromSeq);
         const batch = batches.get(commit);
