@@ -1,20 +1,23 @@
 /**
- * `npm run soak:diff -- [--runs N] [--seed S] [--store memory|sqlite|postgres]`:
+ * `npm run soak:diff -- [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE]`:
  * the long run of the differential test (test/differential.test.ts): N random
  * machines and scripts (default 20,000) on plain XState and on durable actors,
  * compared after every step. A difference prints the machine and script
  * fast-check shrank it to, and the seed that replays it; the exit code is 1.
  * `--store postgres` starts a throwaway server (as the tests do) and runs each
- * case in a fresh schema, every restart reconnecting.
+ * case in a fresh schema, every restart reconnecting. `--passes 0.3` runs a pass
+ * of the message poller after three commits in ten, before they return, and
+ * before three lookups in ten (test/support/poller-passes.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
-import { openStore } from '../src/index.ts';
+import { openStore, type Store } from '../src/index.ts';
 import { runBoth } from '../test/support/differential.ts';
 import { buildMachine, Gate, machineSpecArb, scriptArb } from '../test/support/machine-gen.ts';
+import { seedOf, withPollerPasses } from '../test/support/poller-passes.ts';
 import { startPostgres, type PostgresServer } from '../test/support/postgres.ts';
 
 const args = process.argv.slice(2);
@@ -22,14 +25,17 @@ let runs = 20_000;
 let seed = Date.now() % 2_147_483_647;
 const KINDS = ['memory', 'sqlite', 'postgres'] as const;
 let kind = 'memory' as (typeof KINDS)[number];
+let passes = 0;
 for (let i = 0; i < args.length; i++) {
   const [flag, value] = [args[i], args[i + 1]];
   if (flag === '--runs' && value !== undefined && /^\d+$/.test(value)) runs = Number(value);
   else if (flag === '--seed' && value !== undefined && /^-?\d+$/.test(value)) seed = Number(value);
   else if (flag === '--store' && KINDS.some((k) => k === value)) kind = value as typeof kind;
-  else {
+  else if (flag === '--passes' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) {
+    passes = Number(value);
+  } else {
     console.error(
-      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres]`,
+      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE]`,
     );
     process.exit(64);
   }
@@ -81,7 +87,7 @@ watchdog.unref();
 const started = Date.now();
 const server: PostgresServer | undefined = kind === 'postgres' ? await startPostgres() : undefined;
 /** Where a case's restarts reopen its store: the same file, or the same schema. */
-function reopenable(file: string): () => ReturnType<typeof openStore> {
+function reopenable(file: string): () => Store {
   if (server === undefined) return () => openStore(`sqlite:${file}`);
   const url = server.freshUrl();
   return () => openStore(url);
@@ -94,7 +100,12 @@ try {
       writeFileSync(currentCase, JSON.stringify([spec, script]));
       steps += script.length;
       const file = join(dir, `case-${cases}.db`);
-      const memory = kind === 'memory' ? openStore('memory:') : undefined;
+      const passing = <T extends Store>(store: T): T => {
+        if (passes > 0) withPollerPasses(store, passes, seedOf(JSON.stringify([spec, script])));
+        return store;
+      };
+      const memory = kind === 'memory' ? passing(openStore('memory:')) : undefined;
+      const reopen = reopenable(file);
       // A case that runs away (a generated machine whose effects feed themselves)
       // is a finding of its own: reported with its machine and script, never a hang.
       let timer: NodeJS.Timeout | undefined;
@@ -114,7 +125,7 @@ try {
           script,
           memory
             ? { open: () => memory, reopens: false }
-            : { open: reopenable(file), reopens: true },
+            : { open: () => passing(reopen()), reopens: true },
         ),
         runaway,
       ]).finally(() => clearTimeout(timer));
@@ -133,7 +144,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));

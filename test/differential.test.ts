@@ -11,6 +11,7 @@ import { fc, test } from '@fast-check/vitest';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../src/index.ts';
 import { runBoth } from './support/differential.ts';
+import { seedOf, withPollerPasses } from './support/poller-passes.ts';
 import {
   buildMachine,
   Gate,
@@ -101,6 +102,17 @@ describe('durable actors end as plain XState does, step by step', () => {
     'on the memory store',
     async ([spec, script]) => {
       const store = openStore('memory:');
+      await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
+      await store.close();
+    },
+    TIMEOUT,
+  );
+
+  test.prop([cases], { numRuns: 300, seed: SEED + 3 })(
+    "on the memory store, the poller's passes reading what a commit wrote before it is posted",
+    async ([spec, script]) => {
+      const store = openStore('memory:');
+      withPollerPasses(store, 0.3, seedOf(JSON.stringify([spec, script])));
       await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
       await store.close();
     },

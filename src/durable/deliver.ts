@@ -224,6 +224,10 @@ export class Courier {
   private readonly delivering = new Set<string>();
   /** Messages posted here and not sent yet (waiting behind their sender's earlier ones). */
   private readonly unsent = new Set<string>();
+  /** Messages of commits submitted here and not posted yet ({@link awaitPost}). */
+  private readonly committing = new Set<string>();
+  /** Per such commit (`keyOfCommit`), its messages' keys. */
+  private readonly committingBy = new Map<string, string[]>();
   /**
    * Per receiver, the spawn of it posted and not sent yet. XState creates a spawned
    * child as the step's actions are resolved (a child of that id the step stops is
@@ -261,6 +265,7 @@ export class Courier {
   post(batch: PostedBatch): void {
     if (this.taken.delete(keyOfCommit(batch.from, batch.fromSeq))) return;
     const posted = this.known(postedOf(batch));
+    this.posted(batch);
     const frame = this.frames.get(batch.from);
     if (frame !== undefined) {
       frame.posted.push(...posted);
@@ -283,10 +288,13 @@ export class Courier {
    * delivery takes the messages it posts now and the courier goes on while it is
    * made durable.
    */
-  submitting(batch: PostedBatch): void {
+  submitting(batch: PostedBatch, done: Promise<unknown>): void {
     if (batch.arms !== undefined) this.placed.place(batch, batch.arms);
     const frame = this.frames.get(batch.from);
-    if (frame?.submitted === undefined) return;
+    if (frame?.submitted === undefined) {
+      if (batch.messages.length > 0) this.awaitPost(batch, done);
+      return;
+    }
     if (batch.messages.length > 0) {
       frame.posted.push(...this.known(postedOf(batch)));
       frame.taken = keyOfCommit(batch.from, batch.fromSeq);
@@ -295,6 +303,34 @@ export class Courier {
     const go = frame.submitted;
     frame.submitted = undefined;
     go();
+  }
+
+  /**
+   * Notes the messages of a commit submitted outside a delivery until it is posted
+   * ({@link post}, right after the commit resolves) or fails: a pass of
+   * {@link deliverAll} that reads them meanwhile leaves them to the post, which
+   * puts them in their place in XState's order. Delivered by the pass, they went
+   * alongside the post's delivery of the same commit, out of that order (a child's
+   * greeting behind its parent's later message to itself).
+   */
+  private awaitPost(batch: PostedBatch, done: Promise<unknown>): void {
+    const keys = batch.messages.map((m) =>
+      keyOf({ ...m, from: batch.from, fromSeq: batch.fromSeq }),
+    );
+    for (const key of keys) this.committing.add(key);
+    this.committingBy.set(keyOfCommit(batch.from, batch.fromSeq), keys);
+    const release = () => this.posted(batch);
+    // Posted at once when it resolves; a turn later at the latest, whatever happens.
+    done.then(() => setTimeout(release, 0), release);
+  }
+
+  /** A commit noted by {@link awaitPost} is posted (or failed, or given up). */
+  private posted(batch: Pick<PostedBatch, 'from' | 'fromSeq'>): void {
+    const commit = keyOfCommit(batch.from, batch.fromSeq);
+    const keys = this.committingBy.get(commit);
+    if (keys === undefined) return;
+    this.committingBy.delete(commit);
+    for (const key of keys) this.committing.delete(key);
   }
 
   /**
@@ -374,7 +410,12 @@ export class Courier {
         // before its commit is posted here: delivered now, it would overtake it. The
         // same for one left to the worker that holds the receiver's lease (a spawn
         // after its stop would find the child running).
-        if (this.claimed.has(key) || this.unsent.has(key) || behind.has(pair)) {
+        if (
+          this.claimed.has(key) ||
+          this.unsent.has(key) ||
+          this.committing.has(key) ||
+          behind.has(pair)
+        ) {
           behind.add(pair);
           continue;
         }

@@ -305,7 +305,7 @@ export class DurableRuntime {
       messages: write.messagesOut ?? [],
       arms,
     };
-    this.courier.submitting(batch);
+    this.courier.submitting(batch, done);
     if (arms === undefined) return done;
     return done.catch((error: unknown) => {
       this.courier.unplace(batch);
