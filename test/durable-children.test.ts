@@ -544,9 +544,10 @@ describe('a child machine is a durable actor of its own', () => {
       holds(id: string): boolean;
       acquire(ids: readonly string[]): Promise<string[]>;
     };
-    const { holds, acquire } = runtime;
-    runtime.holds = (id) => id !== 'p9/w1' && holds.call(runtime, id);
-    runtime.acquire = async (ids) => (ids.includes('p9/w1') ? [] : acquire.call(runtime, ids));
+    const holds = runtime.holds.bind(runtime);
+    const acquire = runtime.acquire.bind(runtime);
+    runtime.holds = (id) => id !== 'p9/w1' && holds(id);
+    runtime.acquire = async (ids) => (ids.includes('p9/w1') ? [] : acquire(ids));
     await getRuntime(a).courier.deliverAll();
     expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
     expect(await a.pendingMessages({ limit: 10 })).toHaveLength(2);
