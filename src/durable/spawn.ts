@@ -73,9 +73,23 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
  * created the child meanwhile: it is gone from the store, and nothing is refused.
  */
 async function refuseRunning(runtime: DurableRuntime, message: MessageRow): Promise<void> {
+  // What the log needs to tell a refusal the parent's chart asked for (it spawned a
+  // child of a running id) from one of delivery order (its stop still pending).
+  const [child, ahead] = await Promise.all([
+    runtime.store.loadActor(message.to),
+    runtime.store.pendingMessages({ to: message.to, limit: 8 }),
+  ]);
   if (!(await runtime.store.dropMessage(message.id))) return;
   runtime.logger.error(
-    { actorId: message.to, parent: message.from },
+    {
+      actorId: message.to,
+      parent: message.from,
+      fromSeq: message.fromSeq,
+      child: { status: child?.status, version: child?.version, state: child?.state },
+      pending: ahead
+        .filter((m) => m.id < message.id)
+        .map((m) => ({ kind: m.kind, from: m.from, fromSeq: m.fromSeq, idx: m.idx })),
+    },
     'spawn refused: the child is still running',
   );
 }
