@@ -149,7 +149,7 @@ try {
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));
   console.error(
-    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}`,
+    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}${passes > 0 ? ` --passes ${passes}` : ''}`,
   );
   process.exitCode = 1;
 } finally {

@@ -271,3 +271,73 @@ describe('a system id is found anywhere in the tree, as in plain XState', () => 
     await store.close();
   });
 });
+
+describe('an actor found by its system id while its parent stops it and spawns it again', () => {
+  /** Counts PONGs; on GO it sends PONG to whoever holds `sys` (itself, until replaced). */
+  const echo = setup({
+    types: { context: {} as { pongs: number }, events: {} as Ev },
+  }).createMachine({
+    id: 'echo',
+    context: { pongs: 0 },
+    on: {
+      GO: {
+        actions: sendTo(({ system }) => system.get('sys') as AnyActorRef, { type: 'PONG' }),
+      },
+      PONG: { actions: assign({ pongs: ({ context }) => context.pongs + 1 }) },
+    },
+  });
+  /** RESPAWN: GO to `sys` (the child), then stops the child and spawns it again under `sys`. */
+  const parent = setup({ actors: { echo }, types: { events: {} as Ev } }).createMachine({
+    id: 'echo-parent',
+    entry: spawnChild('echo', { id: 'k', systemId: 'sys' }),
+    on: {
+      GO_ONLY: {
+        actions: sendTo(({ system }) => system.get('sys') as AnyActorRef, { type: 'GO' }),
+      },
+      RESPAWN: {
+        actions: [
+          sendTo(({ system }) => system.get('sys') as AnyActorRef, { type: 'GO' }),
+          stopChild('k'),
+          spawnChild('echo', { id: 'k', systemId: 'sys' }),
+        ],
+      },
+    },
+  });
+
+  test("the old child's send by system id, in the step its parent's GO sets off, reaches the new child, as in plain XState", async () => {
+    // soak:diff seed 48201 (memory, with poller passes), case 14,521: XState's
+    // `system.get` finds the new child from the spawning step on, so the old one's
+    // PONG, sent while it takes GO before its stop, is the new one's first event.
+    const plain = createActor(parent).start();
+    plain.send({ type: 'RESPAWN' });
+    const kid = (plain.getSnapshot().children['k'] as AnyActorRef).getSnapshot() as {
+      context: unknown;
+    };
+    expect(kid.context).toEqual({ pongs: 1 });
+
+    const store = openStore('memory:');
+    const actor = await createDurableActor(parent, { id: 'e', store });
+    await actor.send({ type: 'RESPAWN' });
+    await getRuntime(store).drain();
+    expect((await store.history('e/k')).map((r) => r.eventType)).toEqual([
+      'xstate.init',
+      'GO',
+      'xstate.stop',
+      'xstate.init',
+      'PONG',
+    ]);
+    expect((await openDurableActor(store, 'e/k')).getSnapshot().context).toEqual({ pongs: 1 });
+    expect((await verify(store, { charts: [defineChart(parent)] })).problems).toEqual([]);
+    // Control: with no respawn, GO's PONG reaches the child itself.
+    plain.send({ type: 'GO_ONLY' });
+    const again = (plain.getSnapshot().children['k'] as AnyActorRef).getSnapshot() as {
+      context: unknown;
+    };
+    expect(again.context).toEqual({ pongs: 2 });
+    await actor.send({ type: 'GO_ONLY' });
+    await getRuntime(store).drain();
+    expect((await openDurableActor(store, 'e/k')).getSnapshot().context).toEqual({ pongs: 2 });
+    await getRuntime(store).close();
+    await store.close();
+  });
+});

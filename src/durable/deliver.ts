@@ -65,6 +65,8 @@ interface Posted {
    * commit's messages right after it, go into the child's mailbox (SpawnBody.queued).
    */
   readonly queued?: readonly number[];
+  /** Sent to an actor found by its system id ({@link OutgoingMessage.bySystemId}). */
+  readonly bySystemId?: true;
 }
 
 /** An event a step sent a child before spawning it, and where XState relays it. */
@@ -93,7 +95,7 @@ export interface PostedBatch {
 
 /** A message as the courier knows it: of commit `fromSeq` of `from`, and its row when read. */
 function postedFrom(
-  m: Pick<OutgoingMessage, 'to' | 'idx' | 'kind' | 'body'>,
+  m: Pick<OutgoingMessage, 'to' | 'idx' | 'kind' | 'body' | 'bySystemId'>,
   from: string,
   fromSeq: number,
   row?: MessageRow,
@@ -107,6 +109,7 @@ function postedFrom(
     kind: m.kind,
     ...(row === undefined ? {} : { row }),
     ...(queued === undefined ? {} : { queued }),
+    ...(m.bySystemId === true ? { bySystemId: true } : {}),
   };
 }
 
@@ -537,14 +540,15 @@ export class Courier {
     // one's, and so is what a descendant sends up (`sendParent` names its own
     // parent, the old one, where a send by system id finds the new one), and what
     // the old one sends itself: XState's actor takes it from its own mailbox before
-    // the step that sent it the event returns, so before its stop.
+    // the step that sent it the event returns, so before its stop. Not when found
+    // by system id: XState's `system.get` finds the new one from the spawning step
+    // on, even in a step of the old one or of its descendants.
     return (
       spawn !== undefined &&
       p.kind === 'event' &&
       (p.noted ?? 0) > (spawn.noted ?? Infinity) &&
       (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq) &&
-      p.from !== p.to &&
-      !p.from.startsWith(`${p.to}/`)
+      (p.bySystemId === true || (p.from !== p.to && !p.from.startsWith(`${p.to}/`)))
     );
   }
 

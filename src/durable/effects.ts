@@ -580,7 +580,12 @@ class Planner {
       this.schedule(params.id, event, params.delay, to ?? undefined, idx);
       return;
     }
-    const message = { to: this.actorIdOf(to), kind: 'event' as const, body: JSON.stringify(event) };
+    const message: Omit<OutgoingMessage, 'idx'> = {
+      to: this.actorIdOf(to),
+      kind: 'event',
+      body: JSON.stringify(event),
+      ...(remoteActorOf(params.to) === undefined ? {} : { bySystemId: true }),
+    };
     const child = this.unspawned(params.to, to);
     if (child === undefined) this.messages.push(message);
     else {

@@ -324,6 +324,13 @@ export interface OutgoingMessage {
   body: string;
   /** Position among the messages of the sending transition (0, 1, …). */
   idx: number;
+  /**
+   * Sent to an actor found by its system id (XState's `system.get`). Not stored:
+   * the process that posts it delivers a child spawned again under the id, and
+   * not started yet, what is sent to it so, as XState's `system.get` finds the new
+   * child from the spawning step on (even from the old child's own step).
+   */
+  bySystemId?: true | undefined;
 }
 
 /** A pending message. `id` orders the messages of one sender. */

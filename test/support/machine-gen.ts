@@ -336,11 +336,10 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
       )
     : {};
   const fin = lasting ? {} : { FIN: 'done' };
-  // Not from `k4` (`lasting`), which holds the id itself: a step of the root may
+  // From `k4` (`lasting`) too, which holds the id itself: a step of the root may
   // send it GO, then stop it and spawn it again under the id, and XState's
-  // `system.get` in the old one's step then finds the new one, which a durable
-  // tree cannot tell from the old (docs/durability.md).
-  const toSys = spec.sibling === true && !lasting ? [sendBySystemId('PONG')] : [];
+  // `system.get` in the old one's step then finds the new one (docs/durability.md).
+  const toSys = spec.sibling === true ? [sendBySystemId('PONG')] : [];
   const bump = (by: number) =>
     assign({ m: ({ context }: { context: { m: number } }) => context.m + by });
   const grand =
@@ -357,7 +356,7 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
       grand: grandMachine(
         lasting ? 'grandOfLasting' : 'grand',
         spec.grand ?? 0,
-        spec.sibling === true && !lasting,
+        spec.sibling === true,
       ),
     },
   }).createMachine({
