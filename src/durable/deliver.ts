@@ -821,7 +821,7 @@ export class Courier {
   /**
    * Whether an older pending row to `p`'s receiver, met while looking up `p`, must
    * be delivered first: one this courier has not claimed, nor holds to send (posted
-   * here, or read by a pass of {@link deliverAll}) unless `p`'s sender sent it
+   * or being committed here, or read by a pass of {@link deliverAll}) unless `p`'s sender sent it
    * before `p`; or one it queued in the receiver's mailbox behind `p` that an
    * earlier transition of `p`'s own sender
    * posted — read by {@link deliverAll} from the store (another process's, landed
@@ -833,9 +833,12 @@ export class Courier {
    */
   private ahead(p: Posted, m: MessageRow): boolean {
     const key = keyOf(m);
-    // Posted here or read by a pass and not sent yet: it goes in its place in XState's
-    // order, which puts one sender's messages to one receiver in the order sent.
-    if (!this.claimed.has(key)) return !this.unsent.has(key) || sentBefore(m, p);
+    // Posted here (or being committed here) or read by a pass, and not sent yet: it
+    // goes in its place in XState's order, which puts one sender's messages to one
+    // receiver in the order sent.
+    if (!this.claimed.has(key)) {
+      return !(this.unsent.has(key) || this.committing.has(key)) || sentBefore(m, p);
+    }
     // A stop overtakes what its receiver has queued (see {@link send}).
     if (p.kind === 'stop' || !sentBefore(m, p)) return false;
     return this.mailboxes.get(p.to)?.some((q) => keyOf(q) === key) ?? false;
