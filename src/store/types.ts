@@ -325,10 +325,12 @@ export interface OutgoingMessage {
   /** Position among the messages of the sending transition (0, 1, …). */
   idx: number;
   /**
-   * Sent to an actor found by its system id (XState's `system.get`). Not stored:
-   * the process that posts it delivers a child spawned again under the id, and
-   * not started yet, what is sent to it so, as XState's `system.get` finds the new
-   * child from the spawning step on (even from the old child's own step).
+   * Sent to an actor found by its system id (XState's `system.get`). When a spawn
+   * of the receiver was posted before it and is not delivered yet (the receiver is
+   * stopped and spawned again under the id), it waits for that spawn and goes to
+   * the new actor: XState's `system.get` finds the new child from the spawning
+   * step on, even in a step of the old one. Known to the posting process only;
+   * not stored.
    */
   bySystemId?: true | undefined;
 }
