@@ -305,6 +305,39 @@ describe('a child machine is a durable actor of its own', () => {
     return { lines, a, b, parent };
   }
 
+  /** As {@link twoProcesses}; then `b` moves the parent (ABANDON) and dies before delivering its stop. */
+  async function abandonedElsewhere(id: string) {
+    const both = await twoProcesses(id);
+    const other = await getRuntime(both.b).actor(id);
+    getRuntime(both.b).courier.close();
+    await other.send({ type: 'ABANDON' });
+    return { ...both, other };
+  }
+
+  /**
+   * After ABANDON and GO: no spawn was refused, nothing is pending, and child `id`
+   * was stopped and started over; the control: it takes the parent's NUDGE.
+   */
+  async function expectStartedOver(
+    store: Store,
+    parent: { send(event: { type: 'NUDGE' }): Promise<unknown> },
+    lines: readonly string[],
+    id: string,
+    history: ReadonlyArray<readonly [string, string]> = [
+      ['xstate.init', 'waiting'],
+      ['xstate.stop', 'waiting'],
+      ['xstate.init', 'waiting'],
+    ],
+  ): Promise<void> {
+    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
+    expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+    expect((await store.history(id)).map((r) => [r.eventType, r.toState])).toEqual(history);
+    await parent.send({ type: 'NUDGE' });
+    await settle(store);
+    expect(await store.loadActor(id)).toMatchObject({ status: 'active', state: 'working' });
+    expect((await verify(store, { charts: [chart(lead)] })).problems).toEqual([]);
+  }
+
   test('a child another process stopped is started over when its parent spawns it again here, though this process holds a stale copy of it', async () => {
     // Plain XState: the child invoked again after ABANDON runs anew.
     const plain = createActor(lead).start();
@@ -348,11 +381,7 @@ describe('a child machine is a durable actor of its own', () => {
     // statement, ABANDON, landed after the next worker loaded the parent. That worker
     // took GO on the moved parent and delivered its spawn while the stop waited
     // undelivered in the store: the child still ran, and the spawn was refused.
-    const { lines, a, b, parent } = await twoProcesses('p5');
-    // Another process moves the parent and dies before delivering its stop.
-    const other = await getRuntime(b).actor('p5');
-    getRuntime(b).courier.close();
-    await other.send({ type: 'ABANDON' });
+    const { lines, a, parent } = await abandonedElsewhere('p5');
     expect(await a.pendingMessages({ limit: 10 })).toMatchObject([{ to: 'p5/w1', kind: 'stop' }]);
     expect(await a.loadActor('p5/w1')).toMatchObject({ status: 'active' });
 
@@ -383,10 +412,7 @@ describe('a child machine is a durable actor of its own', () => {
     // child's mailbox while the spawn, taken out of that mailbox, was looking up its
     // row. The lookup passed over the stop as this courier's own, so the spawn went
     // first and was refused.
-    const { lines, a, b, parent } = await twoProcesses('p6');
-    const other = await getRuntime(b).actor('p6');
-    getRuntime(b).courier.close();
-    await other.send({ type: 'ABANDON' });
+    const { lines, a, parent } = await abandonedElsewhere('p6');
     const courier = getRuntime(a).courier;
     const read = a.pendingMessages.bind(a);
     let polled = 0;
@@ -399,18 +425,7 @@ describe('a child machine is a durable actor of its own', () => {
     await parent.send({ type: 'GO' });
     await settle(a);
     expect(polled).toBeGreaterThan(0); // the race happened
-    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
-    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
-    expect((await a.history('p6/w1')).map((r) => [r.eventType, r.toState])).toEqual([
-      ['xstate.init', 'waiting'],
-      ['xstate.stop', 'waiting'],
-      ['xstate.init', 'waiting'],
-    ]);
-    // Control: the child started over takes its parent's next message.
-    await parent.send({ type: 'NUDGE' });
-    await settle(a);
-    expect(await a.loadActor('p6/w1')).toMatchObject({ status: 'active', state: 'working' });
-    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+    await expectStartedOver(a, parent, lines, 'p6/w1');
   });
 
   test("the poller's pass that reads a spawn before its commit is posted here leaves it behind the stop this process has not sent yet", async () => {
@@ -463,19 +478,12 @@ describe('a child machine is a durable actor of its own', () => {
     expect(gated && polled).toBe(true); // the race happened
     release();
     await settle(a);
-    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
-    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
-    expect((await a.history('p7/w1')).map((r) => [r.eventType, r.toState])).toEqual([
+    await expectStartedOver(a, parent, lines, 'p7/w1', [
       ['xstate.init', 'waiting'],
       ['WORK', 'working'],
       ['xstate.stop', 'working'],
       ['xstate.init', 'waiting'],
     ]);
-    // Control: the child started over takes its parent's next message.
-    await parent.send({ type: 'NUDGE' });
-    await settle(a);
-    expect(await a.loadActor('p7/w1')).toMatchObject({ status: 'active', state: 'working' });
-    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
     const plain = createActor(lead).start();
     for (const type of ['GO', 'NUDGE', 'ABANDON', 'GO', 'NUDGE'] as const) plain.send({ type });
     expect(plain.getSnapshot().children['w1']?.getSnapshot()).toMatchObject({
@@ -489,10 +497,7 @@ describe('a child machine is a durable actor of its own', () => {
     // stop and was asking about its commit (not queued yet) when this process's
     // spawn, looking up its row, met the stop and passed over it as this courier's
     // own to order; the spawn went first and was refused.
-    const { lines, a, b, parent } = await twoProcesses('p8');
-    const other = await getRuntime(b).actor('p8');
-    getRuntime(b).courier.close();
-    await other.send({ type: 'ABANDON' });
+    const { lines, a, parent } = await abandonedElsewhere('p8');
     const courier = getRuntime(a).courier;
     const history = a.history.bind(a);
     let release: () => void = () => {};
@@ -515,25 +520,11 @@ describe('a child machine is a durable actor of its own', () => {
     release();
     await pass;
     await settle(a);
-    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
-    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
-    expect((await a.history('p8/w1')).map((r) => [r.eventType, r.toState])).toEqual([
-      ['xstate.init', 'waiting'],
-      ['xstate.stop', 'waiting'],
-      ['xstate.init', 'waiting'],
-    ]);
-    // Control: the child started over takes its parent's next message.
-    await parent.send({ type: 'NUDGE' });
-    await settle(a);
-    expect(await a.loadActor('p8/w1')).toMatchObject({ status: 'active', state: 'working' });
-    expect((await verify(a, { charts: [chart(lead)] })).problems).toEqual([]);
+    await expectStartedOver(a, parent, lines, 'p8/w1');
   });
 
   test("a pass over pending messages leaves a spawn behind its sender's stop of the child, when another worker holds the child's lease", async () => {
-    const { lines, a, b } = await twoProcesses('p9');
-    const other = await getRuntime(b).actor('p9');
-    getRuntime(b).courier.close();
-    await other.send({ type: 'ABANDON' });
+    const { lines, a, parent, other } = await abandonedElsewhere('p9');
     await other.send({ type: 'GO' });
     expect(await a.pendingMessages({ limit: 10 })).toMatchObject([
       { to: 'p9/w1', kind: 'stop' },
@@ -556,13 +547,8 @@ describe('a child machine is a durable actor of its own', () => {
     runtime.acquire = acquire;
     await getRuntime(a).courier.deliverAll();
     await settle(a);
-    expect(lines.filter((line) => line.includes('spawn refused'))).toEqual([]);
-    expect(await a.pendingMessages({ limit: 10 })).toEqual([]);
-    expect((await a.history('p9/w1')).map((r) => [r.eventType, r.toState])).toEqual([
-      ['xstate.init', 'waiting'],
-      ['xstate.stop', 'waiting'],
-      ['xstate.init', 'waiting'],
-    ]);
+    await parent.reload(); // this process's copy is behind the other's ABANDON and GO
+    await expectStartedOver(a, parent, lines, 'p9/w1');
   });
 
   test("a caller's send that makes the chart throw is refused and writes nothing", async () => {
