@@ -24,11 +24,23 @@
  */
 import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import type { MessageKind, MessageRow, OutgoingMessage, Store } from '../store/types.ts';
+import type { MessageRow, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
-import { PlacedTimers, type TimerArm } from './placed-timers.ts';
+import { PlacedTimers } from './placed-timers.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
-import { queuedWithSpawn } from './spawn-body.ts';
+import {
+  causeOf,
+  fromRow,
+  heldIn,
+  isRelay,
+  keyOf,
+  keyOfCommit,
+  postedOf,
+  sentBefore,
+  type Held,
+  type Posted,
+  type PostedBatch,
+} from './posted.ts';
 
 export interface CourierHooks {
   store: Store;
@@ -41,168 +53,12 @@ export interface CourierHooks {
   spawn(message: MessageRow): Promise<void>;
 }
 
-/** A message known by the commit that posted it: sender, its transition, place. */
-interface Posted {
-  readonly to: string;
-  readonly from: string;
-  readonly fromSeq: number;
-  readonly idx: number;
-  readonly kind: MessageKind;
-  /** The row, when it was read from the store rather than posted here. */
-  readonly row?: MessageRow;
-  /** Its row being looked up ahead of its delivery (see {@link Courier.lookAhead}). */
-  lookup?: Promise<MessageRow | undefined>;
-  /**
-   * Older pending messages to the same receiver that its lookup met and this courier
-   * has not queued: posted by another process (or a killed worker's last statement
-   * landing late), they go first.
-   */
-  older?: MessageRow[] | undefined;
-  /** When this courier learned of it (posted here, or read by deliverAll), in order. */
-  noted?: number;
-  /**
-   * A spawn: where the events its step sent the child before spawning it, its
-   * commit's messages right after it, go into the child's mailbox (SpawnBody.queued).
-   */
-  readonly queued?: readonly number[];
-  /** Sent to an actor found by its system id ({@link OutgoingMessage.bySystemId}). */
-  readonly bySystemId?: true;
-}
-
-/** An event a step sent a child before spawning it, and where XState relays it. */
-interface Held {
-  readonly message: Posted;
-  readonly spawn: Posted;
-  /** The index of the step's message it is relayed before. */
-  readonly at: number;
-}
-
-/** What one commit posted: its sender, the sender's transition, its messages in order. */
-export interface PostedBatch {
-  readonly from: string;
-  readonly fromSeq: number;
-  readonly messages: readonly OutgoingMessage[];
-  /** The commit finished its sender (done, failed or stopped). */
-  readonly finished?: boolean | undefined;
-  /**
-   * The commit relayed a delayed send that fell due: XState's scheduler delivers
-   * it, its sender taking no event, so the sender is not processing meanwhile.
-   */
-  readonly relayed?: boolean | undefined;
-  /** Timers the commit's step armed after some of its messages, armed in their place. */
-  readonly arms?: readonly TimerArm[] | undefined;
-}
-
-/** A message as the courier knows it: of commit `fromSeq` of `from`, and its row when read. */
-function postedFrom(
-  m: Pick<OutgoingMessage, 'to' | 'idx' | 'kind' | 'body' | 'bySystemId'>,
-  from: string,
-  fromSeq: number,
-  row?: MessageRow,
-): Posted {
-  const queued = queuedWithSpawn(m.kind, m.body);
-  return {
-    to: m.to,
-    from,
-    fromSeq,
-    idx: m.idx,
-    kind: m.kind,
-    ...(row === undefined ? {} : { row }),
-    ...(queued === undefined ? {} : { queued }),
-    ...(m.bySystemId === true ? { bySystemId: true } : {}),
-  };
-}
-
-/** A message read from the store. */
-const fromRow = (row: MessageRow): Posted => postedFrom(row, row.from, row.fromSeq, row);
-
-/**
- * The message a transition row took, from its metadata: an event or stop delivered
- * (`from`), or the spawn that created the actor (`parent`); none for a caller's
- * send, a timer or an invoke's outcome.
- */
-function causeOf(metadata: string): { key: string; idx: number } | undefined {
-  if (!metadata.includes('"fromSeq"')) return undefined;
-  try {
-    const meta = JSON.parse(metadata) as {
-      source?: unknown;
-      from?: unknown;
-      parent?: unknown;
-      fromSeq?: unknown;
-      idx?: unknown;
-    };
-    const by =
-      meta.source === 'message' ? meta.from : meta.source === 'spawn' ? meta.parent : undefined;
-    if (
-      typeof by !== 'string' ||
-      typeof meta.fromSeq !== 'number' ||
-      typeof meta.idx !== 'number'
-    ) {
-      return undefined;
-    }
-    return { key: keyOfCommit(by, meta.fromSeq), idx: meta.idx };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether a transition row's metadata marks the relay of a delayed send (a timer's commit). */
-function isRelay(metadata: string): boolean {
-  if (!metadata.includes('"relay"')) return false;
-  try {
-    const meta = JSON.parse(metadata) as { source?: unknown };
-    return meta.source === 'timer' && 'relay' in meta;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `m` was sent before `p` by the same sender (one commit's messages in order). */
-const sentBefore = (m: MessageRow, p: Posted): boolean =>
-  m.from === p.from && (m.fromSeq < p.fromSeq || (m.fromSeq === p.fromSeq && m.idx < p.idx));
-
-const keyOf = (m: { from: string; fromSeq: number; idx: number }): string =>
-  `${m.fromSeq}:${m.idx}:${m.from}`;
-const keyOfCommit = (from: string, fromSeq: number): string => `${fromSeq}:${from}`;
-
 /** A delivery under way: what its receiver's commits post, and its first commit's signal. */
 interface Frame {
   readonly posted: Posted[];
   submitted: (() => void) | undefined;
   /** The commit whose messages it took (cleared by that commit's post, or after). */
   taken?: string;
-}
-
-function postedOf(batch: PostedBatch): Posted[] {
-  return batch.messages.map((m) => postedFrom(m, batch.from, batch.fromSeq));
-}
-
-/**
- * The events of one commit's messages that its step sent a child before spawning
- * it ({@link Posted.queued}): those right after each such spawn, to the child.
- */
-function heldIn(posted: readonly Posted[]): Held[] | undefined {
-  let held: Held[] | undefined;
-  for (let i = 0; i < posted.length; i++) {
-    const spawn = posted[i] as Posted;
-    const queued = spawn.queued;
-    if (queued === undefined) continue;
-    for (let k = 0; k < queued.length; k++) {
-      const q = posted[i + 1 + k];
-      if (
-        q === undefined ||
-        q.to !== spawn.to ||
-        q.kind !== 'event' ||
-        q.from !== spawn.from ||
-        q.fromSeq !== spawn.fromSeq ||
-        q.idx !== spawn.idx + 1 + k
-      ) {
-        break;
-      }
-      (held ??= []).push({ message: q, spawn, at: queued[k] as number });
-    }
-  }
-  return held;
 }
 
 /**
