@@ -998,6 +998,53 @@ describe('found by the differential test', () => {
     ]);
   });
 
+  test('verify accepts a child spawned again that an earlier build wrote without its life; a wrong life is still a difference', async () => {
+    const kid = setup({}).createMachine({
+      id: 'life-kid',
+      initial: 'idle',
+      states: { idle: { on: { FIN: 'done' } }, done: { type: 'final' } },
+    });
+    const host = setup({ actors: { kid } }).createMachine({
+      id: 'life-host',
+      entry: spawnChild('kid', { id: 'k', systemId: 'ksys' }),
+      on: {
+        AGAIN: { actions: [stopChild('k'), spawnChild('kid', { id: 'k', systemId: 'ksys' })] },
+      },
+    });
+    const file = join(dir(), 'life.db');
+    const store = track(openStore(`sqlite:${file}`));
+    for (const id of ['lv', 'lc']) {
+      const actor = await createDurableActor(host, { id, store, schemas: false });
+      await getRuntime(store).drain();
+      await (await openDurableActor(store, `${id}/k`)).send({ type: 'FIN' });
+      await getRuntime(store).drain();
+      await actor.send({ type: 'AGAIN' });
+      await getRuntime(store).drain();
+    }
+    const charts = [chartOf(host)];
+    expect((await verify(store, { charts })).problems).toEqual([]);
+    const lifeOf = async (id: string) =>
+      (JSON.parse((await store.loadActor(id))?.snapshot ?? '{}') as { agentcharts: StoredLedger })
+        .agentcharts.life;
+    expect(await lifeOf('lv/k')).toBe(2);
+    // Earlier builds did not record it.
+    await rewriteLedger(file, store, 'lv/k', (ledger) => {
+      delete ledger.life;
+    });
+    // The control: a life the log does not give is still a difference.
+    await rewriteLedger(file, store, 'lc/k', (ledger) => {
+      ledger.life = 3;
+    });
+    const reopened = track(openStore(`sqlite:${file}`));
+    expect((await verify(reopened, { charts })).problems).toEqual([
+      expect.objectContaining({
+        actorId: 'lc/k',
+        kind: 'snapshot',
+        detail: 'what the actor has pending (timers, invokes) differs from the replay',
+      }),
+    ]);
+  });
+
   test("the initial entry's emits reach the runtime's observers, as a plain actor's listeners attached before start", async () => {
     const emitting = setup({}).createMachine({
       id: 'emits-first',
@@ -2958,6 +3005,7 @@ test('a ConcurrencyError is still what a caller gets when another process moved 
 interface StoredLedger {
   timers?: Array<{ to?: string; due: number }> | undefined;
   settled?: string[] | undefined;
+  life?: number | undefined;
 }
 
 /**
@@ -3087,6 +3135,89 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
     const { plain: expected, durable } = await bothSides(true);
     expect(expected).toEqual(['T1', 'G']);
     expect(durable).toEqual(expected);
+  });
+});
+
+describe('17b. a timer a step changes without moving keeps its place among timers due at one instant', () => {
+  // Found by the differential soak (seed 49201, case 5,955, memory): a delayed
+  // `sendTo` with an id to a child, armed before a raise due at the same instant;
+  // a later step stops the child and sends the new one the same id. XState's
+  // scheduler keeps the first send where it was armed: at the instant, it fires
+  // first (to the stopped child) and releases the id, so the raise's `cancel` finds
+  // nothing, and the later send reaches the new child. The runtime re-armed the
+  // first send's wake-up when the stop changed its receiver, behind the raise.
+  const kid = setup({ types: { context: {} as { n: number } } }).createMachine({
+    id: 'kid17b',
+    context: { n: 0 },
+    on: { PONG: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+  });
+  const rootOf = (respawn: boolean) =>
+    setup({ actors: { kid } }).createMachine({
+      id: respawn ? 'carried' : 'carried-control',
+      entry: spawnChild('kid', { id: 'k' }),
+      on: {
+        A: {
+          actions: [
+            sendTo('k', { type: 'PONG' }, { delay: 100, id: 't' }),
+            raise({ type: 'Y' }, { delay: 100 }),
+          ],
+        },
+        B: {
+          actions: [
+            ...(respawn ? [stopChild('k'), spawnChild('kid', { id: 'k' })] : []),
+            sendTo('k', { type: 'PONG' }, { delay: 100, id: 't' }),
+          ],
+        },
+        Y: { actions: cancel('t') },
+      },
+    });
+
+  /** The child's count after A, B 50 ms later and 150 ms more, plain and durable. */
+  async function bothSides(respawn: boolean): Promise<{ plain: number; durable: number }> {
+    const machine = rootOf(respawn);
+    const oracle = plain(machine);
+    oracle.actor.send({ type: 'A' });
+    oracle.clock.advance(50);
+    oracle.actor.send({ type: 'B' });
+    oracle.clock.advance(150);
+    const kidOf = (ref: AnyActorRef) =>
+      (
+        (ref.getSnapshot() as { children: Record<string, AnyActorRef> }).children[
+          'k'
+        ]?.getSnapshot() as {
+          context: { n: number };
+        }
+      ).context.n;
+
+    const clock = new StepClock(1_000_000);
+    const store = track(openStore('memory:'));
+    getRuntime(store, { clock });
+    const actor = await createDurableActor(machine, { id: machine.id, store, schemas: false });
+    await getRuntime(store).drain();
+    await actor.send({ type: 'A' });
+    await getRuntime(store).drain();
+    await clock.advance(50, () => getRuntime(store).drain());
+    await actor.send({ type: 'B' });
+    await getRuntime(store).drain();
+    await clock.advance(150, () => getRuntime(store).drain());
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    const child = await openDurableActor(store, `${machine.id}/k`);
+    return {
+      plain: kidOf(oracle.actor),
+      durable: (child.getSnapshot() as { context: { n: number } }).context.n,
+    };
+  }
+
+  test('the first send, its child stopped since, fires before the raise and releases the id: the new child gets the later send', async () => {
+    const { plain: expected, durable } = await bothSides(true);
+    expect(expected).toBe(1);
+    expect(durable).toBe(expected);
+  });
+
+  test('control: with the child kept, both sends reach it (the id taken over keeps its wake-up too)', async () => {
+    const { plain: expected, durable } = await bothSides(false);
+    expect(expected).toBe(2);
+    expect(durable).toBe(expected);
   });
 });
 

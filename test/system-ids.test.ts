@@ -125,6 +125,10 @@ const root = setup({
     // The root finds its grandchild.
     DIRECT: { actions: sendTo(toGamma, { type: 'PING', from: 'root' }) },
     STOP_COUNTER: { actions: stopChild('c') },
+    // Another counter under the id: XState's new actor, a durable one's next life.
+    RESPAWN_COUNTER: {
+      actions: [stopChild('c'), spawnChild('counter', { id: 'c', systemId: 'counter' })],
+    },
     FINISH_COUNTER: { actions: sendTo('c', { type: 'STOP' }) },
     COUNTED: { actions: note('counted') },
     G_COUNTED: { actions: note('g-counted') },
@@ -170,6 +174,13 @@ const scripts = [
   'SPAWN_CALLER FINISH_COUNTER CALL',
   // A delayed send to a counter stopped before it fires.
   'SPAWN_CALLER LATER STOP_COUNTER WAIT CALL',
+  // A delayed send to a counter stopped and spawned again before it fires: XState's
+  // scheduler holds the stopped one, so the new one never gets it. Made to the new
+  // one, it reaches it; made in its second life and due in its third, it does not.
+  'SPAWN_CALLER LATER RESPAWN_COUNTER WAIT CALL',
+  'SPAWN_CALLER RESPAWN_COUNTER LATER WAIT CALL',
+  'SPAWN_CALLER RESPAWN_COUNTER LATER RESPAWN_COUNTER WAIT CALL',
+  'SPAWN_CALLER FINISH_COUNTER RESPAWN_COUNTER LATER WAIT',
   // Asked for before anything holds the id.
   'STOP_COUNTER SPAWN_CALLER ASK HOLD ASK',
   // The root fails in a step that had stopped the counter and spawned another
@@ -245,6 +256,9 @@ describe('a system id is found anywhere in the tree, as in plain XState', () => 
     'SPAWN_CALLER RESTART CALL HOLD RESTART ASK DIRECT',
     'SPAWN_CALLER RESTART BOSS',
     'SPAWN_CALLER LATER RESTART WAIT CALL',
+    'SPAWN_CALLER LATER RESPAWN_COUNTER RESTART WAIT CALL',
+    'SPAWN_CALLER LATER RESTART RESPAWN_COUNTER WAIT CALL',
+    'SPAWN_CALLER RESPAWN_COUNTER LATER RESTART WAIT CALL',
   ])('on SQLite, across restarts: %s', async (script) => {
     const file = join(dir, `${script.replaceAll(' ', '-')}.db`);
     const store = await runBoth(script, () => openStore(`sqlite:${file}`), true);

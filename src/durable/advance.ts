@@ -23,11 +23,13 @@ import { planEffects, receiverId, type Effects } from './effects.ts';
 import {
   EMPTY_LEDGER,
   SYNCED_LEDGER,
+  TO_ACTOR,
   pendingInvoke,
   pendingTimer,
   withoutFired,
   withoutSettled,
   type Ledger,
+  type PendingTimer,
 } from './ledger.ts';
 import type { EventSource } from './notices.ts';
 import {
@@ -72,6 +74,13 @@ export interface StepFacts {
    * TreeSystemIds): looked up by the send path, read back from the row by replay.
    */
   system?: TreeSystemIds | undefined;
+  /**
+   * Which life (Ledger.life) the actors of the tree the step sends to by system
+   * id are in, by durable actor id (absent: their first): looked up by the send
+   * path, read back from the row by replay. A delayed send made in one life of its
+   * receiver and falling due in another reaches no one (PendingTimer.life).
+   */
+  lives?: ReadonlyMap<string, number> | undefined;
 }
 
 /** How a committed step came about. */
@@ -91,6 +100,8 @@ export type Step =
       relayedTo?: string | undefined;
       /** The system ids the step found elsewhere in its tree, and the actors holding them. */
       systemIds?: Record<string, string> | undefined;
+      /** The lives of the actors it sends to by system id (StepFacts.lives), when it looked them up. */
+      lives?: Record<string, number> | undefined;
     };
 
 /**
@@ -100,7 +111,14 @@ export type Step =
 export interface LookUp {
   kind: 'lookup';
   ids: string[];
+  /** Durable actors whose life (StepFacts.lives) the step asks for. */
+  lives?: string[] | undefined;
   otherwise: Step;
+}
+
+/** What a step asked for beyond its facts: system ids, and lives of actors (StepFacts.lives). */
+interface Asked extends SystemLookup {
+  lives?: Set<string> | undefined;
 }
 
 /** Whether an event comes from a caller (refused when not taken) rather than an effect. */
@@ -113,7 +131,7 @@ export function fromCaller(source: EventSource | 'create'): boolean {
  * answer is not found.
  */
 export function advance(f: StepFacts): Step {
-  const lookup: SystemLookup = { system: f.system, asked: undefined };
+  const lookup: Asked = { system: f.system, asked: undefined };
   return withSystemIds(f, lookup, decide(f, lookup));
 }
 
@@ -122,27 +140,50 @@ export function advance(f: StepFacts): Step {
  * answer is a {@link LookUp}: the send path looks its tree up and decides again.
  */
 export function advanceOrLookUp(f: StepFacts): Step | LookUp {
-  const lookup: SystemLookup = { system: f.system, asked: undefined };
+  const lookup: Asked = { system: f.system, asked: undefined };
   const step = decide(f, lookup);
-  if (lookup.asked === undefined) return step;
-  const ids = [...lookup.asked].filter((id) => !(f.system?.has(id) ?? false));
-  if (ids.length > 0) return { kind: 'lookup', ids, otherwise: withSystemIds(f, lookup, step) };
+  if (lookup.asked === undefined && lookup.lives === undefined) return step;
+  const ids = [...(lookup.asked ?? [])].filter((id) => !(f.system?.has(id) ?? false));
+  const lives = [...(lookup.lives ?? [])].filter((id) => !(f.lives?.has(id) ?? false));
+  if (ids.length > 0 || lives.length > 0) {
+    return {
+      kind: 'lookup',
+      ids,
+      ...(lives.length > 0 ? { lives } : {}),
+      otherwise: withSystemIds(f, lookup, step),
+    };
+  }
   return withSystemIds(f, lookup, step);
 }
 
-/** `step`, noting the system ids it found elsewhere in the tree (Step.systemIds). */
-function withSystemIds(f: StepFacts, lookup: SystemLookup, step: Step): Step {
-  if (lookup.asked === undefined || step.kind !== 'commit') return step;
-  let found: Record<string, string> | undefined;
-  for (const id of lookup.asked) {
-    const actorId = f.system?.get(id);
-    if (typeof actorId === 'string') (found ??= {})[id] = actorId;
+/**
+ * `step`, noting the system ids it found elsewhere in the tree (Step.systemIds)
+ * and the lives it read (Step.lives).
+ */
+function withSystemIds(f: StepFacts, lookup: Asked, step: Step): Step {
+  if (step.kind !== 'commit') return step;
+  if (lookup.asked !== undefined) {
+    let found: Record<string, string> | undefined;
+    for (const id of lookup.asked) {
+      const actorId = f.system?.get(id);
+      if (typeof actorId === 'string') (found ??= {})[id] = actorId;
+    }
+    if (found !== undefined) step.systemIds = found;
   }
-  if (found !== undefined) step.systemIds = found;
+  // The lives of the actors it found, as the delayed sends it made hold them, and
+  // those of the receivers of a delayed send it relays.
+  let lives: Record<string, number> | undefined;
+  for (const actorId of [...Object.values(step.systemIds ?? {}), ...(lookup.lives ?? [])]) {
+    const life = f.lives?.get(actorId);
+    if (life !== undefined && (life > 1 || lookup.lives?.has(actorId) === true)) {
+      (lives ??= {})[actorId] = life;
+    }
+  }
+  if (lives !== undefined) step.lives = lives;
   return step;
 }
 
-function decide(f: StepFacts, lookup: SystemLookup): Step {
+function decide(f: StepFacts, lookup: Asked): Step {
   const { delivery } = f;
   if (delivery.source === 'spawn' && isActive(f.snapshot)) {
     return { kind: 'gone', reason: 'the child is still running' };
@@ -152,6 +193,8 @@ function decide(f: StepFacts, lookup: SystemLookup): Step {
     checkValues(f, next, undefined, true);
     let ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
     if (delivery.systemId !== undefined) ledger = { ...ledger, systemId: delivery.systemId };
+    // Spawned again under its id: its next life (Ledger.life).
+    if (f.snapshot !== undefined) ledger = { ...ledger, life: (f.ledger.life ?? 1) + 1 };
     return commit(f, 'transition', f.event, next, actions, ledger, orphansOf(f.snapshot));
   }
   const caller = fromCaller(delivery.source);
@@ -160,7 +203,7 @@ function decide(f: StepFacts, lookup: SystemLookup): Step {
     // A delayed send that outlived its sender's stop (see effects.ts) is relayed.
     const timer = pendingTimer(f.ledger, delivery.key);
     if (timer?.to !== undefined) {
-      return relay(f, snapshot, withoutFired(f.ledger, timer), timer.event, timer.to);
+      return relay(f, lookup, snapshot, withoutFired(f.ledger, timer), timer);
     }
   }
   if (!snapshot || snapshot.status !== 'active') {
@@ -173,7 +216,7 @@ function decide(f: StepFacts, lookup: SystemLookup): Step {
     if (!timer) return { kind: 'gone', reason: 'the timer is not pending' };
     ledger = withoutFired(ledger, timer);
     event = timer.event;
-    if (timer.to !== undefined) return relay(f, snapshot, ledger, event, timer.to);
+    if (timer.to !== undefined) return relay(f, lookup, snapshot, ledger, timer);
   } else if (delivery.source === 'invoke') {
     const invoke = pendingInvoke(ledger, delivery.key);
     if (!invoke) return { kind: 'gone', reason: 'the invoke is not awaited in this entry' };
@@ -297,6 +340,7 @@ function commit(
     ledger,
     relayed: outcome === 'relayed',
     orphans,
+    lives: f.lives,
   });
   return { kind: 'commit', outcome, event, next, effects };
 }
@@ -317,14 +361,24 @@ function fail(
 /** A delayed `sendTo` falls due: its event goes to the receiver; the sender does not move. */
 function relay(
   f: StepFacts,
+  lookup: Asked,
   snapshot: AnyMachineSnapshot,
   ledger: Ledger,
-  event: EventObject,
-  to: string,
+  timer: PendingTimer,
 ): Step {
+  const { event, to } = timer;
   const step = commit(f, 'relayed', event, snapshot, [], ledger);
-  if (step.kind !== 'commit') return step;
-  const receiver = receiverId(f.actorId, f.parentId, to);
+  if (step.kind !== 'commit' || to === undefined) return step;
+  let receiver = receiverId(f.actorId, f.parentId, to);
+  if (receiver !== undefined && to.startsWith(TO_ACTOR)) {
+    // Found by system id: XState's scheduler holds that actor. One stopped and
+    // spawned again under its id since is another life, and the send reaches the
+    // stopped one, which ignores it. (A row without the life, written before it
+    // was looked up, is replayed as it was delivered.)
+    (lookup.lives ??= new Set()).add(receiver);
+    const life = f.lives?.get(receiver);
+    if (life !== undefined && life !== (timer.life ?? 1)) receiver = undefined;
+  }
   if (receiver !== undefined) {
     step.effects.messages.push({
       to: receiver,

@@ -95,6 +95,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
       source: 'create',
       ...options.metadata,
       ...(step.systemIds === undefined ? {} : { systemIds: step.systemIds }),
+      ...(step.lives === undefined ? {} : { lives: step.lives }),
       ...(facts.delivery.source === 'create' && facts.delivery.systemId !== undefined
         ? { rootSystemId: facts.delivery.systemId }
         : {}),

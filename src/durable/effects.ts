@@ -131,6 +131,8 @@ export interface TransitionFacts {
    * and its own children of their ids would be refused while they run.
    */
   orphans?: readonly string[] | undefined;
+  /** The lives of the actors of the tree it found by system id (StepFacts.lives). */
+  lives?: ReadonlyMap<string, number> | undefined;
 }
 
 const STOP_BODY = '{"type":"xstate.stop"}';
@@ -223,6 +225,11 @@ class Planner {
   private readonly renamed: Array<[string, string]> = [];
   /** Timers armed after messages, by key: how many messages preceded each ({@link Effects.timerPlaces}). */
   private places: Map<string, number> | undefined;
+  /**
+   * Timers armed before the transition that it changed without moving their
+   * wake-up (a receiver stopped, an id taken over): each copy to the timer it was.
+   */
+  private carried: Map<PendingTimer, PendingTimer> | undefined;
   // The four below are made on first use: most transitions have no children, and
   // a Map or Set per transition for nothing is garbage on every send.
   /** The children before the transition, by ref. */
@@ -328,6 +335,7 @@ class Planner {
       t.ledger.sync,
       t.ledger.orphaned,
       t.ledger.systemId,
+      t.ledger.life,
     );
     if (t.ledger.sync === true && !finished && t.relayed !== true) this.snapshotToParent();
     const cancelAll = finished && this.timers.length === 0;
@@ -560,8 +568,19 @@ class Planner {
       const timer = this.timers[i] as PendingTimer;
       if (timer.to !== id) continue;
       if (timer.id === undefined) this.timers.splice(i, 1);
-      else this.timers[i] = { ...timer, to: TO_STOPPED };
+      else this.carry(i, { ...timer, to: TO_STOPPED });
     }
+  }
+
+  /**
+   * Replaces the timer at `i` with `copy`, the same timer to XState's scheduler:
+   * its wake-up stays armed where it was among timers due at the same instant
+   * (re-armed, it would go after those armed since, where XState's does not).
+   */
+  private carry(i: number, copy: PendingTimer): void {
+    const timer = this.timers[i] as PendingTimer;
+    (this.carried ??= new Map()).set(copy, this.carried.get(timer) ?? timer);
+    this.timers[i] = copy;
   }
 
   /** `sendTo`/`sendParent`/`forwardTo`: a message now, or a timer when delayed. */
@@ -730,11 +749,12 @@ class Planner {
             kept.key = `${timer.key}@${seq}.${idx}`;
             // Armed before this transition: its wake-up moves to the new key. One this
             // transition made is not armed yet; it is armed under its new key.
-            if (this.t.ledger.timers.includes(timer)) this.renamed.push([timer.key, kept.key]);
+            const armed = this.carried?.get(timer) ?? timer;
+            if (this.t.ledger.timers.includes(armed)) this.renamed.push([timer.key, kept.key]);
             const place = this.places?.get(timer.key);
             if (place !== undefined) this.places?.set(kept.key, place);
           }
-          this.timers[i] = kept;
+          this.carry(i, kept);
         }
       }
       key = sendId;
@@ -745,6 +765,10 @@ class Planner {
       timer.sendId = sendId;
     }
     if (to !== undefined) timer.to = to;
+    // Found by system id: the life of the actor it holds (PendingTimer.life).
+    const life =
+      to?.startsWith(TO_ACTOR) === true ? this.t.lives?.get(to.slice(TO_ACTOR.length)) : undefined;
+    if (life !== undefined && life > 1) timer.life = life;
     this.timers.push(timer);
     if (this.messages.length > 0) (this.places ??= new Map()).set(key, this.messages.length);
     else this.places?.delete(key);
@@ -811,9 +835,10 @@ class Planner {
     for (const timer of ledger.timers) {
       const was = before.get(timer.key);
       before.delete(timer.key);
-      // The same entry: untouched. A new one under a key the transition cancelled and
-      // set again (a state left and entered) is armed anew, as XState schedules it.
-      if (was === timer) continue;
+      // The same entry, or a copy of it (Planner.carry): untouched. A new one under a
+      // key the transition cancelled and set again (a state left and entered) is
+      // armed anew, as XState schedules it.
+      if (was !== undefined && (was === timer || this.carried?.get(timer) === was)) continue;
       timersSet.push({
         actorId,
         timerId: timer.key,

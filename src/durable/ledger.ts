@@ -34,6 +34,14 @@ export interface PendingTimer {
   due: number;
   /** A delayed `sendTo`: the receiver (`'#parent'` or a child id); absent for the actor itself. */
   to?: string | undefined;
+  /**
+   * A delayed `sendTo` to an actor of the tree found by its system id
+   * ({@link TO_ACTOR}): that actor's {@link Ledger.life} when the send was made
+   * (absent: its first). XState's scheduler holds the actor itself, so when that
+   * actor is stopped and spawned again under its id before the send falls due,
+   * the send reaches the stopped one, which ignores it; the new one never sees it.
+   */
+  life?: number | undefined;
 }
 
 /** An invoked promise whose outcome the actor still awaits. */
@@ -84,6 +92,14 @@ export interface Ledger {
    * its creation, for its whole life.
    */
   readonly systemId?: string | undefined;
+  /**
+   * Which life of its id the actor is in: a child machine that finished or was
+   * stopped and is spawned again under its id starts over as its next life (absent:
+   * its first). XState makes a new actor then; a durable child id is one row, and
+   * this tells what a delayed send found by system id held ({@link PendingTimer.life}).
+   * Set when it starts over, for that whole life.
+   */
+  readonly life?: number | undefined;
 }
 
 /** The receiver of a delayed `sendTo(parent)`. */
@@ -125,6 +141,7 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
         sync?: unknown;
         orphaned?: unknown;
         systemId?: unknown;
+        life?: unknown;
       }
     | undefined;
   if (raw === undefined) return undefined;
@@ -136,7 +153,8 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
     raw.settled === undefined &&
     raw.sync === undefined &&
     raw.orphaned === undefined &&
-    raw.systemId === undefined
+    raw.systemId === undefined &&
+    raw.life === undefined
   ) {
     return EMPTY_LEDGER;
   }
@@ -148,7 +166,8 @@ export function ledgerOf(persisted: unknown): Ledger | undefined {
       ? (raw.orphaned as Ledger['orphaned'])
       : undefined;
   const systemId = typeof raw.systemId === 'string' ? raw.systemId : undefined;
-  return makeLedger(timers, invokes, settled, raw.sync === true, orphaned, systemId);
+  const life = typeof raw.life === 'number' && raw.life > 1 ? raw.life : undefined;
+  return makeLedger(timers, invokes, settled, raw.sync === true, orphaned, systemId, life);
 }
 
 /**
@@ -162,6 +181,7 @@ export function makeLedger(
   sync: boolean | undefined,
   orphaned?: Ledger['orphaned'],
   systemId?: string,
+  life?: number,
 ): Ledger {
   const hasSettled = settled !== undefined && settled.length > 0;
   if (
@@ -170,7 +190,8 @@ export function makeLedger(
     !hasSettled &&
     sync !== true &&
     orphaned === undefined &&
-    systemId === undefined
+    systemId === undefined &&
+    life === undefined
   ) {
     return EMPTY_LEDGER;
   }
@@ -181,11 +202,13 @@ export function makeLedger(
     sync?: true;
     orphaned?: typeof orphaned;
     systemId?: string;
+    life?: number;
   } = { timers, invokes };
   if (hasSettled) ledger.settled = settled;
   if (sync === true) ledger.sync = true;
   if (orphaned !== undefined) ledger.orphaned = orphaned;
   if (systemId !== undefined) ledger.systemId = systemId;
+  if (life !== undefined) ledger.life = life;
   return ledger;
 }
 
@@ -206,7 +229,13 @@ function timerOf(stored: unknown): PendingTimer {
 /** Whether the timer can be written in its short form (see {@link ledgerOf}). */
 function isShort(timer: PendingTimer): boolean {
   const { key, event } = timer;
-  if (timer.to !== undefined || timer.id !== key || timer.sendId !== key || event.type !== key) {
+  if (
+    timer.to !== undefined ||
+    timer.life !== undefined ||
+    timer.id !== key ||
+    timer.sendId !== key ||
+    event.type !== key
+  ) {
     return false;
   }
   for (const field in event) if (field !== 'type') return false;
@@ -238,6 +267,7 @@ export function ledgerJson(ledger: Ledger): unknown {
     sync?: true;
     orphaned?: unknown;
     systemId?: string;
+    life?: number;
   } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
@@ -248,6 +278,7 @@ export function ledgerJson(ledger: Ledger): unknown {
       entry['event'] = t.event;
       entry['due'] = t.due;
       if (t.to !== undefined) entry['to'] = t.to;
+      if (t.life !== undefined) entry['life'] = t.life;
       return entry;
     });
   }
@@ -263,6 +294,7 @@ export function ledgerJson(ledger: Ledger): unknown {
   if (ledger.sync === true) out.sync = true;
   if (ledger.orphaned !== undefined) out.orphaned = ledger.orphaned;
   if (ledger.systemId !== undefined) out.systemId = ledger.systemId;
+  if (ledger.life !== undefined) out.life = ledger.life;
   return out;
 }
 

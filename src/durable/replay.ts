@@ -39,6 +39,8 @@ export interface RowSource {
   systemIds?: unknown;
   /** A root's own system id, on its creation row (Ledger.systemId). */
   rootSystemId?: unknown;
+  /** The lives of the actors the step sent to by system id (Step.lives). */
+  lives?: unknown;
 }
 
 /** The system ids a row records (see RowSource.systemIds), as the step's facts take them. */
@@ -48,6 +50,17 @@ function systemIdsOf(meta: RowSource): Map<string, string> | undefined {
   const found = new Map<string, string>();
   for (const [id, actorId] of Object.entries(ids)) {
     if (typeof actorId === 'string') found.set(id, actorId);
+  }
+  return found;
+}
+
+/** The lives a row records (see RowSource.lives), as the step's facts take them. */
+function livesOf(meta: RowSource): Map<string, number> | undefined {
+  const lives = meta.lives;
+  if (lives === null || typeof lives !== 'object') return undefined;
+  const found = new Map<string, number>();
+  for (const [actorId, life] of Object.entries(lives)) {
+    if (typeof life === 'number') found.set(actorId, life);
   }
   return found;
 }
@@ -84,6 +97,7 @@ export function replayRow(
       event,
       delivery,
       system: systemIdsOf(meta),
+      lives: livesOf(meta),
     });
   } catch (error) {
     return { ok: false, detail: `replay threw: ${error instanceof Error ? error.name : 'error'}` };

@@ -179,7 +179,12 @@ function metadataJson(
   options: SendOptions,
 ): string {
   const extra = options.metadata;
-  if (source === 'send' && extra === undefined && step.systemIds === undefined) {
+  if (
+    source === 'send' &&
+    extra === undefined &&
+    step.systemIds === undefined &&
+    step.lives === undefined
+  ) {
     return SEND_METADATA;
   }
   const meta: Record<string, unknown> = { source };
@@ -189,6 +194,7 @@ function metadataJson(
   if (step.outcome === 'dropped') meta['dropped'] = true;
   if (step.outcome === 'relayed') meta['relay'] = step.relayedTo ?? null;
   if (step.systemIds !== undefined) meta['systemIds'] = step.systemIds;
+  if (step.lives !== undefined) meta['lives'] = step.lives;
   return JSON.stringify(extra === undefined ? meta : { ...meta, ...extra });
 }
 

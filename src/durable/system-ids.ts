@@ -48,19 +48,52 @@ const MAX_ROUNDS = 8;
  */
 export async function decideWithTree(core: Asker, facts: StepFacts, first: LookUp): Promise<Step> {
   const system = new Map(facts.system ?? []);
+  const lives = new Map(facts.lives ?? []);
   let decided: Step | LookUp = first;
   for (let round = 0; decided.kind === 'lookup' && round < MAX_ROUNDS; round++) {
-    const found = await lookUpSystemIds(core, decided.ids);
+    const found =
+      decided.ids.length > 0 ? await lookUpSystemIds(core, decided.ids) : new Map<string, null>();
     let any = false;
+    // The lives of the actors asked for, and of those found (a delayed send holds it).
+    const wanted = new Set(decided.lives ?? []);
     for (const [id, actorId] of found) {
       system.set(id, actorId);
-      if (actorId !== null) any = true;
+      if (actorId === null) continue;
+      any = true;
+      if (actorId !== NOWHERE && !lives.has(actorId)) wanted.add(actorId);
     }
+    for (const actorId of wanted) lives.set(actorId, await lifeOf(core, actorId));
     // Nothing new found: the step as decided with those ids not found stands.
-    if (!any) return decided.otherwise;
-    decided = advanceOrLookUp({ ...facts, system });
+    if (!any && (decided.lives ?? []).length === 0) return decided.otherwise;
+    decided = advanceOrLookUp({ ...facts, system, lives });
   }
   return decided.kind === 'lookup' ? decided.otherwise : decided;
+}
+
+/**
+ * Which life (Ledger.life) of its id an actor of the tree is in, as the tree
+ * stands in XState's terms: a spawn of it on its way is its next life (its first
+ * when no actor was stored under the id).
+ */
+async function lifeOf(core: Asker, actorId: string): Promise<number> {
+  const stored = await storedView(core, actorId);
+  if (!core.runtime.courier.spawning(actorId)) return stored?.ledger.life ?? 1;
+  return stored === undefined ? 1 : (stored.ledger.life ?? 1) + 1;
+}
+
+/** An actor of `core`'s tree as stored (or as its step being committed leaves it). */
+async function storedView(core: Asker, actorId: string): Promise<TreeView | undefined> {
+  if (actorId === core.id) {
+    const { parentId, snapshot, ledger } = core;
+    return snapshot === undefined ? undefined : { parentId, snapshot, ledger };
+  }
+  const held = core.runtime.heldActor(actorId);
+  if (held !== undefined) return held.treeView();
+  try {
+    return (await core.runtime.actor(actorId)).treeView();
+  } catch {
+    return undefined; // not created yet, or not loadable here
+  }
 }
 
 /**
@@ -74,19 +107,7 @@ export async function lookUpSystemIds(
   ids: readonly string[],
 ): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>(ids.map((id) => [id, null]));
-  const stored = async (actorId: string): Promise<TreeView | undefined> => {
-    if (actorId === core.id) {
-      const { parentId, snapshot, ledger } = core;
-      return snapshot === undefined ? undefined : { parentId, snapshot, ledger };
-    }
-    const held = core.runtime.heldActor(actorId);
-    if (held !== undefined) return held.treeView();
-    try {
-      return (await core.runtime.actor(actorId)).treeView();
-    } catch {
-      return undefined; // not created yet, or not loadable here
-    }
-  };
+  const stored = (actorId: string): Promise<TreeView | undefined> => storedView(core, actorId);
   // Its spawn is on its way: the new child holds its id, not the one stored under it.
   const view = (actorId: string): Promise<TreeView | undefined> =>
     core.runtime.courier.spawning(actorId) ? Promise.resolve(undefined) : stored(actorId);

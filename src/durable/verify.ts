@@ -357,7 +357,9 @@ function checkStored(
  *   it where XState keeps it, to fire to no one; it changes nothing when it fires
  *   but which later send its id cancels;
  * - a child machine that finished, among the `settled` ids: earlier builds did not
- *   record it, and `system.get` kept finding it.
+ *   record it, and `system.get` kept finding it;
+ * - the life of a child spawned again under its id (Ledger.life): earlier builds
+ *   did not record it.
  */
 function asEarlierBuildsWrote(
   replayed: Ledger,
@@ -373,10 +375,17 @@ function asEarlierBuildsWrote(
       children[id]?.logic === undefined ||
       actorKind(children[id].logic as AnyActorLogic) !== 'machine',
   );
-  if (timers.length === replayed.timers.length && settled?.length === replayed.settled?.length) {
+  // Its life (Ledger.life): earlier builds did not record that a child started over.
+  const life = stored.life === undefined ? undefined : replayed.life;
+  if (
+    timers.length === replayed.timers.length &&
+    settled?.length === replayed.settled?.length &&
+    life === replayed.life
+  ) {
     return replayed;
   }
-  const { settled: _all, ...rest } = replayed;
+  const { settled: _all, life: _life, ...unlived } = replayed;
+  const rest = life === undefined ? unlived : { ...unlived, life };
   return settled !== undefined && settled.length > 0
     ? { ...rest, timers, settled }
     : { ...rest, timers };

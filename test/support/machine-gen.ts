@@ -169,6 +169,12 @@ export interface KidSpec {
    */
   sibling?: boolean | undefined;
   /**
+   * With `sibling`, that `PONG` is sent this many ms later: XState's scheduler holds
+   * the actor `system.get` found, so when it is stopped and spawned again under the
+   * id meanwhile (`respawn`), the stopped one gets it, not the new one.
+   */
+  siblingDelay?: number | undefined;
+  /**
    * On entering `busy` it sends its parent `PING` after this many ms, under the id
    * `dp`: a delayed `sendParent`, not tied to the state. XState cancels it only when
    * the kid stops (by id: one whose id a later `GO`'s took over escapes that, and
@@ -339,7 +345,7 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
   // From `k4` (`lasting`) too, which holds the id itself: a step of the root may
   // send it GO, then stop it and spawn it again under the id, and XState's
   // `system.get` in the old one's step then finds the new one (docs/durability.md).
-  const toSys = spec.sibling === true ? [sendBySystemId('PONG')] : [];
+  const toSys = spec.sibling === true ? [sendBySystemId('PONG', spec.siblingDelay)] : [];
   const bump = (by: number) =>
     assign({ m: ({ context }: { context: { m: number } }) => context.m + by });
   const grand =
@@ -394,12 +400,13 @@ function kidMachine(spec: KidSpec, lasting = false): AnyStateMachine {
   return machine as unknown as AnyStateMachine;
 }
 
-/** `sendTo` the actor holding system id `k2sys`, wherever it is in the tree. */
-function sendBySystemId(type: 'PONG'): unknown {
+/** `sendTo` the actor holding system id `k2sys`, wherever it is in the tree (`delay` ms later). */
+function sendBySystemId(type: 'PONG', delay?: number): unknown {
   return sendTo(
     (({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
       system.get('k2sys')) as never,
     { type } as never,
+    (delay === undefined ? {} : { delay }) as never,
   );
 }
 
@@ -1047,6 +1054,7 @@ function specOf(shapes: Shape[], bySystemId: boolean): fc.Arbitrary<MachineSpec>
     forwarded: fc.boolean(),
     grand: fc.option(fc.constantFrom(100, 300), { nil: undefined }),
     sibling: fc.option(fc.constant(true), { nil: undefined }),
+    siblingDelay: fc.option(fc.constantFrom(50, 100), { nil: undefined, freq: 2 }),
     delayedPing: fc.option(fc.constantFrom(100, 200), { nil: undefined, freq: 3 }),
   });
   const stateArb = (shape: Shape): fc.Arbitrary<StateSpec> => {
