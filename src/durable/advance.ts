@@ -161,7 +161,10 @@ export function advanceOrLookUp(f: StepFacts): Step | LookUp {
  * and the lives it read (Step.lives).
  */
 function withSystemIds(f: StepFacts, lookup: Asked, step: Step): Step {
-  if (step.kind !== 'commit') return step;
+  // Most steps ask for nothing: nothing to note, nothing made.
+  if (step.kind !== 'commit' || (lookup.asked === undefined && lookup.lives === undefined)) {
+    return step;
+  }
   if (lookup.asked !== undefined) {
     let found: Record<string, string> | undefined;
     for (const id of lookup.asked) {
