@@ -43,24 +43,18 @@ export interface RowSource {
   lives?: unknown;
 }
 
-/** The system ids a row records (see RowSource.systemIds), as the step's facts take them. */
-function systemIdsOf(meta: RowSource): Map<string, string> | undefined {
-  const ids = meta.systemIds;
-  if (ids === null || typeof ids !== 'object') return undefined;
-  const found = new Map<string, string>();
-  for (const [id, actorId] of Object.entries(ids)) {
-    if (typeof actorId === 'string') found.set(id, actorId);
-  }
-  return found;
-}
-
-/** The lives a row records (see RowSource.lives), as the step's facts take them. */
-function livesOf(meta: RowSource): Map<string, number> | undefined {
-  const lives = meta.lives;
-  if (lives === null || typeof lives !== 'object') return undefined;
-  const found = new Map<string, number>();
-  for (const [actorId, life] of Object.entries(lives)) {
-    if (typeof life === 'number') found.set(actorId, life);
+/**
+ * A record a row's metadata holds (RowSource.systemIds, RowSource.lives) as the
+ * map the step's facts take: its entries whose values are of `kind`.
+ */
+function recorded<T extends 'string' | 'number'>(
+  value: unknown,
+  kind: T,
+): Map<string, T extends 'string' ? string : number> | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const found = new Map<string, T extends 'string' ? string : number>();
+  for (const [key, entry] of Object.entries(value)) {
+    if (typeof entry === kind) found.set(key, entry as T extends 'string' ? string : number);
   }
   return found;
 }
@@ -96,8 +90,8 @@ export function replayRow(
       ledger: state.ledger,
       event,
       delivery,
-      system: systemIdsOf(meta),
-      lives: livesOf(meta),
+      system: recorded(meta.systemIds, 'string'),
+      lives: recorded(meta.lives, 'number'),
     });
   } catch (error) {
     return { ok: false, detail: `replay threw: ${error instanceof Error ? error.name : 'error'}` };
