@@ -354,4 +354,38 @@ describe('an actor found by its system id while its parent stops it and spawns i
     await getRuntime(store).close();
     await store.close();
   });
+
+  test("after a crash, the old child's PONG left pending still reaches the new child: its row records it went by system id", async () => {
+    // The process dies as the old child's step that takes GO commits: its PONG,
+    // which waited for the new child's spawn, is left pending with the spawn.
+    const file = join(dir, 'crash-respawn.db');
+    const gone = openStore(`sqlite:${file}`);
+    const runtime = getRuntime(gone);
+    const commit = gone.commit.bind(gone);
+    gone.commit = (writes) => {
+      const answers = writes.some((w) => w.actorId === 'e/k' && (w.messagesOut?.length ?? 0) > 0);
+      if (answers) runtime.courier.close(); // nothing more is delivered: the process dies
+      return commit(writes);
+    };
+    const actor = await createDurableActor(parent, { id: 'e', store: gone, schemas: false });
+    await runtime.drain();
+    await actor.send({ type: 'RESPAWN' });
+    await runtime.drain();
+    const left = await gone.pendingMessages({ limit: 10 });
+    expect(left.filter((m) => m.from === 'e/k').map((m) => m.body)).toEqual(['{"type":"PONG"}']);
+    await runtime.close();
+    await gone.close();
+
+    const store = openStore(`sqlite:${file}`);
+    await recover(store, { charts: [defineChart(parent)] });
+    await getRuntime(store).drain();
+    const history = (await store.history('e/k')).map((r) => r.eventType);
+    expect(history).toEqual(['xstate.init', 'GO', 'xstate.stop', 'xstate.init', 'PONG']);
+    expect((await openDurableActor(store, 'e/k')).getSnapshot().context).toEqual({ pongs: 1 });
+    const go = (await store.history('e/k')).find((r) => r.eventType === 'GO');
+    expect(JSON.parse(go?.metadata ?? '{}')).toMatchObject({ bySystemId: [0] });
+    expect((await verify(store, { charts: [defineChart(parent)] })).problems).toEqual([]);
+    await getRuntime(store).close();
+    await store.close();
+  });
 });

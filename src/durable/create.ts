@@ -12,6 +12,7 @@ import { newCore, type ActorCore, type ActorOptions } from './actor-core.ts';
 import { advance, advanceOrLookUp, type StepFacts } from './advance.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
 import { EMPTY_LEDGER, nextDue } from './ledger.ts';
+import { bySystemIdMarks } from './posted.ts';
 import type { DurableActorOptions } from './options.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
 import { decideWithTree } from './system-ids.ts';
@@ -82,6 +83,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
   if (step.kind !== 'commit') throw new Error('creation always commits');
   const { next: initial, effects } = step;
   const state = stateLabel(initial.value);
+  const marks = bySystemIdMarks(effects.messages);
   const snapshot = encodeSnapshot(machine, initial, effects.ledger);
   const transition = buildTransitionRow({
     actorId: options.id,
@@ -96,6 +98,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
       ...options.metadata,
       ...(step.systemIds === undefined ? {} : { systemIds: step.systemIds }),
       ...(step.lives === undefined ? {} : { lives: step.lives }),
+      ...(marks === undefined ? {} : { bySystemId: marks }),
       ...(facts.delivery.source === 'create' && facts.delivery.systemId !== undefined
         ? { rootSystemId: facts.delivery.systemId }
         : {}),

@@ -29,6 +29,7 @@ import type { LiveActor } from './notices.ts';
 import { PlacedTimers } from './placed-timers.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
 import {
+  bySystemIdOf,
   causeOf,
   fromRow,
   heldIn,
@@ -302,7 +303,13 @@ export class Courier {
         for (const [key, batch] of batches) {
           const { from, fromSeq } = batch[0] as Posted;
           handed += batch.length;
-          pending.push({ key, from, posted: batch, ...(await this.senderInfo(from, fromSeq)) });
+          const { marks, ...info } = await this.senderInfo(from, fromSeq);
+          // Sent by system id, as the commit's row says (Posted.bySystemId).
+          const posted =
+            marks === undefined
+              ? batch
+              : batch.map((p): Posted => (marks.has(p.idx) ? { ...p, bySystemId: true } : p));
+          pending.push({ key, from, posted, ...info });
         }
         for (const nested of nestBatches(pending)) await this.sendNested(nested);
       } finally {
@@ -328,13 +335,15 @@ export class Courier {
   private async senderInfo(
     from: string,
     fromSeq: number,
-  ): Promise<Pick<PendingBatch<Posted>, 'free' | 'cause'>> {
+  ): Promise<Pick<PendingBatch<Posted>, 'free' | 'cause'> & { marks?: ReadonlySet<number> }> {
     const { store } = this.hooks;
     const [found] = await store.history(from, { afterSeq: fromSeq - 1, limit: 1 });
     const row = found?.seq === fromSeq ? found : undefined;
     const cause = row === undefined ? undefined : causeOf(row.metadata);
-    if ((await store.loadActor(from))?.status !== 'active') return { free: true, cause };
-    return { free: row !== undefined && isRelay(row.metadata), cause };
+    const marks = row === undefined ? undefined : bySystemIdOf(row.metadata);
+    const more = marks === undefined ? {} : { marks };
+    if ((await store.loadActor(from))?.status !== 'active') return { free: true, cause, ...more };
+    return { free: row !== undefined && isRelay(row.metadata), cause, ...more };
   }
 
   /** A commit's messages read back, with the commits they caused nested ({@link nestBatches}). */

@@ -123,6 +123,35 @@ export function isRelay(metadata: string): boolean {
   }
 }
 
+/**
+ * What a commit's transition row records of its messages sent by system id (its
+ * metadata's `bySystemId`: their places), read back by {@link bySystemIdOf};
+ * undefined when it sent none (nearly every commit).
+ */
+export function bySystemIdMarks(
+  messages: ReadonlyArray<Pick<OutgoingMessage, 'idx' | 'bySystemId'>>,
+): number[] | undefined {
+  let marks: number[] | undefined;
+  for (const m of messages) if (m.bySystemId === true) (marks ??= []).push(m.idx);
+  return marks;
+}
+
+/**
+ * The places of a commit's messages sent by system id, from its transition row's
+ * metadata (`bySystemId`), so that read back after a stop they are what they were
+ * posted as ({@link Posted.bySystemId}).
+ */
+export function bySystemIdOf(metadata: string): ReadonlySet<number> | undefined {
+  if (!metadata.includes('"bySystemId"')) return undefined;
+  try {
+    const marks = (JSON.parse(metadata) as { bySystemId?: unknown }).bySystemId;
+    if (!Array.isArray(marks)) return undefined;
+    return new Set(marks.filter((idx): idx is number => typeof idx === 'number'));
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether `m` was sent before `p` by the same sender (one commit's messages in order). */
 export const sentBefore = (m: MessageRow, p: Posted): boolean =>
   m.from === p.from && (m.fromSeq < p.fromSeq || (m.fromSeq === p.fromSeq && m.idx < p.idx));

@@ -9,6 +9,7 @@ import { stateLabel } from '../core/state.ts';
 import type { OutgoingMessage, TransitionRow } from '../store/types.ts';
 import { advance, type Delivery } from './advance.ts';
 import { EMPTY_LEDGER, pendingTimer, type Ledger } from './ledger.ts';
+import { bySystemIdMarks } from './posted.ts';
 
 /** What an actor is after some rows of its log. */
 export interface Replayed {
@@ -41,6 +42,8 @@ export interface RowSource {
   rootSystemId?: unknown;
   /** The lives of the actors the step sent to by system id (Step.lives). */
   lives?: unknown;
+  /** The places of its messages sent by system id (./posted.ts, bySystemIdMarks). */
+  bySystemId?: unknown;
 }
 
 /**
@@ -117,6 +120,17 @@ export function replayRow(
   }
   if ((step.outcome === 'relayed') !== (meta.relay !== undefined)) {
     return { ok: false, detail: 'the row and the replay disagree on a relayed delayed send' };
+  }
+  // Which messages went by system id (read back by the courier after a stop); a row
+  // written before they were recorded has none.
+  if (meta.bySystemId !== undefined) {
+    const marks = bySystemIdMarks(step.effects.messages) ?? [];
+    if (JSON.stringify(meta.bySystemId) !== JSON.stringify(marks)) {
+      return {
+        ok: false,
+        detail: 'the row and the replay disagree on the messages sent by system id',
+      };
+    }
   }
   return {
     ok: true,

@@ -29,6 +29,7 @@ import {
 } from './after-commit.ts';
 import { encodeSnapshot } from './codec.ts';
 import { nextDue } from './ledger.ts';
+import { bySystemIdMarks } from './posted.ts';
 import type { EventSource } from './notices.ts';
 import { rejectEvent } from './reject.ts';
 import { movedElsewhere, reload } from './reload.ts';
@@ -179,11 +180,13 @@ function metadataJson(
   options: SendOptions,
 ): string {
   const extra = options.metadata;
+  const marks = bySystemIdMarks(step.effects.messages);
   if (
     source === 'send' &&
     extra === undefined &&
     step.systemIds === undefined &&
-    step.lives === undefined
+    step.lives === undefined &&
+    marks === undefined
   ) {
     return SEND_METADATA;
   }
@@ -195,6 +198,7 @@ function metadataJson(
   if (step.outcome === 'relayed') meta['relay'] = step.relayedTo ?? null;
   if (step.systemIds !== undefined) meta['systemIds'] = step.systemIds;
   if (step.lives !== undefined) meta['lives'] = step.lives;
+  if (marks !== undefined) meta['bySystemId'] = marks;
   return JSON.stringify(extra === undefined ? meta : { ...meta, ...extra });
 }
 
