@@ -1045,6 +1045,42 @@ describe('found by the differential test', () => {
     ]);
   });
 
+  test('verify accepts timers an earlier build wrote without when they were armed; a wrong time is still a difference', async () => {
+    const waiter = setup({}).createMachine({
+      id: 'armed-at',
+      initial: 'idle',
+      states: {
+        idle: { on: { GO: 'waiting' } },
+        waiting: { after: { 1_000: 'idle' }, entry: raise({ type: 'LATER' }, { delay: 2_000 }) },
+      },
+      on: { LATER: {} },
+    });
+    const file = join(dir(), 'armed-at.db');
+    const store = track(openStore(`sqlite:${file}`));
+    for (const id of ['av', 'ac']) {
+      await (await createDurableActor(waiter, { id, store, schemas: false })).send({ type: 'GO' });
+    }
+    const charts = [chartOf(waiter)];
+    expect((await verify(store, { charts })).problems).toEqual([]);
+    // Earlier builds did not record it.
+    await rewriteLedger(file, store, 'av', (ledger) => {
+      expect(ledger.timers?.every((t) => typeof t.at === 'number')).toBe(true);
+      for (const t of ledger.timers ?? []) delete t.at;
+    });
+    // The control: a time the log does not give is still a difference.
+    await rewriteLedger(file, store, 'ac', (ledger) => {
+      for (const t of ledger.timers ?? []) if (t.at !== undefined) t.at -= 1;
+    });
+    const reopened = track(openStore(`sqlite:${file}`));
+    expect((await verify(reopened, { charts })).problems).toEqual([
+      expect.objectContaining({
+        actorId: 'ac',
+        kind: 'snapshot',
+        detail: 'what the actor has pending (timers, invokes) differs from the replay',
+      }),
+    ]);
+  });
+
   test("the initial entry's emits reach the runtime's observers, as a plain actor's listeners attached before start", async () => {
     const emitting = setup({}).createMachine({
       id: 'emits-first',
@@ -3003,7 +3039,7 @@ test('a ConcurrencyError is still what a caller gets when another process moved 
 
 /** A ledger as a snapshot stores it (the parts the tests below edit). */
 interface StoredLedger {
-  timers?: Array<{ to?: string; due: number }> | undefined;
+  timers?: Array<{ to?: string; due: number; at?: number }> | undefined;
   settled?: string[] | undefined;
   life?: number | undefined;
 }
@@ -3135,6 +3171,83 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
     const { plain: expected, durable } = await bothSides(true);
     expect(expected).toEqual(['T1', 'G']);
     expect(durable).toEqual(expected);
+  });
+});
+
+describe('17a. across a restart, timers due at one instant fire in the order XState armed them', () => {
+  // Found by soak:diff run without leaving such restarts out (seed 49601, case 259,
+  // memory): a child arms `after 250` at 100 ms, its parent a raise of 100 ms at
+  // 250 ms, both due at 350. XState fires the child's first (armed first), whose
+  // PING reaches the parent before its raise. A restart armed them again actor by
+  // actor (the parent first); now each timer holds when it was armed (`at`), and
+  // of the wake-ups due at one instant the one armed first fires first.
+  const kid = setup({}).createMachine({
+    id: 'kid17a',
+    initial: 'idle',
+    states: {
+      idle: { on: { GO: 'busy' } },
+      busy: { after: { 250: { target: 'idle', actions: sendParent({ type: 'PING' }) } } },
+    },
+  });
+  const root = setup({
+    types: { context: {} as { log: string[] } },
+    actors: { kid },
+  }).createMachine({
+    id: 'armed-order',
+    context: { log: [] },
+    invoke: { id: 'k', src: 'kid' },
+    on: {
+      GO: { actions: sendTo('k', { type: 'GO' }) },
+      C: { actions: raise({ type: 'T1' }, { delay: 100 }) },
+      PING: { actions: assign({ log: ({ context }) => [...context.log, 'PING'] }) },
+      T1: { actions: assign({ log: ({ context }) => [...context.log, 'T1'] }) },
+    },
+  });
+
+  /** The root's log after GO at 100 ms, C at 250 and 100 ms more, the process restarted before the last wait. */
+  async function durableLog(file: string, restart: boolean): Promise<string[]> {
+    const clock = new StepClock(1_000_000);
+    let store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock });
+    const settle = () => getRuntime(store).drain();
+    const actor = await createDurableActor(root, { id: 'ao', store });
+    await settle();
+    await clock.advance(100, settle);
+    await actor.send({ type: 'GO' });
+    await settle();
+    await clock.advance(150, settle);
+    await actor.send({ type: 'C' });
+    await settle();
+    if (restart) {
+      await getRuntime(store).close();
+      await store.close();
+      store = track(openStore(`sqlite:${file}`));
+      getRuntime(store, { clock, charts: [chartOf(root)] });
+      await recover(store, { charts: [chartOf(root)], clock });
+      await getRuntime(store).drain();
+    }
+    await clock.advance(100, () => getRuntime(store).drain());
+    expect((await verify(store, { charts: [chartOf(root)] })).problems).toEqual([]);
+    return (await openDurableActor(store, 'ao')).getSnapshot().context.log;
+  }
+
+  function plainLog(): string[] {
+    const oracle = plain(root);
+    oracle.clock.advance(100);
+    oracle.actor.send({ type: 'GO' });
+    oracle.clock.advance(150);
+    oracle.actor.send({ type: 'C' });
+    oracle.clock.advance(100);
+    return oracle.actor.getSnapshot().context.log;
+  }
+
+  test("the child's timer, armed first, fires first after a restart too", async () => {
+    expect(plainLog()).toEqual(['PING', 'T1']);
+    expect(await durableLog(join(dir(), 'armed-order.db'), true)).toEqual(plainLog());
+  });
+
+  test('control: without the restart, the same order', async () => {
+    expect(await durableLog(join(dir(), 'armed-order-live.db'), false)).toEqual(plainLog());
   });
 });
 

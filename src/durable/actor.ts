@@ -163,7 +163,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
         }
         if (timer.due > this.runtime.clock.now()) {
           // Node timers may wake a millisecond early.
-          this.runtime.schedule({ actorId: this.id, timerId, dueAt: timer.due });
+          this.runtime.schedule({ actorId: this.id, timerId, dueAt: timer.due, armedAt: timer.at });
           return false;
         }
         const done = await processEvent(core, timer.event, 'timer', {

@@ -759,7 +759,7 @@ class Planner {
       }
       key = sendId;
     }
-    const timer: PendingTimer = { key, event, due: now + delay };
+    const timer: PendingTimer = { key, event, due: now + delay, at: now };
     if (sendId !== undefined) {
       timer.id = sendId;
       timer.sendId = sendId;

@@ -32,6 +32,13 @@ export interface PendingTimer {
   event: EventObject;
   /** Absolute due time, ms since the epoch. */
   due: number;
+  /**
+   * When it was armed (its step's time, ms since the epoch). XState fires timers due
+   * at one instant in the order it armed them; this process arms their wake-ups in
+   * that order, and one that loads them again (after a restart) orders them by it
+   * (./timers.ts). Absent on timers an earlier build wrote.
+   */
+  at?: number | undefined;
   /** A delayed `sendTo`: the receiver (`'#parent'` or a child id); absent for the actor itself. */
   to?: string | undefined;
   /**
@@ -221,9 +228,17 @@ export const SYNCED_LEDGER: Ledger = Object.freeze({
 
 /** A stored timer, in its short form (`after`) or its long one. */
 function timerOf(stored: unknown): PendingTimer {
-  const { after, due } = stored as { after?: unknown; due?: unknown };
+  const { after, due, at } = stored as { after?: unknown; due?: unknown; at?: unknown };
   if (typeof after !== 'string') return stored as PendingTimer;
-  return { key: after, id: after, sendId: after, event: { type: after }, due: due as number };
+  const timer: PendingTimer = {
+    key: after,
+    id: after,
+    sendId: after,
+    event: { type: after },
+    due: due as number,
+  };
+  if (typeof at === 'number') timer.at = at;
+  return timer;
 }
 
 /** Whether the timer can be written in its short form (see {@link ledgerOf}). */
@@ -271,12 +286,16 @@ export function ledgerJson(ledger: Ledger): unknown {
   } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
-      if (isShort(t)) return { after: t.key, due: t.due };
+      if (isShort(t))
+        return t.at === undefined
+          ? { after: t.key, due: t.due }
+          : { after: t.key, due: t.due, at: t.at };
       const entry: Record<string, unknown> = { key: t.key };
       if (t.id !== undefined) entry['id'] = t.id;
       if (t.sendId !== undefined) entry['sendId'] = t.sendId;
       entry['event'] = t.event;
       entry['due'] = t.due;
+      if (t.at !== undefined) entry['at'] = t.at;
       if (t.to !== undefined) entry['to'] = t.to;
       if (t.life !== undefined) entry['life'] = t.life;
       return entry;

@@ -2,12 +2,13 @@ import * as z from 'zod';
 import { checkOptions, storeOption } from '../core/options.ts';
 import { AgentchartsError } from '../core/errors.ts';
 import type { RecoveryDecision, RecoverySnapshot } from '../core/recovery.ts';
-import type { ActorRow, StepRow, Store, TimerRow } from '../store/types.ts';
+import type { ActorRow, StepRow, Store } from '../store/types.ts';
 import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
 import type { InvokeRecovery } from './invoke.ts';
 import { settledMeanwhile, settleStep, type ReconcileHook } from './steps.ts';
 import { ledgerOf } from './ledger.ts';
+import type { TimerWake } from './timers.ts';
 import {
   hasPendingWork,
   isAwaitedInvoke,
@@ -186,7 +187,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
 }
 
 type RecoverOneOptions = { startedAt: number; reconcile: ReconcileHook | undefined };
-type PendingTimerRef = Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'>;
+type PendingTimerRef = TimerWake;
 
 /**
  * One unfinished actor: overdue timers fire first, through the actor's send path;
@@ -218,7 +219,7 @@ function recoverOne(
       ? []
       : [...ledger.timers]
           .sort((a, b) => a.due - b.due)
-          .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due }));
+          .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due, armedAt: t.at }));
   return recoverWith(runtime, row, stored, pending, ledger.invokes.length > 0, entry, options);
 }
 

@@ -8,7 +8,7 @@ import { pino, type Logger } from 'pino';
 import type { ChartDefinition } from '../core/chart.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts';
-import type { ActorWrite, MessageRow, Store, TimerRow } from '../store/types.ts';
+import type { ActorWrite, MessageRow, Store } from '../store/types.ts';
 import { childMachines } from './actor-kinds.ts';
 import { Committer } from './commit.ts';
 import { Courier } from './deliver.ts';
@@ -16,7 +16,7 @@ import type { TimerArm } from './placed-timers.ts';
 import { Leases } from './leases.ts';
 import type { LiveActor, RuntimeObserver } from './notices.ts';
 import { ChartRegistry, childRegistration, type ChartRegistration } from './registry.ts';
-import { TimerScheduler } from './timers.ts';
+import { TimerScheduler, type TimerWake } from './timers.ts';
 
 export type { RuntimeObserver } from './notices.ts';
 
@@ -342,8 +342,8 @@ export class DurableRuntime {
     );
   }
 
-  /** @internal Arms the in-process wake-up of a committed timer row. */
-  schedule(timer: Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'>): void {
+  /** @internal Arms the in-process wake-up of a committed timer (TimerScheduler.schedule). */
+  schedule(timer: TimerWake): void {
     if (!this.closed) this.timers.schedule(timer);
   }
 

@@ -13,12 +13,28 @@ import type { Store, TimerRow } from '../store/types.ts';
 /** Fires one timer of one actor; resolves true when this call fired it. */
 export type FireTimer = (actorId: string, timerId: string) => Promise<boolean>;
 
+/** A timer to arm: its actor, key and due time, and when it was armed (PendingTimer.at). */
+export type TimerWake = Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'> & {
+  armedAt?: number | undefined;
+};
+
+/** One armed wake-up: the clock's handle, and the timer it fires (which may change, see {@link TimerScheduler.wakeUp}). */
+interface Wake {
+  handle: unknown;
+  actorId: string;
+  timerId: string;
+  readonly dueAt: number;
+  /** When its timer was armed (ms), and the order it was armed in here: its rank among wake-ups due at once. */
+  armedAt: number;
+  seq: number;
+}
+
 export class TimerScheduler {
-  /** In-process wake-ups by actor, then timer id (the id a wake-up fires is kept in `ref`). */
-  private readonly handles = new Map<
-    string,
-    Map<string, { handle: unknown; ref: { timerId: string } }>
-  >();
+  /** In-process wake-ups by actor, then timer id. */
+  private readonly handles = new Map<string, Map<string, Wake>>();
+  /** The same wake-ups by due time: the ones due at one instant. */
+  private readonly byDue = new Map<number, Set<Wake>>();
+  private seq = 0;
   /** Firings under way (a wake-up ran; its commit has not settled yet). */
   private readonly firing = new Set<Promise<boolean>>();
   private pollHandle: unknown;
@@ -35,21 +51,65 @@ export class TimerScheduler {
     private readonly claimMs: number,
   ) {}
 
-  /** Arms (or re-arms) the wake-up of a committed timer row. */
-  schedule(timer: Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'>): void {
+  /**
+   * Arms (or re-arms) the wake-up of a committed timer. One armed as its step
+   * commits is armed now (`armedAt` absent); one loaded again (after a restart)
+   * gives the time it was first armed.
+   */
+  schedule(timer: TimerWake): void {
     if (this.closed) return;
     let byTimer = this.handles.get(timer.actorId);
     if (!byTimer) this.handles.set(timer.actorId, (byTimer = new Map()));
     const previous = byTimer.get(timer.timerId);
-    if (previous !== undefined) this.clock.clearTimeout(previous.handle);
-    const ref = { timerId: timer.timerId };
-    const handle = this.clock.setTimeout(() => {
-      this.forget(timer.actorId, ref.timerId);
-      const run = this.fire(timer.actorId, ref.timerId);
-      this.firing.add(run);
-      void run.finally(() => this.firing.delete(run));
-    }, timer.dueAt - this.clock.now());
-    byTimer.set(timer.timerId, { handle, ref });
+    if (previous !== undefined) this.disarm(previous);
+    const now = this.clock.now();
+    const wake: Wake = {
+      handle: undefined,
+      actorId: timer.actorId,
+      timerId: timer.timerId,
+      dueAt: timer.dueAt,
+      armedAt: timer.armedAt ?? now,
+      seq: ++this.seq,
+    };
+    wake.handle = this.clock.setTimeout(() => this.wakeUp(wake), timer.dueAt - now);
+    byTimer.set(timer.timerId, wake);
+    const due = this.byDue.get(timer.dueAt);
+    if (due === undefined) this.byDue.set(timer.dueAt, new Set([wake]));
+    else due.add(wake);
+  }
+
+  /**
+   * A wake-up's time came: it fires, of the timers due at that instant whose
+   * wake-ups have not run yet, the one armed first, as XState's scheduler does.
+   * The clock runs wake-ups due at one instant in the order they were set, which
+   * is that order for timers armed in this process; timers loaded again after a
+   * restart are set actor by actor, and take their places here (a wake-up that
+   * fires another's timer leaves its own timer to that one's wake-up).
+   */
+  private wakeUp(wake: Wake): void {
+    let first = wake;
+    for (const other of this.byDue.get(wake.dueAt) ?? []) {
+      if (
+        other.armedAt < first.armedAt ||
+        (other.armedAt === first.armedAt && other.seq < first.seq)
+      ) {
+        first = other;
+      }
+    }
+    if (first !== wake) this.swap(wake, first);
+    this.forget(wake);
+    const run = this.fire(wake.actorId, wake.timerId);
+    this.firing.add(run);
+    void run.finally(() => this.firing.delete(run));
+  }
+
+  /** Exchanges the timers two wake-ups due at one instant fire. */
+  private swap(a: Wake, b: Wake): void {
+    const timer = { actorId: a.actorId, timerId: a.timerId, armedAt: a.armedAt, seq: a.seq };
+    Object.assign(a, { actorId: b.actorId, timerId: b.timerId, armedAt: b.armedAt, seq: b.seq });
+    Object.assign(b, timer);
+    this.handles.get(a.actorId)?.set(a.timerId, a);
+    this.handles.get(b.actorId)?.set(b.timerId, b);
   }
 
   /** A pending timer's id changed (it lost its id to a later one): its wake-up stays as armed. */
@@ -58,7 +118,7 @@ export class TimerScheduler {
     const armed = byTimer?.get(from);
     if (!byTimer || !armed) return false;
     byTimer.delete(from);
-    armed.ref.timerId = to;
+    armed.timerId = to;
     byTimer.set(to, armed);
     return true;
   }
@@ -66,8 +126,13 @@ export class TimerScheduler {
   /** Disarms a wake-up (its row was deleted in a commit). */
   unschedule(actorId: string, timerId: string): void {
     const armed = this.handles.get(actorId)?.get(timerId);
-    if (armed !== undefined) this.clock.clearTimeout(armed.handle);
-    this.forget(actorId, timerId);
+    if (armed !== undefined) this.disarm(armed);
+  }
+
+  /** Clears a wake-up and forgets it. */
+  private disarm(wake: Wake): void {
+    this.clock.clearTimeout(wake.handle);
+    this.forget(wake);
   }
 
   /** Whether a firing is under way. */
@@ -92,17 +157,17 @@ export class TimerScheduler {
 
   /** Disarms every wake-up of an actor (it finished, or left this process). */
   unscheduleAll(actorId: string): void {
-    for (const armed of this.handles.get(actorId)?.values() ?? []) {
-      this.clock.clearTimeout(armed.handle);
-    }
-    this.handles.delete(actorId);
+    for (const armed of [...(this.handles.get(actorId)?.values() ?? [])]) this.disarm(armed);
   }
 
-  private forget(actorId: string, timerId: string): void {
-    const byTimer = this.handles.get(actorId);
-    if (!byTimer) return;
-    byTimer.delete(timerId);
-    if (byTimer.size === 0) this.handles.delete(actorId);
+  private forget(wake: Wake): void {
+    const byTimer = this.handles.get(wake.actorId);
+    if (byTimer?.get(wake.timerId) === wake) {
+      byTimer.delete(wake.timerId);
+      if (byTimer.size === 0) this.handles.delete(wake.actorId);
+    }
+    const due = this.byDue.get(wake.dueAt);
+    if (due?.delete(wake) === true && due.size === 0) this.byDue.delete(wake.dueAt);
   }
 
   /** Fires every timer due now (from any process), earliest first. Returns how many fired here. */
@@ -159,5 +224,6 @@ export class TimerScheduler {
       for (const armed of byTimer.values()) this.clock.clearTimeout(armed.handle);
     }
     this.handles.clear();
+    this.byDue.clear();
   }
 }

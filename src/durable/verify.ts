@@ -359,15 +359,25 @@ function checkStored(
  * - a child machine that finished, among the `settled` ids: earlier builds did not
  *   record it, and `system.get` kept finding it;
  * - the life of a child spawned again under its id (Ledger.life): earlier builds
- *   did not record it.
+ *   did not record it;
+ * - when a timer was armed (PendingTimer.at): earlier builds did not record it.
  */
 function asEarlierBuildsWrote(
   replayed: Ledger,
   stored: Ledger,
   snapshot: AnyMachineSnapshot,
 ): Ledger {
-  const keys = new Set(stored.timers.map((t) => t.key));
-  const timers = replayed.timers.filter((t) => t.to !== TO_STOPPED || keys.has(t.key));
+  const keys = new Map(stored.timers.map((t) => [t.key, t]));
+  let unarmed = false;
+  const timers = replayed.timers
+    .filter((t) => t.to !== TO_STOPPED || keys.has(t.key))
+    .map((t) => {
+      // When it was armed: earlier builds did not record it.
+      if (t.at === undefined || keys.get(t.key)?.at !== undefined) return t;
+      unarmed = true;
+      const { at: _at, ...rest } = t;
+      return rest;
+    });
   const children = snapshot.children as Record<string, { logic?: unknown } | undefined>;
   const settled = replayed.settled?.filter(
     (id) =>
@@ -378,6 +388,7 @@ function asEarlierBuildsWrote(
   // Its life (Ledger.life): earlier builds did not record that a child started over.
   const life = stored.life === undefined ? undefined : replayed.life;
   if (
+    !unarmed &&
     timers.length === replayed.timers.length &&
     settled?.length === replayed.settled?.length &&
     life === replayed.life

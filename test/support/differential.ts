@@ -20,6 +20,7 @@ import {
   type Clock,
   type Store,
 } from '../../src/index.ts';
+import { ledgerOf } from '../../src/durable/ledger.ts';
 import { Runaway, type Gate, type ScriptStep } from './machine-gen.ts';
 
 /** The ids of the generated machines' invoked promises (their child machines have others). */
@@ -581,16 +582,23 @@ export function refused(error: unknown): boolean {
 }
 
 /**
- * Whether timers of two different actors are pending for one instant. XState
- * fires those in the order they were armed, which the store does not keep across
- * actors: recovery re-arms them actor by actor (one actor's keep their order).
+ * Whether timers of two different actors are pending for one instant and were
+ * armed at one instant. XState fires timers due at once in the order it armed
+ * them; a restart arms them again by when they were armed (PendingTimer.at), but
+ * of two armed at the same instant by different actors it does not know which
+ * came first (one actor's keep their order).
  */
 export async function timersTied(store: Store): Promise<boolean> {
-  const owners = new Map<number, string>();
+  const owners = new Map<string, string>();
   for (const t of await store.dueTimers(Number.MAX_SAFE_INTEGER, 10_000)) {
-    const owner = owners.get(t.dueAt);
+    const row = await store.loadActor(t.actorId);
+    const armed = ledgerOf(JSON.parse(row?.snapshot ?? '{}'))?.timers.find(
+      (p) => p.key === t.timerId,
+    )?.at;
+    const instant = `${t.dueAt}:${armed ?? '?'}`;
+    const owner = owners.get(instant);
     if (owner !== undefined && owner !== t.actorId) return true;
-    owners.set(t.dueAt, t.actorId);
+    owners.set(instant, t.actorId);
   }
   return false;
 }
