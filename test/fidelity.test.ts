@@ -988,14 +988,7 @@ describe('found by the differential test', () => {
     await rewriteLedger(file, store, 'mk', dropMark('k'));
     // The control: the settled promise's mark removed is still a difference.
     await rewriteLedger(file, store, 'ctl', dropMark('p'));
-    const reopened = track(openStore(`sqlite:${file}`));
-    expect((await verify(reopened, { charts })).problems).toEqual([
-      expect.objectContaining({
-        actorId: 'ctl',
-        kind: 'snapshot',
-        detail: 'what the actor has pending (timers, invokes) differs from the replay',
-      }),
-    ]);
+    await expectPendingDiffers(file, charts, 'ctl');
   });
 
   test('verify accepts a child spawned again that an earlier build wrote without its life; a wrong life is still a difference', async () => {
@@ -1035,14 +1028,7 @@ describe('found by the differential test', () => {
     await rewriteLedger(file, store, 'lc/k', (ledger) => {
       ledger.life = 3;
     });
-    const reopened = track(openStore(`sqlite:${file}`));
-    expect((await verify(reopened, { charts })).problems).toEqual([
-      expect.objectContaining({
-        actorId: 'lc/k',
-        kind: 'snapshot',
-        detail: 'what the actor has pending (timers, invokes) differs from the replay',
-      }),
-    ]);
+    await expectPendingDiffers(file, charts, 'lc/k');
   });
 
   test('verify accepts timers an earlier build wrote without when they were armed; a wrong time is still a difference', async () => {
@@ -1071,14 +1057,7 @@ describe('found by the differential test', () => {
     await rewriteLedger(file, store, 'ac', (ledger) => {
       for (const t of ledger.timers ?? []) if (t.at !== undefined) t.at -= 1;
     });
-    const reopened = track(openStore(`sqlite:${file}`));
-    expect((await verify(reopened, { charts })).problems).toEqual([
-      expect.objectContaining({
-        actorId: 'ac',
-        kind: 'snapshot',
-        detail: 'what the actor has pending (timers, invokes) differs from the replay',
-      }),
-    ]);
+    await expectPendingDiffers(file, charts, 'ac');
   });
 
   test("the initial entry's emits reach the runtime's observers, as a plain actor's listeners attached before start", async () => {
@@ -3082,6 +3061,25 @@ async function rewriteLedger(
     .run(json, hash, due, id);
   raw.prepare('UPDATE actor_index SET next_due_at = ? WHERE actor_id = ?').run(due, id);
   raw.close();
+}
+
+/**
+ * Verifies SQLite file `file` read afresh: only actor `actorId` (the control) has a
+ * problem, what it has pending differing from its replay.
+ */
+async function expectPendingDiffers(
+  file: string,
+  charts: ReturnType<typeof chartOf>[],
+  actorId: string,
+): Promise<void> {
+  const reopened = track(openStore(`sqlite:${file}`));
+  expect((await verify(reopened, { charts })).problems).toEqual([
+    expect.objectContaining({
+      actorId,
+      kind: 'snapshot',
+      detail: 'what the actor has pending (timers, invokes) differs from the replay',
+    }),
+  ]);
 }
 
 function chartOf(machine: AnyStateMachine) {
