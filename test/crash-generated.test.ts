@@ -104,7 +104,7 @@ class Tally {
       `restarts; ${this.get('sent before')} steps found committed before their ack and not ` +
       `sent again, ${this.get('torn acks')} torn acks; interrupted steps at recovery: ` +
       `${this.list('recovered ') || 'none'}; ${this.excused.length} divergences after a ` +
-      `restart with timers of two actors due at once; ${this.failures.length} failing cases ` +
+      `restart with timers of two actors due and armed at once; ${this.failures.length} failing cases ` +
       `(${this.get('fail without kills')} of them without any kill too); ` +
       `${((Date.now() - this.started) / 1000).toFixed(1)} s`
     );

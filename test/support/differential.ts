@@ -420,7 +420,7 @@ export async function runBoth(
   source: StoreSource,
 ): Promise<{
   restarts: number;
-  /** Restarts of the script left out: timers of two actors due at one instant (see below). */
+  /** Restarts of the script left out: timers of two actors due and armed at one instant (see below). */
   tiedRestarts: number;
   /** The step at which plain XState's own invocations multiplied past a bound (the rest not run). */
   runaway: number | undefined;
