@@ -3249,6 +3249,77 @@ describe('17a. across a restart, timers due at one instant fire in the order XSt
   });
 });
 
+describe('17c. after downtime, overdue timers fire in the order XState fires them, not actor by actor', () => {
+  // The child's timer is due at 100 ms, its parent's at 200; the process stops at 0
+  // and recovers at 300. XState fires the child's first (its PING reaches the
+  // parent) and then the parent's; recovery fired each actor's in the order it
+  // reached the actors, the parent first.
+  const kid = setup({}).createMachine({
+    id: 'kid17c',
+    initial: 'a',
+    states: {
+      a: { after: { 100: { target: 'b', actions: sendParent({ type: 'PING' }) } } },
+      b: {},
+    },
+  });
+  const rootOf = (kidFirst: boolean) =>
+    setup({ types: { context: {} as { log: string[] } }, actors: { kid } }).createMachine({
+      id: kidFirst ? 'overdue' : 'overdue-control',
+      context: { log: [] },
+      invoke: { id: 'k', src: 'kid' },
+      initial: 'w',
+      states: {
+        w: {
+          after: {
+            [kidFirst ? 200 : 50]: {
+              target: 'x',
+              actions: assign({ log: ({ context }) => [...context.log, 'T'] }),
+            },
+          },
+        },
+        x: {},
+      },
+      on: { PING: { actions: assign({ log: ({ context }) => [...context.log, 'PING'] }) } },
+    });
+
+  async function bothSides(kidFirst: boolean): Promise<{ plain: string[]; durable: string[] }> {
+    const machine = rootOf(kidFirst);
+    const oracle = plain(machine);
+    oracle.clock.advance(300);
+    const file = join(dir(), `${machine.id}.db`);
+    const clock = new ManualClock(1_000_000);
+    const gone = track(openStore(`sqlite:${file}`));
+    getRuntime(gone, { clock });
+    await createDurableActor(machine, { id: 'od', store: gone });
+    await getRuntime(gone).drain();
+    await getRuntime(gone).close();
+    await gone.close();
+    clock.advance(300); // down meanwhile
+    const store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock, charts: [chartOf(machine)] });
+    const report = await recover(store, { charts: [chartOf(machine)], clock });
+    await getRuntime(store).drain();
+    expect(report.counts.timersFired).toBe(2);
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    return {
+      plain: oracle.actor.getSnapshot().context.log,
+      durable: (await openDurableActor(store, 'od')).getSnapshot().context.log,
+    };
+  }
+
+  test("the child's timer, due first, fires first", async () => {
+    const { plain: expected, durable } = await bothSides(true);
+    expect(expected).toEqual(['PING', 'T']);
+    expect(durable).toEqual(expected);
+  });
+
+  test("control: the parent's, due first, fires first", async () => {
+    const { plain: expected, durable } = await bothSides(false);
+    expect(expected).toEqual(['T', 'PING']);
+    expect(durable).toEqual(expected);
+  });
+});
+
 describe('17b. a timer a step changes without moving keeps its place among timers due at one instant', () => {
   // Found by the differential soak (seed 49201, case 5,955, memory): a delayed
   // `sendTo` with an id to a child, armed before a raise due at the same instant;

@@ -101,7 +101,9 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
   await runtime.courier.deliverAll();
 
   // Every recovered actor: uncertain steps, overdue timers, then the policy on what is
-  // still stale. No live actor is built for one that only resumes.
+  // still stale. No live actor is built for one that only resumes. Those with overdue
+  // timers or invokes to settle are recovered together after the others (below).
+  const live: Live[] = [];
   for (;;) {
     const page = await nextPage();
     if (page.length === 0) break;
@@ -124,6 +126,7 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
         const recovered = recoverOne(runtime, row, entry, {
           startedAt,
           reconcile: options.reconcile,
+          live,
         });
         const invokes = Array.isArray(recovered) ? recovered : await recovered;
         if (invokes.length > 0) report.steps.push(...invokes);
@@ -135,6 +138,8 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
       }
     }
   }
+
+  report.steps.push(...(await recoverLive(runtime, live, options.reconcile, startedAt)));
 
   // Overdue timers of actors that are not active: a delayed send that outlived its
   // sender's stop (docs/durability.md) is relayed, as XState's scheduler fires it.
@@ -186,7 +191,20 @@ export async function recover(store: Store, options: RecoverOptions = {}): Promi
   return report;
 }
 
-type RecoverOneOptions = { startedAt: number; reconcile: ReconcileHook | undefined };
+type RecoverOneOptions = {
+  startedAt: number;
+  reconcile: ReconcileHook | undefined;
+  /** Where an actor with overdue timers or invokes to settle goes ({@link recoverLive}). */
+  live: Live[];
+};
+
+/** An actor recovered live: its row, its report entry, and its overdue timers. */
+interface Live {
+  row: ActorRow;
+  entry: RecoveryEntry;
+  overdue: readonly PendingTimerRef[];
+  now: number;
+}
 type PendingTimerRef = TimerWake;
 
 /**
@@ -235,7 +253,8 @@ function recoverWith(
   const now = runtime.clock.now();
   const overdue = pending.length === 0 ? pending : pending.filter((t) => t.dueAt <= now);
   if (overdue.length > 0 || awaitsInvokes) {
-    return recoverLive(runtime, row, overdue, entry, options, now);
+    options.live.push({ row, entry, overdue, now });
+    return [];
   }
   for (const t of pending) runtime.schedule(t);
   return judge(
@@ -250,38 +269,82 @@ function recoverWith(
   );
 }
 
-/** An actor with overdue timers or invokes to settle: adopted as a live actor first. */
+/**
+ * The actors with overdue timers or invokes to settle, adopted as live actors.
+ * Their overdue timers fire first, all of them in the order XState fires them
+ * (due time, then when they were armed), not actor by actor: a child's timer due
+ * before its parent's fires first, and what it sends is delivered before the
+ * next one fires. Then each actor settles its invokes, and the chart's recovery
+ * policy judges the state of those that nothing moved.
+ */
 async function recoverLive(
   runtime: DurableRuntime,
-  row: ActorRow,
-  overdue: readonly PendingTimerRef[],
-  entry: RecoveryEntry,
-  options: RecoverOneOptions,
-  now: number,
+  live: readonly Live[],
+  reconcile: ReconcileHook | undefined,
+  startedAt: number,
 ): Promise<InvokeRecovery[]> {
-  const actor = await adoptActorRow(runtime, row);
-  let moved = false;
-  for (const timer of overdue) {
-    const before = actor.state;
-    if (await runtime.fireTimer(row.id, timer.timerId)) {
-      entry.timersFired++;
-      if (actor.state !== before) moved = true;
+  // Whether an overdue timer moved each actor. No actor is held here: the runtime's
+  // cache holds what it keeps (recovering 100k actors must not hold them all).
+  const moved = new Map<Live, boolean>(live.map((l) => [l, false]));
+  const failed = (l: Live, error: unknown): void => {
+    moved.delete(l);
+    l.entry.action = 'failed';
+    l.entry.error = errorInfo(error);
+    l.entry.reason = error instanceof AgentchartsError ? error.code : 'error';
+    runtime.logger.error({ actorId: l.row.id, err: error }, 'recovery failed for actor');
+  };
+  const due = live.flatMap((l) => l.overdue.map((timer) => ({ l, timer })));
+  // Stable: of two timers of one instant with no arm time (an earlier build's), the
+  // actor recovered first, and one actor's in its order.
+  due.sort(
+    (a, b) =>
+      a.timer.dueAt - b.timer.dueAt ||
+      (a.timer.armedAt !== undefined && b.timer.armedAt !== undefined
+        ? a.timer.armedAt - b.timer.armedAt
+        : 0),
+  );
+  for (const { l, timer } of due) {
+    if (!moved.has(l)) continue;
+    try {
+      const actor = await adoptActorRow(runtime, l.row);
+      const before = actor.state;
+      if (await runtime.fireTimer(l.row.id, timer.timerId)) {
+        l.entry.timersFired++;
+        if (actor.state !== before) moved.set(l, true);
+      }
+      // What it set off, before the next one fires (XState delivers it at once).
+      await runtime.courier.settled();
+    } catch (error) {
+      failed(l, error);
     }
   }
-  const before = actor.state;
-  const invokes = await actor.resumeInvokes(options.reconcile);
-  if (actor.state !== before) moved = true;
-  const state = (entry.stateAfter = actor.state);
-  const snapshot = actor.getSnapshot();
-  if (snapshot.status !== 'active') {
-    entry.reason = `finished by an overdue timer or invoke (${state})`;
-    return invokes;
+  const steps: InvokeRecovery[] = [];
+  const options = { startedAt, reconcile, live: [] };
+  for (const l of live) {
+    if (!moved.has(l)) continue;
+    const entry = l.entry;
+    try {
+      const actor = await adoptActorRow(runtime, l.row);
+      const before = actor.state;
+      const invokes = await actor.resumeInvokes(reconcile);
+      const state = (entry.stateAfter = actor.state);
+      const snapshot = actor.getSnapshot();
+      if (snapshot.status !== 'active') {
+        entry.reason = `finished by an overdue timer or invoke (${state})`;
+        steps.push(...invokes);
+      } else if (moved.get(l) === true || state !== before) {
+        entry.reason = `an overdue timer or a settled invoke moved it to ${state}, which is not stale`;
+        steps.push(...invokes);
+      } else {
+        steps.push(
+          ...(await judge(runtime, l.row, state, snapshot, entry, options, l.now, invokes)),
+        );
+      }
+    } catch (error) {
+      failed(l, error);
+    }
   }
-  if (moved) {
-    entry.reason = `an overdue timer or a settled invoke moved it to ${state}, which is not stale`;
-    return invokes;
-  }
-  return judge(runtime, row, state, snapshot, entry, options, now, invokes);
+  return steps;
 }
 
 /** The chart's recovery policy on a state still stale: resume, or send its event. */
