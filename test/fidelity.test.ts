@@ -3320,6 +3320,60 @@ describe('17c. after downtime, overdue timers fire in the order XState fires the
   });
 });
 
+describe('17d. a timer armed again goes behind those armed since', () => {
+  // Found by soak:diff seed 50101 (memory, case 9,901) on the build that ranked
+  // wake-ups by arm time: re-arming a timer whose actor had no other wake-up left
+  // dropped the actor's map of wake-ups, so the next re-arm did not find the old
+  // wake-up to clear, and it fired the timer in its old place. The state is entered
+  // again (A), a raise is armed (C), and the state again (A), all at one instant:
+  // XState fires the raise first, then the state's `after`.
+  const machine = setup({ types: { context: {} as { log: string[] } } }).createMachine({
+    id: 'rearmed',
+    context: { log: [] },
+    initial: 's',
+    states: {
+      s: {
+        after: { 100: { actions: assign({ log: ({ context }) => [...context.log, 'AFTER'] }) } },
+        on: {
+          A: { target: 's', reenter: true },
+          C: { actions: raise({ type: 'T1' }, { delay: 100 }) },
+        },
+      },
+    },
+    on: { T1: { actions: assign({ log: ({ context }) => [...context.log, 'T1'] }) } },
+  });
+
+  async function bothSides(script: string[]): Promise<{ plain: string[]; durable: string[] }> {
+    const oracle = plain(machine);
+    for (const type of script) oracle.actor.send({ type });
+    oracle.clock.advance(150);
+    const clock = new StepClock(1_000_000);
+    const store = track(openStore('memory:'));
+    getRuntime(store, { clock });
+    const actor = await createDurableActor(machine, { id: 'ra', store });
+    for (const type of script) await actor.send({ type } as never);
+    await getRuntime(store).drain();
+    await clock.advance(150, () => getRuntime(store).drain());
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    return {
+      plain: oracle.actor.getSnapshot().context.log,
+      durable: actor.getSnapshot().context.log,
+    };
+  }
+
+  test('entered again after the raise, the after fires after it', async () => {
+    const { plain: expected, durable } = await bothSides(['A', 'C', 'A']);
+    expect(expected).toEqual(['T1', 'AFTER']);
+    expect(durable).toEqual(expected);
+  });
+
+  test('control: not entered again, the after, armed first, fires first', async () => {
+    const { plain: expected, durable } = await bothSides(['A', 'C']);
+    expect(expected).toEqual(['AFTER', 'T1']);
+    expect(durable).toEqual(expected);
+  });
+});
+
 describe('17b. a timer a step changes without moving keeps its place among timers due at one instant', () => {
   // Found by the differential soak (seed 49201, case 5,955, memory): a delayed
   // `sendTo` with an id to a child, armed before a raise due at the same instant;

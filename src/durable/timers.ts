@@ -58,10 +58,11 @@ export class TimerScheduler {
    */
   schedule(timer: TimerWake): void {
     if (this.closed) return;
+    const previous = this.handles.get(timer.actorId)?.get(timer.timerId);
+    // Before the actor's map is looked up: forgetting its last wake-up drops the map.
+    if (previous !== undefined) this.disarm(previous);
     let byTimer = this.handles.get(timer.actorId);
     if (!byTimer) this.handles.set(timer.actorId, (byTimer = new Map()));
-    const previous = byTimer.get(timer.timerId);
-    if (previous !== undefined) this.disarm(previous);
     const now = this.clock.now();
     const wake: Wake = {
       handle: undefined,
