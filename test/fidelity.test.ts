@@ -3351,7 +3351,7 @@ describe('17d. a timer armed again goes behind those armed since', () => {
     const store = track(openStore('memory:'));
     getRuntime(store, { clock });
     const actor = await createDurableActor(machine, { id: 'ra', store });
-    for (const type of script) await actor.send({ type } as never);
+    for (const type of script) await actor.send({ type });
     await getRuntime(store).drain();
     await clock.advance(150, () => getRuntime(store).drain());
     expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
