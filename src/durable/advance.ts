@@ -19,7 +19,8 @@ import { UnpersistableValueError } from '../core/errors.ts';
 import { walkJson } from '../core/json.ts';
 import { stateLabel } from '../core/state.ts';
 import { actorKind } from './actor-kinds.ts';
-import { planEffects, receiverId, type Effects } from './effects.ts';
+import { receiverId } from './actor-ids.ts';
+import { planEffects, type Effects } from './effects.ts';
 import {
   EMPTY_LEDGER,
   SYNCED_LEDGER,

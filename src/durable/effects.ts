@@ -32,6 +32,7 @@ import { UnsupportedActorError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
 import type { OutgoingMessage, TimerRow } from '../store/types.ts';
 import { actorKind, checkActor } from './actor-kinds.ts';
+import { childActorId, invokeKey, receiverId } from './actor-ids.ts';
 import {
   makeLedger,
   TO_ACTOR,
@@ -39,11 +40,12 @@ import {
   TO_STOPPED,
   type Ledger,
   type PendingInvoke,
-  type PendingTimer,
 } from './ledger.ts';
 import { encodeSnapshot } from './codec.ts';
+import { legacyOrder, type Early } from './legacy-order.ts';
 import { CREATED, isPureSelf, NOWHERE, PARENT_REF, remoteActorOf } from './pure.ts';
 import type { SpawnBody } from './spawn-body.ts';
+import { TimerPlan } from './timer-plan.ts';
 
 /** A user action, run after its transition committed. */
 export interface Effect {
@@ -137,40 +139,6 @@ export interface TransitionFacts {
 
 const STOP_BODY = '{"type":"xstate.stop"}';
 
-/** The durable actor id of child `childId` of `parentId`. */
-export function childActorId(parentId: string, childId: string): string {
-  return `${parentId}/${childId}`;
-}
-
-/**
- * The durable actor a send of `actorId` goes to, by its receiver as effects and
- * timers hold it: undefined for the actor itself, or for no one (a child stopped
- * since, an actor that takes no events).
- */
-export function receiverId(
-  actorId: string,
-  parentId: string | undefined,
-  to: string | undefined,
-): string | undefined {
-  if (to === undefined || to === TO_STOPPED) return to === undefined ? actorId : undefined;
-  if (to === TO_PARENT) return parentId;
-  if (to.startsWith(TO_ACTOR)) {
-    const id = to.slice(TO_ACTOR.length);
-    return id === NOWHERE ? undefined : id;
-  }
-  return childActorId(actorId, to);
-}
-
-/** The step key of invoke `id` entered at actor version `version`. */
-export function invokeKey(actorId: string, id: string, version: number): string {
-  return `${actorId}:invoke:${id}:${version}`;
-}
-
-/** The step name of invoke `id` (its rows are found by actor and this name). */
-export function invokeStepName(id: string): string {
-  return `invoke:${id}`;
-}
-
 type ChildRef = AnyActorRef & {
   logic: AnyActorLogic;
   src: unknown;
@@ -196,24 +164,8 @@ export function planEffects(t: TransitionFacts): Effects {
   return planner.plan();
 }
 
-/**
- * A spawn planned earlier than agentcharts 0.1.0 planned it ({@link Planner.early}):
- * its messages (a stop of a child it replaces, then the spawn) at `at`, `count` of
- * them, and how many messages preceded it in 0.1.0's order: its `spawnChild`
- * action, or for a spawn inside `assign` (`late`), the first send to it or the end.
- */
-interface Early {
-  at: number;
-  count: number;
-  before: number;
-  ref: ChildRef;
-  late: boolean;
-  /** Not a spawn: an event sent to the child before its spawn, moved after it. */
-  held?: true;
-}
-
 class Planner {
-  private readonly timers: PendingTimer[];
+  private readonly timers: TimerPlan;
   private readonly invokes: PendingInvoke[];
   /** Ids held in `children` by a settled invoke (see {@link Ledger.settled}); made when needed. */
   private settled: Set<string> | undefined;
@@ -222,14 +174,6 @@ class Planner {
   private readonly invokesStop: string[] = [];
   private readonly emitted: EventObject[] = [];
   private readonly effects: Effect[] = [];
-  private readonly renamed: Array<[string, string]> = [];
-  /** Timers armed after messages, by key: how many messages preceded each ({@link Effects.timerPlaces}). */
-  private places: Map<string, number> | undefined;
-  /**
-   * Timers armed before the transition that it changed without moving their
-   * wake-up (a receiver stopped, an id taken over): each copy to the timer it was.
-   */
-  private carried: Map<PendingTimer, PendingTimer> | undefined;
   // The four below are made on first use: most transitions have no children, and
   // a Map or Set per transition for nothing is garbage on every send.
   /** The children before the transition, by ref. */
@@ -266,7 +210,14 @@ class Planner {
     Map<ChildRef, Array<{ message: Omit<OutgoingMessage, 'idx'>; before: number }>> | undefined;
 
   constructor(private readonly t: TransitionFacts) {
-    this.timers = [...t.ledger.timers];
+    this.timers = new TimerPlan({
+      actorId: t.actorId,
+      parentId: t.parentId,
+      seq: t.seq,
+      now: t.now,
+      armed: t.ledger.timers,
+      lives: t.lives,
+    });
     this.invokes = [...t.ledger.invokes];
     const settled = t.ledger.settled;
     if (settled !== undefined && settled.length > 0) this.settled = new Set(settled);
@@ -320,16 +271,15 @@ class Planner {
     if (finished) {
       // XState cancels every delayed event of an actor that stops, by id: one whose id
       // a later one took over escapes, and still reaches a receiver that runs on (see
-      // {@link escapesStop}). No result can be taken any more.
-      const kept = this.timers.filter((timer) => this.escapesStop(timer));
-      this.timers.length = 0;
-      this.timers.push(...kept);
+      // TimerPlan.finished). No result can be taken any more.
+      this.timers.finished(t.next.status);
       this.invokes.length = 0;
       this.completion();
     }
     if (finished) this.settled?.clear();
+    const timers = this.timers;
     const ledger = makeLedger(
-      this.timers,
+      timers.timers,
       this.invokes,
       this.settled === undefined ? undefined : [...this.settled],
       t.ledger.sync,
@@ -338,23 +288,23 @@ class Planner {
       t.ledger.life,
     );
     if (t.ledger.sync === true && !finished && t.relayed !== true) this.snapshotToParent();
-    const cancelAll = finished && this.timers.length === 0;
+    const cancelAll = finished && timers.timers.length === 0;
     const { timersSet, timersCancel } = cancelAll
       ? { timersSet: [], timersCancel: [] }
-      : this.timerRows(ledger);
+      : timers.rows(ledger);
     return {
       ledger,
       timersSet,
       timersCancel,
-      timersRenamed: cancelAll ? [] : this.renamed,
-      timerPlaces: cancelAll ? undefined : this.places,
+      timersRenamed: cancelAll ? [] : timers.renamed,
+      timerPlaces: cancelAll ? undefined : timers.places,
       cancelAllTimers: cancelAll,
       invokesStart: this.startOrder(),
       invokesStop: this.invokesStop,
       messages: this.messages.length === 0 ? [] : this.messages.map((m, idx) => ({ ...m, idx })),
       legacyMessages:
         this.early !== undefined
-          ? this.legacyOrder(this.early)
+          ? legacyOrder(this.messages, this.early)
           : t.orphans !== undefined && t.orphans.length > 0
             ? // Earlier builds did not stop them: their logs verify as written.
               this.messages.slice(t.orphans.length).map((m, idx) => ({ ...m, idx }))
@@ -434,14 +384,20 @@ class Planner {
       case 'xstate.raise': {
         const params = action.params as SendParams;
         if (typeof params.delay === 'number' && params.event) {
-          this.schedule(params.id, params.event, params.delay, undefined, idx);
+          this.timers.schedule(
+            params.id,
+            params.event,
+            params.delay,
+            undefined,
+            idx,
+            this.messages.length,
+          );
         }
         return;
       }
       case 'xstate.cancel': {
         const sendId = (action.params as { sendId?: unknown }).sendId;
-        const i = this.timers.findIndex((timer) => timer.sendId === sendId);
-        if (i >= 0) this.timers.splice(i, 1);
+        this.timers.cancel(sendId);
         return;
       }
       case CREATED: {
@@ -561,26 +517,7 @@ class Planner {
     }
     this.settled?.delete(id);
     this.messages.push({ to: childActorId(this.t.actorId, id), kind: 'stop', body: STOP_BODY });
-    // A delayed `sendTo` holds the child it was sent to: XState delivers it to that
-    // stopped actor, which ignores it, never to a child spawned again under its id.
-    // One with an id still fires, releasing the id (a later send may hold it).
-    for (let i = this.timers.length - 1; i >= 0; i--) {
-      const timer = this.timers[i] as PendingTimer;
-      if (timer.to !== id) continue;
-      if (timer.id === undefined) this.timers.splice(i, 1);
-      else this.carry(i, { ...timer, to: TO_STOPPED });
-    }
-  }
-
-  /**
-   * Replaces the timer at `i` with `copy`, the same timer to XState's scheduler:
-   * its wake-up stays armed where it was among timers due at the same instant
-   * (re-armed, it would go after those armed since, where XState's does not).
-   */
-  private carry(i: number, copy: PendingTimer): void {
-    const timer = this.timers[i] as PendingTimer;
-    (this.carried ??= new Map()).set(copy, this.carried.get(timer) ?? timer);
-    this.timers[i] = copy;
+    this.timers.receiverStopped(id);
   }
 
   /** `sendTo`/`sendParent`/`forwardTo`: a message now, or a timer when delayed. */
@@ -591,12 +528,19 @@ class Planner {
       // Nothing receives it, as in XState; a delayed one is still scheduled there,
       // holding its id until it fires (to no one) or is cancelled.
       if (typeof params.delay === 'number' && params.id !== undefined) {
-        this.schedule(params.id, event, params.delay, TO_STOPPED, idx);
+        this.timers.schedule(params.id, event, params.delay, TO_STOPPED, idx, this.messages.length);
       }
       return;
     }
     if (typeof params.delay === 'number') {
-      this.schedule(params.id, event, params.delay, to ?? undefined, idx);
+      this.timers.schedule(
+        params.id,
+        event,
+        params.delay,
+        to ?? undefined,
+        idx,
+        this.messages.length,
+      );
       return;
     }
     const message: Omit<OutgoingMessage, 'idx'> = {
@@ -708,90 +652,8 @@ class Planner {
     return [...front, ...this.invokesStart.filter((s) => !front.includes(s))];
   }
 
-  /** {@link Effects.legacyMessages}: each early spawn moved back to its own action. */
-  private legacyOrder(spawns: readonly Early[]): OutgoingMessage[] | undefined {
-    const early = spawns.filter((e) => e.before >= 0);
-    const moved = new Set<number>();
-    for (const e of early) for (let k = 0; k < e.count; k++) moved.add(e.at + k);
-    const order: number[] = [];
-    for (let i = 0; i <= this.messages.length; i++) {
-      for (const e of early)
-        if (e.before === i) for (let k = 0; k < e.count; k++) order.push(e.at + k);
-      if (i < this.messages.length && !moved.has(i)) order.push(i);
-    }
-    if (order.every((from, idx) => from === idx)) return undefined;
-    return order.map((from, idx) => ({ ...(this.messages[from] as OutgoingMessage), idx }));
-  }
-
   private actorIdOf(to: string | undefined): string {
     return receiverId(this.t.actorId, this.t.parentId, to) as string;
-  }
-
-  /**
-   * A delayed event, as XState's scheduler keeps it: a new one with an id another
-   * pending one holds takes the id over (the earlier one still fires, under a key of
-   * its own, but `cancel` no longer finds it); one without an id is never cancelled.
-   */
-  private schedule(
-    sendId: string | undefined,
-    event: EventObject,
-    delay: number,
-    to: string | undefined,
-    idx: number,
-  ): void {
-    const { seq, now } = this.t;
-    let key = `xstate.delay.${seq}.${idx}`;
-    if (sendId !== undefined) {
-      for (const [i, timer] of this.timers.entries()) {
-        if (timer.sendId === sendId || timer.key === sendId) {
-          const kept: PendingTimer = { ...timer, sendId: undefined };
-          if (timer.key === sendId) {
-            kept.key = `${timer.key}@${seq}.${idx}`;
-            // Armed before this transition: its wake-up moves to the new key. One this
-            // transition made is not armed yet; it is armed under its new key.
-            const armed = this.carried?.get(timer) ?? timer;
-            if (this.t.ledger.timers.includes(armed)) this.renamed.push([timer.key, kept.key]);
-            const place = this.places?.get(timer.key);
-            if (place !== undefined) this.places?.set(kept.key, place);
-          }
-          this.carry(i, kept);
-        }
-      }
-      key = sendId;
-    }
-    const timer: PendingTimer = { key, event, due: now + delay, at: now };
-    if (sendId !== undefined) {
-      timer.id = sendId;
-      timer.sendId = sendId;
-    }
-    if (to !== undefined) timer.to = to;
-    // Found by system id: the life of the actor it holds (PendingTimer.life).
-    const life =
-      to?.startsWith(TO_ACTOR) === true ? this.t.lives?.get(to.slice(TO_ACTOR.length)) : undefined;
-    if (life !== undefined && life > 1) timer.life = life;
-    this.timers.push(timer);
-    if (this.messages.length > 0) (this.places ??= new Map()).set(key, this.messages.length);
-    else this.places?.delete(key);
-  }
-
-  /**
-   * Whether a delayed send outlives its sender's stop, as in XState: its scheduler
-   * cancels a stopping actor's events by id, so one whose id a later send took over
-   * (kept under a key of its own, {@link schedule}) is missed and fires. It reaches
-   * a parent, which runs on; a child only when the sender failed (a sender that is
-   * done or stopped stops its children; a failed one leaves them running). A raise
-   * goes to the stopped sender itself: gone.
-   */
-  private escapesStop(timer: PendingTimer): boolean {
-    if (timer.id === undefined || timer.sendId !== undefined || timer.to === undefined) {
-      return false;
-    }
-    if (timer.to === TO_PARENT) return this.t.parentId !== undefined;
-    // An actor of the tree outside the sender's own subtree runs on without it.
-    if (timer.to.startsWith(TO_ACTOR) && !timer.to.startsWith(`${TO_ACTOR}${this.t.actorId}/`)) {
-      return true;
-    }
-    return this.t.next.status === 'error' && timer.to !== TO_STOPPED;
   }
 
   /** A child that finished tells its parent, with its output or its error. */
@@ -823,30 +685,6 @@ class Planner {
       kind: 'event',
       body: `{"type":${JSON.stringify(type)},"snapshot":${encodeSnapshot(t.machine, t.next)}}`,
     });
-  }
-
-  /** What the transition armed or moved, and what it removed (for the in-process wake-ups). */
-  private timerRows(ledger: Ledger): { timersSet: TimerRow[]; timersCancel: string[] } {
-    const { actorId } = this.t;
-    const armed = this.t.ledger.timers;
-    const timersSet: TimerRow[] = [];
-    if (armed.length === 0 && ledger.timers.length === 0) return { timersSet, timersCancel: [] };
-    const before = new Map(armed.map((timer) => [timer.key, timer]));
-    for (const timer of ledger.timers) {
-      const was = before.get(timer.key);
-      before.delete(timer.key);
-      // The same entry, or a copy of it (Planner.carry): untouched. A new one under a
-      // key the transition cancelled and set again (a state left and entered) is
-      // armed anew, as XState schedules it.
-      if (was !== undefined && (was === timer || this.carried?.get(timer) === was)) continue;
-      timersSet.push({
-        actorId,
-        timerId: timer.key,
-        event: JSON.stringify(timer.event),
-        dueAt: timer.due,
-      });
-    }
-    return { timersSet, timersCancel: [...before.keys()] };
   }
 
   private refuse(target: string, kind: string, hint: string): UnsupportedActorError {

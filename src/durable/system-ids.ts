@@ -23,7 +23,7 @@ import type { AnyActorLogic, AnyActorRef, AnyMachineSnapshot } from 'xstate';
 import type { TreeView } from './notices.ts';
 import { actorKind } from './actor-kinds.ts';
 import { advanceOrLookUp, type LookUp, type Step, type StepFacts } from './advance.ts';
-import { childActorId } from './effects.ts';
+import { childActorId } from './actor-ids.ts';
 import type { Ledger } from './ledger.ts';
 import { NOWHERE } from './pure.ts';
 import type { DurableRuntime } from './runtime.ts';
