@@ -27,6 +27,7 @@ import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { MessageRow, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
 import { PlacedTimers } from './placed-timers.ts';
+import { SpawnWaits } from './spawn-waits.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
 import {
   bySystemIdOf,
@@ -88,18 +89,8 @@ export class Courier {
   private readonly committing = new Set<string>();
   /** Per such commit (`keyOfCommit`), its messages' keys. */
   private readonly committingBy = new Map<string, string[]>();
-  /**
-   * Per receiver, the spawn of it posted and not sent yet. XState creates a spawned
-   * child as the step's actions are resolved (a child of that id the step stops is
-   * gone from then on) and starts it when its turn comes: what another actor sends
-   * it meanwhile (found by system id) waits in its mailbox and is taken once it has
-   * started. Those messages wait in {@link unstartedBox}.
-   */
-  private readonly unstarted = new Map<string, Posted>();
-  /** Per receiver in {@link unstarted}, the messages waiting for its spawn (claimed). */
-  private readonly unstartedBox = new Map<string, Posted[]>();
-  /** The last number {@link noteSpawns} gave. */
-  private notes = 0;
+  /** Spawns posted and not sent yet, and the messages that wait for them. */
+  private readonly spawns = new SpawnWaits();
   /** Messages in a mailbox or being delivered (never queued twice). */
   private readonly claimed = new Set<string>();
   /** Per receiver being delivered to, what its commits post. */
@@ -209,7 +200,7 @@ export class Courier {
    * is an earlier one that finished or was stopped.
    */
   spawning(actorId: string): boolean {
-    return this.unstarted.has(actorId);
+    return this.spawns.has(actorId);
   }
 
   /** Whether a delivery is under way. */
@@ -297,7 +288,7 @@ export class Courier {
       // being taken for another process's and put ahead (see {@link ahead}).
       const keys = [...batches.values()].flat().map(keyOf);
       for (const key of keys) this.unsent.add(key);
-      for (const batch of batches.values()) this.noteSpawns(batch);
+      for (const batch of batches.values()) this.spawns.note(batch);
       try {
         const pending: PendingBatch<Posted>[] = [];
         for (const [key, batch] of batches) {
@@ -314,9 +305,10 @@ export class Courier {
         for (const nested of nestBatches(pending)) await this.sendNested(nested);
       } finally {
         for (const key of keys) this.unsent.delete(key);
-        for (const [to, spawn] of this.unstarted) {
-          if (keys.includes(keyOf(spawn))) this.forgetSpawn(to);
-        }
+        // A spawn never sent (its delivery given up): what waited for it is released,
+        // to be read back from the store by a later pass.
+        const released = this.spawns.forget((spawn) => keys.includes(keyOf(spawn)));
+        for (const q of released) this.claimed.delete(keyOf(q));
       }
       afterId = page.at(-1)?.id ?? afterId;
     }
@@ -372,49 +364,8 @@ export class Courier {
   /** Notes messages this process posted: this courier's to order until they are sent. */
   private known(posted: Posted[]): Posted[] {
     for (const p of posted) this.unsent.add(keyOf(p));
-    this.noteSpawns(posted);
+    this.spawns.note(posted);
     return posted;
-  }
-
-  /** Numbers one commit's messages in the order learned, noting what they spawn ({@link unstarted}). */
-  private noteSpawns(posted: readonly Posted[]): void {
-    for (const p of posted) {
-      p.noted = ++this.notes;
-      if (p.kind === 'spawn') this.unstarted.set(p.to, p);
-    }
-  }
-
-  /**
-   * A spawn that was never sent (its delivery given up): what waited for it is
-   * released, to be read back from the store by a later {@link deliverAll}.
-   */
-  private forgetSpawn(to: string): void {
-    this.unstarted.delete(to);
-    for (const q of this.unstartedBox.get(to) ?? []) this.claimed.delete(keyOf(q));
-    this.unstartedBox.delete(to);
-  }
-
-  /**
-   * Whether `p` waits in its receiver's mailbox for the receiver's spawn, posted by
-   * another commit and not sent yet ({@link unstarted}).
-   */
-  private waitsForSpawn(p: Posted): boolean {
-    const spawn = this.unstarted.get(p.to);
-    // An event posted after the spawning commit by another: what was posted before
-    // (a stop of the child the spawn replaces, left pending by a crash) is the old
-    // one's, and so is what a descendant sends up (`sendParent` names its own
-    // parent, the old one, where a send by system id finds the new one), and what
-    // the old one sends itself: XState's actor takes it from its own mailbox before
-    // the step that sent it the event returns, so before its stop. Not when found
-    // by system id: XState's `system.get` finds the new one from the spawning step
-    // on, even in a step of the old one or of its descendants.
-    return (
-      spawn !== undefined &&
-      p.kind === 'event' &&
-      (p.noted ?? 0) > (spawn.noted ?? Infinity) &&
-      (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq) &&
-      (p.bySystemId === true || (p.from !== p.to && !p.from.startsWith(`${p.to}/`)))
-    );
   }
 
   private track(task: Promise<unknown>): void {
@@ -464,7 +415,7 @@ export class Courier {
   /**
    * Relays the held events ({@link heldIn}) due before message `p` of their commit:
    * as XState relays an event to a child that has not started, each waits in the
-   * child's mailbox ({@link unstartedBox}) behind what other actors sent it before,
+   * child's mailbox (SpawnWaits) behind what other actors sent it before,
    * and the child takes them all once started, before anything the first of them
    * sets off (a grandchild's greeting waits behind them).
    */
@@ -472,14 +423,12 @@ export class Courier {
     for (const { message, spawn, at } of held) {
       // A delivery's messages may be of several commits: only `p`'s own are due.
       if (spawn.from !== p.from || spawn.fromSeq !== p.fromSeq || at > p.idx) continue;
-      if (this.unstarted.get(spawn.to) !== spawn) continue;
+      if (!this.spawns.isPending(spawn)) continue;
       const key = keyOf(message);
       if (this.claimed.has(key)) continue;
       this.claimed.add(key);
       this.unsent.delete(key);
-      const waiting = this.unstartedBox.get(spawn.to);
-      if (waiting === undefined) this.unstartedBox.set(spawn.to, [message]);
-      else waiting.push(message);
+      this.spawns.hold(message);
     }
   }
 
@@ -523,21 +472,14 @@ export class Courier {
    */
   private async send(p: Posted): Promise<void> {
     this.unsent.delete(keyOf(p));
-    if (p.kind !== 'spawn' && this.waitsForSpawn(p)) {
+    if (p.kind !== 'spawn' && this.spawns.waits(p)) {
       const key = keyOf(p);
       if (this.claimed.has(key)) return;
       this.claimed.add(key);
-      const waiting = this.unstartedBox.get(p.to);
-      if (waiting === undefined) this.unstartedBox.set(p.to, [p]);
-      else waiting.push(p);
+      this.spawns.hold(p);
       return;
     }
-    const starts = p.kind === 'spawn' && this.unstarted.get(p.to) === p;
-    const waited = starts ? this.unstartedBox.get(p.to) : undefined;
-    if (starts) {
-      this.unstarted.delete(p.to);
-      this.unstartedBox.delete(p.to);
-    }
+    const waited = this.spawns.start(p);
     if (!this.queue(p)) return;
     // The child starts, then takes what waited for it.
     if (waited !== undefined) (this.mailboxes.get(p.to) as Posted[]).push(...waited);
