@@ -31,6 +31,18 @@ export function receiverId(
   return childActorId(actorId, to);
 }
 
+/**
+ * The tree an actor belongs to (XState's system: a root and its descendants),
+ * named by the first segment of its id: a child's id is its parent's, a slash,
+ * and its own. A root whose own id holds a slash shares its tree's name with
+ * the roots of the same first segment; what is ordered by tree (./deliver.ts,
+ * Courier.settledFor) then waits a little more than it must, never less.
+ */
+export function treeOf(actorId: string): string {
+  const slash = actorId.indexOf('/');
+  return slash < 0 ? actorId : actorId.slice(0, slash);
+}
+
 /** The step key of invoke `id` entered at actor version `version`. */
 export function invokeKey(actorId: string, id: string, version: number): string {
   return `${actorId}:invoke:${id}:${version}`;

@@ -28,6 +28,7 @@ import type { MessageRow, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
 import { PlacedTimers } from './placed-timers.ts';
 import { SpawnWaits } from './spawn-waits.ts';
+import { treeOf } from './actor-ids.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
 import {
   bySystemIdOf,
@@ -54,6 +55,8 @@ export interface CourierHooks {
   /** Creates the child a spawn message asks for, consuming the message. */
   spawn(message: MessageRow): Promise<void>;
 }
+
+const noop = (): void => {};
 
 /** A delivery under way: what its receiver's commits post, and its first commit's signal. */
 interface Frame {
@@ -102,6 +105,18 @@ export class Courier {
   /** Per sender, its posted batches not yet delivered (one sender's batches in order). */
   private readonly senders = new Map<string, Promise<void>>();
   private readonly tasks = new Set<Promise<unknown>>();
+  /**
+   * The same deliveries by the tree of their sender ({@link treeOf}): a cascade of
+   * messages stays inside its tree. Passes over pending messages (`deliverAll`)
+   * are under `undefined`: they may deliver in any tree.
+   */
+  private readonly tasksByTree = new Map<string | undefined, Set<Promise<unknown>>>();
+  /**
+   * Per commit with messages submitted outside a delivery and not posted yet
+   * (`keyOfCommit`): resolves its tracked cascade once it is posted
+   * ({@link awaitPost}).
+   */
+  private readonly cascades = new Map<string, (run: Promise<unknown> | undefined) => void>();
   /** Timers armed after some of their step's messages, waiting for their place. */
   private readonly placed = new PlacedTimers(keyOf);
   private closed = false;
@@ -116,10 +131,10 @@ export class Courier {
   post(batch: PostedBatch): void {
     if (this.taken.delete(keyOfCommit(batch.from, batch.fromSeq))) return;
     const posted = this.known(postedOf(batch));
-    this.posted(batch);
     const frame = this.frames.get(batch.from);
     if (frame !== undefined) {
       frame.posted.push(...posted);
+      this.posted(batch, undefined);
       return;
     }
     const previous = this.senders.get(batch.from) ?? Promise.resolve();
@@ -127,11 +142,11 @@ export class Courier {
       this.fromSender(batch.from, posted, batch.finished === true || batch.relayed === true),
     );
     this.senders.set(batch.from, run);
-    this.track(
-      run.finally(() => {
-        if (this.senders.get(batch.from) === run) this.senders.delete(batch.from);
-      }),
-    );
+    const task = run.finally(() => {
+      if (this.senders.get(batch.from) === run) this.senders.delete(batch.from);
+    });
+    this.track(task, treeOf(batch.from));
+    this.posted(batch, task);
   }
 
   /**
@@ -169,15 +184,32 @@ export class Courier {
       keyOf({ ...m, from: batch.from, fromSeq: batch.fromSeq }),
     );
     for (const key of keys) this.committing.add(key);
-    this.committingBy.set(keyOfCommit(batch.from, batch.fromSeq), keys);
-    const release = () => this.posted(batch);
+    const commit = keyOfCommit(batch.from, batch.fromSeq);
+    this.committingBy.set(commit, keys);
+    // Its messages' cascade is under way from now on ({@link settledFor}).
+    this.track(
+      new Promise<unknown>((resolve) => this.cascades.set(commit, resolve)),
+      treeOf(batch.from),
+    );
+    const release = () => this.posted(batch, undefined);
     // Posted at once when it resolves; a turn later at the latest, whatever happens.
     done.then(() => setTimeout(release, 0), release);
   }
 
-  /** A commit noted by {@link awaitPost} is posted (or failed, or given up). */
-  private posted(batch: Pick<PostedBatch, 'from' | 'fromSeq'>): void {
+  /**
+   * A commit noted by {@link awaitPost} is posted (or failed, or given up); `run`:
+   * the delivery of its messages, when it has one of its own.
+   */
+  private posted(
+    batch: Pick<PostedBatch, 'from' | 'fromSeq'>,
+    run: Promise<unknown> | undefined,
+  ): void {
     const commit = keyOfCommit(batch.from, batch.fromSeq);
+    const cascade = this.cascades.get(commit);
+    if (cascade !== undefined) {
+      this.cascades.delete(commit);
+      cascade(run?.then(noop, noop));
+    }
     const keys = this.committingBy.get(commit);
     if (keys === undefined) return;
     this.committingBy.delete(commit);
@@ -220,6 +252,20 @@ export class Courier {
     if (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
   }
 
+  /**
+   * Waits for the deliveries under way in `actorId`'s tree, and for those of the
+   * commits with messages submitted there and not yet durable: XState runs a
+   * cascade of messages synchronously, so a timer that falls due, or a promise
+   * that settles, while one is under way takes its turn after it. Deliveries that
+   * start later are not waited for.
+   */
+  async settledFor(actorId: string): Promise<void> {
+    const mine = this.tasksByTree.get(treeOf(actorId));
+    const passes = this.tasksByTree.get(undefined);
+    if (mine === undefined && passes === undefined) return;
+    await Promise.allSettled([...(mine ?? []), ...(passes ?? [])]);
+  }
+
   /** Waits until every delivery under way has finished. */
   async idle(): Promise<void> {
     while (this.tasks.size > 0) await Promise.all([...this.tasks]);
@@ -239,7 +285,10 @@ export class Courier {
    */
   deliverAll(limit = 500): Promise<number> {
     const run = this.deliverPages(limit);
-    this.track(run.catch(() => undefined));
+    this.track(
+      run.catch(() => undefined),
+      undefined,
+    );
     return run;
   }
 
@@ -368,9 +417,17 @@ export class Courier {
     return posted;
   }
 
-  private track(task: Promise<unknown>): void {
+  /** Tracks a delivery under way, of `tree` (undefined: a pass, of any tree). */
+  private track(task: Promise<unknown>, tree: string | undefined): void {
     this.tasks.add(task);
-    void task.finally(() => this.tasks.delete(task));
+    let byTree = this.tasksByTree.get(tree);
+    if (byTree === undefined) this.tasksByTree.set(tree, (byTree = new Set()));
+    byTree.add(task);
+    void task.finally(() => {
+      this.tasks.delete(task);
+      const set = this.tasksByTree.get(tree);
+      if (set?.delete(task) === true && set.size === 0) this.tasksByTree.delete(tree);
+    });
   }
 
   /**
@@ -677,6 +734,7 @@ export class Courier {
       all.finally(() => {
         if (this.inFlight.get(actorId) === all) this.inFlight.delete(actorId);
       }),
+      treeOf(actorId),
     );
   }
 

@@ -216,7 +216,7 @@ async function finish(
     // Outcomes that settled before this one are delivered first: one of them may
     // leave the state, and then this one is recorded, never delivered.
     await turn.ready;
-    await core.runtime.courier.settled();
+    await core.runtime.courier.settledFor(core.id);
     if (signal.aborted) return; // its state was left: recorded, never delivered
     await deliverOutcome(core, invoke.id, invoke.key, recorded);
   } finally {

@@ -9,6 +9,7 @@ import type { ChartDefinition } from '../core/chart.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { ConcurrencyError, LeaseLostError, StoreError } from '../core/errors.ts';
 import type { ActorWrite, MessageRow, Store } from '../store/types.ts';
+import { treeOf } from './actor-ids.ts';
 import { childMachines } from './actor-kinds.ts';
 import { Committer } from './commit.ts';
 import { Courier } from './deliver.ts';
@@ -370,11 +371,37 @@ export class DurableRuntime {
   }
 
   /**
+   * Per tree ({@link treeOf}), the turn of the last timer fired: timers of one tree
+   * fire one at a time, each after what the one before set off.
+   */
+  private readonly timerTurns = new Map<string, Promise<unknown>>();
+
+  /**
    * Delivers a due timer through the actor's normal send path. Exactly once across
    * processes: the commit consumes the timer row, so a second deliverer conflicts.
    * Returns whether this call fired it.
+   *
+   * As XState's scheduler runs a delayed event as a task of its own, after the
+   * synchronous run under way: the timer waits for the messages being delivered in
+   * its actor's tree (and for those of commits submitted there), and the timers of
+   * one tree go one at a time, in the order they fell due, each after the cascade
+   * of the one before. Timers of other trees do not wait for them.
    */
-  async fireTimer(actorId: string, timerId: string): Promise<boolean> {
+  fireTimer(actorId: string, timerId: string): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    const tree = treeOf(actorId);
+    const run = (this.timerTurns.get(tree) ?? Promise.resolve())
+      .then(() => this.courier.settledFor(actorId))
+      .then(() => this.fireNow(actorId, timerId));
+    this.timerTurns.set(tree, run);
+    void run.then(() => {
+      if (this.timerTurns.get(tree) === run) this.timerTurns.delete(tree);
+    });
+    return run;
+  }
+
+  /** {@link fireTimer} once its turn has come; never rejects. */
+  private async fireNow(actorId: string, timerId: string): Promise<boolean> {
     if (this.closed) return false;
     try {
       if (!this.holds(actorId) && (await this.acquire([actorId])).length === 0) {

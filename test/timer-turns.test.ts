@@ -1,0 +1,253 @@
+/**
+ * XState runs a cascade of messages synchronously: an actor's `sendTo`, its
+ * receiver's step and what that sends back all happen before any delayed event
+ * can fire, since the scheduler runs each one as a task of its own. A durable
+ * cascade takes time (each step commits), so a timer that falls due meanwhile
+ * waits for it: the timer fires after the deliveries under way in its tree, and
+ * after those of commits submitted there and not yet durable. Timers of another
+ * tree do not wait. The differential test cannot see this (its clock fires one
+ * due timer at a time and settles in between); these tests hold a cascade at a
+ * store's commit and move the clock while it is held.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import { assign, createActor, raise, sendParent, sendTo, setup } from 'xstate';
+import {
+  createDurableActor,
+  getRuntime,
+  ManualClock,
+  openStore,
+  type Store,
+} from '../src/index.ts';
+import type { ActorWrite } from '../src/store/types.ts';
+
+const START = 1_000_000;
+
+interface Ctx {
+  log: string[];
+}
+
+const noted = (name: string) => ({ type: 'note', params: { name } }) as const;
+
+/** Answers PING with PONG; after 100 ms in `waiting`, tells its parent TICK. */
+const kid = setup({
+  types: { context: {} as Ctx },
+  actions: {
+    note: assign({ log: ({ context }, params: { name: string }) => [...context.log, params.name] }),
+  },
+}).createMachine({
+  id: 'kid',
+  context: { log: [] as string[] },
+  initial: 'idle',
+  states: {
+    idle: {
+      on: {
+        PING: { actions: [noted('PING'), sendParent({ type: 'PONG' })] },
+        WAIT: 'waiting',
+      },
+    },
+    waiting: {
+      after: { 100: { target: 'idle', actions: [noted('TICK'), sendParent({ type: 'TICK' })] } },
+      on: { PING: { actions: [noted('PING'), sendParent({ type: 'PONG' })] } },
+    },
+  },
+});
+
+/**
+ * GO raises T in 100 ms and pings its child: PONG first (`got`), as in XState, or T
+ * first (`timedOut`). ARM sets the child's own timer going.
+ */
+const parent = setup({
+  types: { context: {} as Ctx },
+  actors: { kid },
+  actions: {
+    note: assign({ log: ({ context }, params: { name: string }) => [...context.log, params.name] }),
+  },
+}).createMachine({
+  id: 'par',
+  context: { log: [] as string[] },
+  invoke: { src: 'kid', id: 'kid' },
+  initial: 'idle',
+  states: {
+    idle: {
+      on: {
+        GO: {
+          target: 'waiting',
+          actions: [raise({ type: 'T' }, { delay: 100 }), sendTo('kid', { type: 'PING' })],
+        },
+        ARM: { actions: sendTo('kid', { type: 'WAIT' }) },
+        PING_ONLY: { actions: sendTo('kid', { type: 'PING' }) },
+        LATER: { target: 'waiting', actions: raise({ type: 'T' }, { delay: 100 }) },
+      },
+    },
+    waiting: {
+      on: {
+        PONG: { target: 'got', actions: noted('PONG') },
+        T: { target: 'timedOut', actions: noted('T') },
+      },
+    },
+    got: { on: { T: { actions: noted('T') } } },
+    timedOut: { on: { PONG: { actions: noted('PONG') } } },
+  },
+  on: { PONG: { actions: noted('PONG') }, TICK: { actions: noted('TICK') } },
+});
+
+type Events = Array<{ type: string }>;
+
+/** Plain XState on a manual clock: each event, then `ms` of time. */
+function plainRun(events: Events, ms: number) {
+  const clock = new ManualClock(START);
+  const actor = createActor(parent, { clock }).start();
+  for (const event of events) actor.send(event);
+  clock.advance(ms);
+  const snapshot = actor.getSnapshot();
+  const child = snapshot.children['kid']?.getSnapshot() as { context: { log: string[] } };
+  return { value: snapshot.value, log: snapshot.context.log, kidLog: child.context.log };
+}
+
+interface Gate {
+  /** Resolves when a write the gate holds has reached the store. */
+  reached: Promise<void>;
+  open(): void;
+}
+
+/**
+ * A memory store on a manual clock whose commits of writes `holds` picks wait
+ * for the gate (closed by {@link hold}).
+ */
+function gatedStore(): {
+  store: Store;
+  clock: ManualClock;
+  hold: (holds: (w: ActorWrite) => boolean) => Gate;
+} {
+  const clock = new ManualClock(START);
+  const inner = openStore('memory:');
+  let gate:
+    { holds: (w: ActorWrite) => boolean; opened: Promise<void>; reached: () => void } | undefined;
+  const store = Object.create(inner) as Store;
+  store.commit = async (writes: readonly ActorWrite[]) => {
+    const current = gate;
+    if (current !== undefined && writes.some(current.holds)) {
+      current.reached();
+      await current.opened;
+    }
+    return inner.commit(writes);
+  };
+  getRuntime(store, { clock });
+  opened.push(store);
+  return {
+    store,
+    clock,
+    hold: (holds) => {
+      let open = () => {};
+      let reached = () => {};
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      const reachedP = new Promise<void>((resolve) => (reached = resolve));
+      gate = { holds, opened, reached };
+      // A test that fails with the gate shut must not leave its commit waiting.
+      gates.push(open);
+      return {
+        reached: reachedP,
+        open: () => {
+          gate = undefined;
+          open();
+        },
+      };
+    },
+  };
+}
+
+const opened: Store[] = [];
+const gates: Array<() => void> = [];
+afterEach(async () => {
+  for (const open of gates.splice(0)) open();
+  for (const store of opened.splice(0)) {
+    await getRuntime(store).close();
+    await store.close();
+  }
+});
+
+async function durableParent(store: Store, id: string) {
+  const actor = await createDurableActor(parent, { id, store, schemas: false });
+  await getRuntime(store).drain();
+  return actor;
+}
+
+/** The parent's state and log, and its child's log (the child is a durable actor of its own). */
+async function durableView(store: Store, actor: Awaited<ReturnType<typeof durableParent>>) {
+  const snapshot = actor.getSnapshot();
+  const child = await store.loadActor(`${actor.id}/kid`);
+  const kidLog = (JSON.parse(child?.snapshot ?? '{}') as { context: { log: string[] } }).context
+    .log;
+  return { value: snapshot.value, log: snapshot.context.log, kidLog };
+}
+
+describe('a timer that falls due while a cascade of messages is under way', () => {
+  test("waits for it: the child's answer comes first, as in XState", async () => {
+    const { store, clock, hold } = gatedStore();
+    const actor = await durableParent(store, 'p1');
+    // The child's answer to PING is held at its commit.
+    const gate = hold((w) => w.actorId === 'p1/kid');
+    await actor.send({ type: 'GO' });
+    await gate.reached;
+    clock.advance(100); // T falls due while the cascade is held
+    gate.open();
+    await getRuntime(store).drain();
+    const expected = plainRun([{ type: 'GO' }], 100);
+    expect(expected).toMatchObject({ value: 'got', log: ['PONG', 'T'] });
+    expect(await durableView(store, actor)).toEqual(expected);
+  });
+
+  test('waits for a commit submitted in its tree and the deliveries it sets off', async () => {
+    const { store, clock, hold } = gatedStore();
+    const actor = await durableParent(store, 'p2');
+    await actor.send({ type: 'ARM' });
+    await getRuntime(store).drain();
+    // The parent's PING to the child is held at the parent's own commit; the
+    // child's timer falls due meanwhile.
+    const gate = hold((w) => w.actorId === 'p2');
+    const sent = actor.send({ type: 'PING_ONLY' });
+    await gate.reached;
+    clock.advance(100);
+    gate.open();
+    await sent;
+    await getRuntime(store).drain();
+    const expected = plainRun([{ type: 'ARM' }, { type: 'PING_ONLY' }], 100);
+    expect(expected.kidLog).toEqual(['PING', 'TICK']);
+    expect(await durableView(store, actor)).toEqual(expected);
+  });
+
+  test("control: a timer of another tree does not wait for the first tree's cascade", async () => {
+    const { store, clock, hold } = gatedStore();
+    const runtime = getRuntime(store);
+    const held = await durableParent(store, 'p3');
+    const other = await durableParent(store, 'q3');
+    await other.send({ type: 'LATER' });
+    const gate = hold((w) => w.actorId === 'p3/kid');
+    await held.send({ type: 'GO' });
+    await gate.reached;
+    // What a timer of each tree waits for before it fires: the held cascade for
+    // p3's, nothing for q3's. (Its commit still queues behind the held one: one
+    // process commits one batch at a time.)
+    const waited = { p3: false, q3: false };
+    void runtime.courier.settledFor('p3/kid').then(() => (waited.p3 = true));
+    void runtime.courier.settledFor('q3').then(() => (waited.q3 = true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(waited).toEqual({ p3: false, q3: true });
+    clock.advance(100);
+    gate.open();
+    await runtime.drain();
+    expect(waited.p3).toBe(true);
+    expect(other.getSnapshot().value).toBe('timedOut');
+    expect(await durableView(store, held)).toEqual(plainRun([{ type: 'GO' }], 100));
+  });
+
+  test('control: with no cascade under way, the timer fires at once', async () => {
+    const { store, clock } = gatedStore();
+    const actor = await durableParent(store, 'p4');
+    await actor.send({ type: 'LATER' });
+    clock.advance(100);
+    await getRuntime(store).drain();
+    expect(await durableView(store, actor)).toEqual(plainRun([{ type: 'LATER' }], 100));
+    expect(actor.getSnapshot().value).toBe('timedOut');
+  });
+});
