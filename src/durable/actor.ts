@@ -98,6 +98,17 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     metadata?: Record<string, unknown>,
     options: { conflictRetries?: number } = {},
   ): Promise<SnapshotFrom<TLogic>> {
+    // A cascade of messages under way in the actor's tree goes first (runtime.turnFor).
+    const turn = this.runtime.turnFor(this.id);
+    if (turn !== undefined) return turn.then(() => this.sendNow(event, metadata, options));
+    return this.sendNow(event, metadata, options);
+  }
+
+  private sendNow(
+    event: EventFromLogic<TLogic>,
+    metadata: Record<string, unknown> | undefined,
+    options: { conflictRetries?: number },
+  ): Promise<SnapshotFrom<TLogic>> {
     const retries = options.conflictRetries ?? this.runtime.conflictRetries;
     const sendOptions = metadata === undefined ? NO_OPTIONS : { metadata };
     if (retries === 0) {

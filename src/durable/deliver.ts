@@ -256,14 +256,20 @@ export class Courier {
    * Waits for the deliveries under way in `actorId`'s tree, and for those of the
    * commits with messages submitted there and not yet durable: XState runs a
    * cascade of messages synchronously, so a timer that falls due, or a promise
-   * that settles, while one is under way takes its turn after it. Deliveries that
-   * start later are not waited for.
+   * that settles, while one is under way takes its turn after it. With `passes`,
+   * also for passes over pending messages (`deliverAll`) under way. Deliveries
+   * that start later are not waited for.
    */
-  async settledFor(actorId: string): Promise<void> {
+  async settledFor(actorId: string, passes = true): Promise<void> {
     const mine = this.tasksByTree.get(treeOf(actorId));
-    const passes = this.tasksByTree.get(undefined);
-    if (mine === undefined && passes === undefined) return;
-    await Promise.allSettled([...(mine ?? []), ...(passes ?? [])]);
+    const all = passes ? this.tasksByTree.get(undefined) : undefined;
+    if (mine === undefined && all === undefined) return;
+    await Promise.allSettled([...(mine ?? []), ...(all ?? [])]);
+  }
+
+  /** Whether a delivery is under way in `tree` ({@link settledFor} would wait). */
+  busyIn(tree: string): boolean {
+    return this.tasksByTree.has(tree);
   }
 
   /** Waits until every delivery under way has finished. */

@@ -371,10 +371,36 @@ export class DurableRuntime {
   }
 
   /**
-   * Per tree ({@link treeOf}), the turn of the last timer fired: timers of one tree
-   * fire one at a time, each after what the one before set off.
+   * Per tree ({@link treeOf}), the last external event queued for its turn: a
+   * caller's send that waits for a cascade, or a timer (see {@link turnFor}).
    */
-  private readonly timerTurns = new Map<string, Promise<unknown>>();
+  private readonly turns = new Map<string, Promise<unknown>>();
+
+  /**
+   * @internal When a caller's event to `actorId` may go: undefined for at once,
+   * or a promise. XState runs an event and the cascade of messages it sets off
+   * synchronously, so the next event from outside (a caller's send, a timer)
+   * comes after that cascade. A durable cascade commits step by step; an event
+   * from outside that arrives while one is under way in its actor's tree waits
+   * for it, and for the commits with messages submitted there, behind the
+   * events already waiting. Nothing waits in a tree with no cascade under way.
+   */
+  turnFor(actorId: string): Promise<void> | undefined {
+    const tree = treeOf(actorId);
+    const queued = this.turns.get(tree);
+    if (queued === undefined && !this.courier.busyIn(tree)) return undefined;
+    const turn = (queued ?? Promise.resolve()).then(() => this.courier.settledFor(actorId, false));
+    this.queueTurn(tree, turn);
+    return turn;
+  }
+
+  /** Makes `turn` the one the next external event of `tree` waits for. */
+  private queueTurn(tree: string, turn: Promise<unknown>): void {
+    this.turns.set(tree, turn);
+    void turn.then(() => {
+      if (this.turns.get(tree) === turn) this.turns.delete(tree);
+    });
+  }
 
   /**
    * Delivers a due timer through the actor's normal send path. Exactly once across
@@ -382,21 +408,18 @@ export class DurableRuntime {
    * Returns whether this call fired it.
    *
    * As XState's scheduler runs a delayed event as a task of its own, after the
-   * synchronous run under way: the timer waits for the messages being delivered in
-   * its actor's tree (and for those of commits submitted there), and the timers of
-   * one tree go one at a time, in the order they fell due, each after the cascade
-   * of the one before. Timers of other trees do not wait for them.
+   * synchronous run under way: the timer takes its turn in its actor's tree
+   * ({@link turnFor}), and the next event from outside waits for its firing and
+   * what that sets off. So timers of one tree go one at a time, in the order they
+   * fell due; timers of other trees do not wait for them.
    */
   fireTimer(actorId: string, timerId: string): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
     const tree = treeOf(actorId);
-    const run = (this.timerTurns.get(tree) ?? Promise.resolve())
-      .then(() => this.courier.settledFor(actorId))
+    const run = (this.turns.get(tree) ?? Promise.resolve())
+      .then(() => this.courier.settledFor(actorId, true))
       .then(() => this.fireNow(actorId, timerId));
-    this.timerTurns.set(tree, run);
-    void run.then(() => {
-      if (this.timerTurns.get(tree) === run) this.timerTurns.delete(tree);
-    });
+    this.queueTurn(tree, run);
     return run;
   }
 

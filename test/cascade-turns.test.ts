@@ -1,15 +1,19 @@
 /**
  * XState runs a cascade of messages synchronously: an actor's `sendTo`, its
- * receiver's step and what that sends back all happen before any delayed event
- * can fire, since the scheduler runs each one as a task of its own. A durable
- * cascade takes time (each step commits), so a timer that falls due meanwhile
- * waits for it: the timer fires after the deliveries under way in its tree, and
- * after those of commits submitted there and not yet durable. Timers of another
- * tree do not wait. The differential test cannot see this (its clock fires one
- * due timer at a time and settles in between); these tests hold a cascade at a
- * store's commit and move the clock while it is held.
+ * receiver's step and what that sends back all happen inside the `send` that
+ * set them off, before the caller's next `send` and before any delayed event
+ * can fire (the scheduler runs each one as a task of its own). A durable
+ * cascade takes time (each step commits, and a send resolves once its own
+ * commit is durable), so an event from outside that arrives meanwhile waits for
+ * it: a caller's next send, or a timer that falls due, goes after the
+ * deliveries under way in its actor's tree and after those of commits submitted
+ * there. Events of another tree do not wait. The differential test cannot see
+ * this (it settles between steps, and its clock fires one due timer at a time);
+ * these tests send while a cascade is under way, or hold one at a store's commit
+ * and move the clock while it is held.
  */
 import { afterEach, describe, expect, test } from 'vitest';
+import { suiteTempDir } from './support/temp-dir.ts';
 import { assign, createActor, raise, sendParent, sendTo, setup } from 'xstate';
 import {
   createDurableActor,
@@ -21,6 +25,7 @@ import {
 import type { ActorWrite } from '../src/store/types.ts';
 
 const START = 1_000_000;
+const dir = suiteTempDir('agentcharts-cascade-turns-');
 
 interface Ctx {
   log: string[];
@@ -76,6 +81,7 @@ const parent = setup({
         },
         ARM: { actions: sendTo('kid', { type: 'WAIT' }) },
         PING_ONLY: { actions: sendTo('kid', { type: 'PING' }) },
+        PING_WAIT: { target: 'waiting', actions: sendTo('kid', { type: 'PING' }) },
         LATER: { target: 'waiting', actions: raise({ type: 'T' }, { delay: 100 }) },
       },
     },
@@ -83,9 +89,11 @@ const parent = setup({
       on: {
         PONG: { target: 'got', actions: noted('PONG') },
         T: { target: 'timedOut', actions: noted('T') },
+        X: { target: 'cancelled', actions: noted('X') },
       },
     },
-    got: { on: { T: { actions: noted('T') } } },
+    cancelled: { on: { PONG: { actions: noted('PONG') } } },
+    got: { on: { T: { actions: noted('T') }, X: { actions: noted('X') } } },
     timedOut: { on: { PONG: { actions: noted('PONG') } } },
   },
   on: { PONG: { actions: noted('PONG') }, TICK: { actions: noted('TICK') } },
@@ -249,5 +257,54 @@ describe('a timer that falls due while a cascade of messages is under way', () =
     await getRuntime(store).drain();
     expect(await durableView(store, actor)).toEqual(plainRun([{ type: 'LATER' }], 100));
     expect(actor.getSnapshot().value).toBe('timedOut');
+  });
+});
+
+describe("a caller's send while a cascade of messages is under way", () => {
+  test("goes after it: the child's answer comes first, as in XState", async () => {
+    for (const url of ['memory:', `sqlite:${dir()}/next-send.db`]) {
+      const store = openStore(url);
+      opened.push(store);
+      const actor = await durableParent(store, 'p5');
+      await actor.send({ type: 'PING_WAIT' });
+      await actor.send({ type: 'X' });
+      await getRuntime(store).drain();
+      const expected = plainRun([{ type: 'PING_WAIT' }, { type: 'X' }], 0);
+      expect(expected).toMatchObject({ value: 'got', log: ['PONG', 'X'] });
+      expect(await durableView(store, actor)).toEqual(expected);
+    }
+  });
+
+  test('sends made together go one after another, each after the cascade of the one before', async () => {
+    const store = openStore('memory:');
+    opened.push(store);
+    const actor = await durableParent(store, 'p6');
+    const first = actor.send({ type: 'PING_WAIT' });
+    const second = actor.send({ type: 'X' });
+    await Promise.all([first, second]);
+    await getRuntime(store).drain();
+    expect(await durableView(store, actor)).toEqual(
+      plainRun([{ type: 'PING_WAIT' }, { type: 'X' }], 0),
+    );
+  });
+
+  test('control: a send to another tree, or to a tree with nothing under way, goes at once', async () => {
+    const { store, hold } = gatedStore();
+    const runtime = getRuntime(store);
+    const held = await durableParent(store, 'p7');
+    await durableParent(store, 'q7');
+    expect(runtime.turnFor('p7')).toBeUndefined();
+    const gate = hold((w) => w.actorId === 'p7/kid');
+    await held.send({ type: 'PING_WAIT' });
+    await gate.reached;
+    expect(runtime.turnFor('q7')).toBeUndefined();
+    expect(runtime.turnFor('p7/kid')).toBeInstanceOf(Promise);
+    const next = held.send({ type: 'X' });
+    gate.open();
+    await next;
+    await runtime.drain();
+    expect(await durableView(store, held)).toEqual(
+      plainRun([{ type: 'PING_WAIT' }, { type: 'X' }], 0),
+    );
   });
 });
