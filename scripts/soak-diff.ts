@@ -7,7 +7,9 @@
  * `--store postgres` starts a throwaway server (as the tests do) and runs each
  * case in a fresh schema, every restart reconnecting. `--passes 0.3` runs a pass
  * of the message poller after three commits in ten, before they return, and
- * before three lookups in ten (test/support/poller-passes.ts).
+ * before three lookups in ten (test/support/poller-passes.ts). `--hurry 0.5`
+ * sends half the caller's events that follow another without settling after the
+ * first (runBoth's `hurry`): they arrive while its cascade may be under way.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +19,7 @@ import fc from 'fast-check';
 import { openStore, type Store } from '../src/index.ts';
 import { runBoth } from '../test/support/differential.ts';
 import { buildMachine, Gate, machineSpecArb, scriptArb } from '../test/support/machine-gen.ts';
-import { seedOf, withPollerPasses } from '../test/support/poller-passes.ts';
+import { lcg, seedOf, withPollerPasses } from '../test/support/poller-passes.ts';
 import { startPostgres, type PostgresServer } from '../test/support/postgres.ts';
 
 const args = process.argv.slice(2);
@@ -26,6 +28,7 @@ let seed = Date.now() % 2_147_483_647;
 const KINDS = ['memory', 'sqlite', 'postgres'] as const;
 let kind = 'memory' as (typeof KINDS)[number];
 let passes = 0;
+let hurry = 0;
 for (let i = 0; i < args.length; i++) {
   const [flag, value] = [args[i], args[i + 1]];
   if (flag === '--runs' && value !== undefined && /^\d+$/.test(value)) runs = Number(value);
@@ -33,9 +36,11 @@ for (let i = 0; i < args.length; i++) {
   else if (flag === '--store' && KINDS.some((k) => k === value)) kind = value as typeof kind;
   else if (flag === '--passes' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) {
     passes = Number(value);
+  } else if (flag === '--hurry' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) {
+    hurry = Number(value);
   } else {
     console.error(
-      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE]`,
+      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE] [--hurry RATE]`,
     );
     process.exit(64);
   }
@@ -92,6 +97,13 @@ function reopenable(file: string): () => Store {
   const url = server.freshUrl();
   return () => openStore(url);
 }
+/** Which caller's events the case sends without settling first (`--hurry`), replayable. */
+function hurrying(caseSeed: number): (step: number) => boolean {
+  if (hurry === 0) return () => false;
+  const random = lcg(caseSeed);
+  return () => random() < hurry;
+}
+
 try {
   await fc.assert(
     fc.asyncProperty(machineSpecArb, scriptArb, async (spec, script) => {
@@ -126,6 +138,7 @@ try {
           memory
             ? { open: () => memory, reopens: false }
             : { open: () => passing(reopen()), reopens: true },
+          hurrying(seedOf(JSON.stringify([spec, script, 'hurry']))),
         ),
         runaway,
       ]).finally(() => clearTimeout(timer));
@@ -144,12 +157,12 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));
   console.error(
-    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}${passes > 0 ? ` --passes ${passes}` : ''}`,
+    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}${passes > 0 ? ` --passes ${passes}` : ''}${hurry > 0 ? ` --hurry ${hurry}` : ''}`,
   );
   process.exitCode = 1;
 } finally {

@@ -119,6 +119,21 @@ describe('durable actors end as plain XState does, step by step', () => {
     TIMEOUT,
   );
 
+  test.prop([cases], { numRuns: 300, seed: SEED + 4 })(
+    "on the memory store, each caller's event that follows another sent while the one before may still be delivering",
+    async ([spec, script]) => {
+      const store = openStore('memory:');
+      await runBoth(
+        () => machineOf(spec),
+        script,
+        { open: () => store, reopens: false },
+        () => true,
+      );
+      await store.close();
+    },
+    TIMEOUT,
+  );
+
   test.prop([cases], { numRuns: 300, seed: SEED + 1 })(
     'on SQLite, restarts reopening the file',
     async ([spec, script]) => {

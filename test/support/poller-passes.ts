@@ -14,7 +14,7 @@ import { getRuntime } from '../../src/index.ts';
 import type { Store } from '../../src/store/types.ts';
 
 /** A small deterministic generator (a case replays with its passes). */
-function lcg(seed: number): () => number {
+export function lcg(seed: number): () => number {
   let state = seed >>> 0 || 1;
   return () => {
     state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
