@@ -409,7 +409,7 @@ export class DurableRuntime {
    *
    * As XState's scheduler runs a delayed event as a task of its own, after the
    * synchronous run under way: the timer takes its turn in its actor's tree
-   * ({@link turnFor}), and the next event from outside waits for its firing and
+   * (`turnFor`), and the next event from outside waits for its firing and
    * what that sets off. So timers of one tree go one at a time, in the order they
    * fell due; timers of other trees do not wait for them.
    */

@@ -420,10 +420,11 @@ export async function runBoth(
   source: StoreSource,
   /**
    * Whether the durable side goes on to step `i + 1` without settling after
-   * caller's event `i`, when that step is a caller's event too: its send only
-   * awaited, so it arrives while what the first set off may still be delivered
-   * (XState's `send` returns after it; the durable actor's next send waits for
-   * it, ./cascade-turns.test.ts). Compared after the second.
+   * caller's event `i`, when that step is a caller's event too, or a clock step:
+   * its send only awaited, so the next event, or a timer the clock fires, arrives
+   * while what the first set off may still be delivered (XState's `send` returns
+   * after it; the durable actor's next event waits for it,
+   * test/cascade-turns.test.ts). Compared after the second.
    */
   hurry: (step: number) => boolean = () => false,
 ): Promise<{
@@ -540,7 +541,8 @@ export async function runBoth(
     }
     const next = script[i + 1];
     const callerStep = (s: ScriptStep | undefined) => s !== undefined && 'send' in s;
-    if (callerStep(step) && callerStep(next) && hurry(i)) continue;
+    const follows = next !== undefined && ('send' in next || 'wait' in next);
+    if (callerStep(step) && follows && hurry(i)) continue;
     await settlePlain();
     await settleDurable();
     await compare(i + 1);
