@@ -19,6 +19,7 @@ import {
   createDurableActor,
   getRuntime,
   ManualClock,
+  openDurableActor,
   openStore,
   type Store,
 } from '../src/index.ts';
@@ -83,6 +84,7 @@ const parent = setup({
         PING_ONLY: { actions: sendTo('kid', { type: 'PING' }) },
         PING_WAIT: { target: 'waiting', actions: sendTo('kid', { type: 'PING' }) },
         LATER: { target: 'waiting', actions: raise({ type: 'T' }, { delay: 100 }) },
+        SPAWN: 'withSecond',
       },
     },
     waiting: {
@@ -93,6 +95,7 @@ const parent = setup({
       },
     },
     cancelled: { on: { PONG: { actions: noted('PONG') } } },
+    withSecond: { invoke: { src: 'kid', id: 'second' } },
     got: { on: { T: { actions: noted('T') }, X: { actions: noted('X') } } },
     timedOut: { on: { PONG: { actions: noted('PONG') } } },
   },
@@ -306,5 +309,22 @@ describe("a caller's send while a cascade of messages is under way", () => {
     expect(await durableView(store, held)).toEqual(
       plainRun([{ type: 'PING_WAIT' }, { type: 'X' }], 0),
     );
+  });
+});
+
+describe('opening an actor while a cascade of messages is under way in its tree', () => {
+  test('finds the child the last send spawned, as XState has it once send returns', async () => {
+    for (const url of ['memory:', `sqlite:${dir()}/open-child.db`]) {
+      const store = openStore(url);
+      opened.push(store);
+      const actor = await durableParent(store, 'p8');
+      await actor.send({ type: 'SPAWN' });
+      const second = await openDurableActor(store, 'p8/second');
+      expect(second.getSnapshot().value).toBe('idle');
+      // Control: an id nothing spawned is still not found.
+      await expect(openDurableActor(store, 'p8/third')).rejects.toMatchObject({
+        kind: 'not_found',
+      });
+    }
   });
 });

@@ -257,14 +257,18 @@ export class Courier {
    * commits with messages submitted there and not yet durable: XState runs a
    * cascade of messages synchronously, so a timer that falls due, or a promise
    * that settles, while one is under way takes its turn after it. With `passes`,
-   * also for passes over pending messages (`deliverAll`) under way. Deliveries
-   * that start later are not waited for.
+   * also for passes over pending messages (`deliverAll`) under way. Until none is
+   * left: a delivery goes on while its commit is made durable, which is a task of
+   * its own, started after the delivery.
    */
   async settledFor(actorId: string, passes = true): Promise<void> {
-    const mine = this.tasksByTree.get(treeOf(actorId));
-    const all = passes ? this.tasksByTree.get(undefined) : undefined;
-    if (mine === undefined && all === undefined) return;
-    await Promise.allSettled([...(mine ?? []), ...(all ?? [])]);
+    const tree = treeOf(actorId);
+    for (;;) {
+      const mine = this.tasksByTree.get(tree);
+      const all = passes ? this.tasksByTree.get(undefined) : undefined;
+      if (mine === undefined && all === undefined) return;
+      await Promise.allSettled([...(mine ?? []), ...(all ?? [])]);
+    }
   }
 
   /** Whether a delivery is under way in `tree` ({@link settledFor} would wait). */

@@ -253,7 +253,9 @@ export interface OpenDurableActorOptions<TLogic extends AnyStateMachine = AnySta
  * Loads an existing actor by id through the charts registered on the store's
  * runtime (see `recover({ charts })`) or given here. Unknown actor or machine →
  * StoreError. With `{ chart }` the actor is typed by that chart's machine: its
- * context, its state values and the events `send` takes.
+ * context, its state values and the events `send` takes. While messages are
+ * being delivered in the actor's tree it waits for them first, as `send` does: a
+ * child the last send spawned is found, as XState's is once `send` returns.
  *
  * @example
  * const review = await openDurableActor(store, 'doc-1', { chart: docReview });
@@ -284,6 +286,10 @@ export async function openDurableActor(
     // A bare machine no chart was defined for: version 1, as createDurableActor takes it.
     runtime.registerChart({ machine: wanted.machine, version: 1, migrations: NO_MIGRATIONS });
   }
+  // A cascade of messages under way in its tree first (runtime.turnFor): a child
+  // a send just spawned is there, as XState's is once `send` returns.
+  const turn = runtime.turnFor(actorId);
+  if (turn !== undefined) await turn;
   const actor = await loadActorById(runtime, actorId);
   if (wanted && actor.machine.id !== wanted.machine.id) {
     throw new StoreError({
