@@ -177,6 +177,13 @@ afterEach(async () => {
   }
 });
 
+/** A memory store and a SQLite one (file `name`), closed after the test. */
+function memoryAndSqlite(name: string): Store[] {
+  const stores = [openStore('memory:'), openStore(`sqlite:${dir()}/${name}.db`)];
+  opened.push(...stores);
+  return stores;
+}
+
 async function durableParent(store: Store, id: string) {
   const actor = await createDurableActor(parent, { id, store, schemas: false });
   await getRuntime(store).drain();
@@ -265,9 +272,7 @@ describe('a timer that falls due while a cascade of messages is under way', () =
 
 describe("a caller's send while a cascade of messages is under way", () => {
   test("goes after it: the child's answer comes first, as in XState", async () => {
-    for (const url of ['memory:', `sqlite:${dir()}/next-send.db`]) {
-      const store = openStore(url);
-      opened.push(store);
+    for (const store of memoryAndSqlite('next-send')) {
       const actor = await durableParent(store, 'p5');
       await actor.send({ type: 'PING_WAIT' });
       await actor.send({ type: 'X' });
@@ -314,9 +319,7 @@ describe("a caller's send while a cascade of messages is under way", () => {
 
 describe('opening an actor while a cascade of messages is under way in its tree', () => {
   test('finds the child the last send spawned, as XState has it once send returns', async () => {
-    for (const url of ['memory:', `sqlite:${dir()}/open-child.db`]) {
-      const store = openStore(url);
-      opened.push(store);
+    for (const store of memoryAndSqlite('open-child')) {
       const actor = await durableParent(store, 'p8');
       await actor.send({ type: 'SPAWN' });
       const second = await openDurableActor(store, 'p8/second');
