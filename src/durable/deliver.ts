@@ -28,6 +28,7 @@ import type { MessageRow, Store } from '../store/types.ts';
 import type { LiveActor } from './notices.ts';
 import { PlacedTimers } from './placed-timers.ts';
 import { SpawnWaits } from './spawn-waits.ts';
+import { DeliveryTasks } from './delivery-tasks.ts';
 import { treeOf } from './actor-ids.ts';
 import { nestBatches, type NestedBatch, type PendingBatch } from './recovered-order.ts';
 import {
@@ -104,13 +105,8 @@ export class Courier {
   private readonly taken = new Set<string>();
   /** Per sender, its posted batches not yet delivered (one sender's batches in order). */
   private readonly senders = new Map<string, Promise<void>>();
-  private readonly tasks = new Set<Promise<unknown>>();
-  /**
-   * The same deliveries by the tree of their sender ({@link treeOf}): a cascade of
-   * messages stays inside its tree. Passes over pending messages (`deliverAll`)
-   * are under `undefined`: they may deliver in any tree.
-   */
-  private readonly tasksByTree = new Map<string | undefined, Set<Promise<unknown>>>();
+  /** The deliveries under way, by tree. */
+  private readonly tasks = new DeliveryTasks();
   /**
    * Per commit with messages submitted outside a delivery and not posted yet
    * (`keyOfCommit`): resolves its tracked cascade once it is posted
@@ -145,7 +141,7 @@ export class Courier {
     const task = run.finally(() => {
       if (this.senders.get(batch.from) === run) this.senders.delete(batch.from);
     });
-    this.track(task, treeOf(batch.from));
+    this.tasks.track(task, treeOf(batch.from));
     this.posted(batch, task);
   }
 
@@ -187,7 +183,7 @@ export class Courier {
     const commit = keyOfCommit(batch.from, batch.fromSeq);
     this.committingBy.set(commit, keys);
     // Its messages' cascade is under way from now on ({@link settledFor}).
-    this.track(
+    this.tasks.track(
       new Promise<unknown>((resolve) => this.cascades.set(commit, resolve)),
       treeOf(batch.from),
     );
@@ -237,7 +233,7 @@ export class Courier {
 
   /** Whether a delivery is under way. */
   get busy(): boolean {
-    return this.tasks.size > 0;
+    return this.tasks.busy;
   }
 
   /**
@@ -248,8 +244,8 @@ export class Courier {
    * promise can settle before them (a child's greeting reaches its parent before
    * the result of a promise the same step invoked, however soon it resolves).
    */
-  async settled(): Promise<void> {
-    if (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
+  settled(): Promise<void> {
+    return this.tasks.settled();
   }
 
   /**
@@ -261,24 +257,18 @@ export class Courier {
    * left: a delivery goes on while its commit is made durable, which is a task of
    * its own, started after the delivery.
    */
-  async settledFor(actorId: string, passes = true): Promise<void> {
-    const tree = treeOf(actorId);
-    for (;;) {
-      const mine = this.tasksByTree.get(tree);
-      const all = passes ? this.tasksByTree.get(undefined) : undefined;
-      if (mine === undefined && all === undefined) return;
-      await Promise.allSettled([...(mine ?? []), ...(all ?? [])]);
-    }
+  settledFor(actorId: string, passes = true): Promise<void> {
+    return this.tasks.settledFor(actorId, passes);
   }
 
   /** Whether a delivery is under way in `tree` ({@link settledFor} would wait). */
   busyIn(tree: string): boolean {
-    return this.tasksByTree.has(tree);
+    return this.tasks.busyIn(tree);
   }
 
   /** Waits until every delivery under way has finished. */
-  async idle(): Promise<void> {
-    while (this.tasks.size > 0) await Promise.all([...this.tasks]);
+  idle(): Promise<void> {
+    return this.tasks.idle();
   }
 
   /**
@@ -295,7 +285,7 @@ export class Courier {
    */
   deliverAll(limit = 500): Promise<number> {
     const run = this.deliverPages(limit);
-    this.track(
+    this.tasks.track(
       run.catch(() => undefined),
       undefined,
     );
@@ -425,19 +415,6 @@ export class Courier {
     for (const p of posted) this.unsent.add(keyOf(p));
     this.spawns.note(posted);
     return posted;
-  }
-
-  /** Tracks a delivery under way, of `tree` (undefined: a pass, of any tree). */
-  private track(task: Promise<unknown>, tree: string | undefined): void {
-    this.tasks.add(task);
-    let byTree = this.tasksByTree.get(tree);
-    if (byTree === undefined) this.tasksByTree.set(tree, (byTree = new Set()));
-    byTree.add(task);
-    void task.finally(() => {
-      this.tasks.delete(task);
-      const set = this.tasksByTree.get(tree);
-      if (set?.delete(task) === true && set.size === 0) this.tasksByTree.delete(tree);
-    });
   }
 
   /**
@@ -740,7 +717,7 @@ export class Courier {
     const before = this.inFlight.get(actorId);
     const all = before === undefined ? settled : Promise.all([before, settled]);
     this.inFlight.set(actorId, all);
-    this.track(
+    this.tasks.track(
       all.finally(() => {
         if (this.inFlight.get(actorId) === all) this.inFlight.delete(actorId);
       }),
