@@ -14,7 +14,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { suiteTempDir } from './support/temp-dir.ts';
-import { assign, createActor, raise, sendParent, sendTo, setup } from 'xstate';
+import { assign, createActor, fromPromise, raise, sendParent, sendTo, setup } from 'xstate';
 import {
   createDurableActor,
   getRuntime,
@@ -329,5 +329,85 @@ describe('opening an actor while a cascade of messages is under way in its tree'
         kind: 'not_found',
       });
     }
+  });
+});
+
+describe("an invoked promise's outcome while another outcome's cascade is under way", () => {
+  /** Each promise waits for its gate; the test opens A's, then B's, in one go. */
+  const gates = { a: Promise.resolve(), b: Promise.resolve() };
+  let openA = () => {};
+  let openB = () => {};
+  const shut = () => {
+    gates.a = new Promise<void>((resolve) => (openA = resolve));
+    gates.b = new Promise<void>((resolve) => (openB = resolve));
+  };
+  const open = () => {
+    openA();
+    openB();
+  };
+  const worker = setup({
+    types: { context: {} as Ctx },
+    actors: { b: fromPromise(() => gates.b.then(() => 'b')) },
+    actions: {
+      note: assign({
+        log: ({ context }, params: { name: string }) => [...context.log, params.name],
+      }),
+    },
+  }).createMachine({
+    id: 'worker',
+    context: { log: [] as string[] },
+    initial: 'busy',
+    states: {
+      busy: {
+        invoke: { src: 'b', onDone: { target: 'idle', actions: sendParent({ type: 'B_DONE' }) } },
+        on: { PING: { actions: [noted('PING'), sendParent({ type: 'PONG' })] } },
+      },
+      idle: { on: { PING: { actions: [noted('PING'), sendParent({ type: 'PONG' })] } } },
+    },
+  });
+  const boss = setup({
+    types: { context: {} as Ctx },
+    actors: { worker, a: fromPromise(() => gates.a.then(() => 'a')) },
+    actions: {
+      note: assign({
+        log: ({ context }, params: { name: string }) => [...context.log, params.name],
+      }),
+    },
+  }).createMachine({
+    id: 'boss',
+    context: { log: [] as string[] },
+    invoke: { src: 'worker', id: 'worker' },
+    initial: 'idle',
+    states: {
+      idle: { on: { GO: 'working' } },
+      working: {
+        invoke: {
+          src: 'a',
+          onDone: { actions: [noted('A_DONE'), sendTo('worker', { type: 'PING' })] },
+        },
+      },
+    },
+    on: { PONG: { actions: noted('PONG') }, B_DONE: { actions: noted('B_DONE') } },
+  });
+
+  test("waits for it, as XState takes one promise's result and what it sets off at a time", async () => {
+    shut();
+    const plain = createActor(boss).start();
+    plain.send({ type: 'GO' });
+    open();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const expected = plain.getSnapshot().context.log;
+    expect(expected).toEqual(['A_DONE', 'PONG', 'B_DONE']);
+
+    shut();
+    const store = openStore('memory:');
+    opened.push(store);
+    const actor = await createDurableActor(boss, { id: 'b1', store, schemas: false });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await actor.send({ type: 'GO' });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    open();
+    await getRuntime(store).drain();
+    expect(actor.getSnapshot().context.log).toEqual(expected);
   });
 });

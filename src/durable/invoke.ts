@@ -216,9 +216,12 @@ async function finish(
     // Outcomes that settled before this one are delivered first: one of them may
     // leave the state, and then this one is recorded, never delivered.
     await turn.ready;
-    await core.runtime.courier.settledFor(core.id);
-    if (signal.aborted) return; // its state was left: recorded, never delivered
-    await deliverOutcome(core, invoke.id, invoke.key, recorded);
+    // In its turn in the actor's tree, as XState takes a promise's result after the
+    // run under way, one result (and what it sets off) at a time (runtime.inTurn).
+    await core.runtime.inTurn(core.id, async () => {
+      if (signal.aborted) return; // its state was left: recorded, never delivered
+      await deliverOutcome(core, invoke.id, invoke.key, recorded);
+    });
   } finally {
     turn.release();
   }

@@ -61,6 +61,8 @@ export interface RuntimeHooks {
   spawn: (runtime: DurableRuntime, message: MessageRow) => Promise<void>;
 }
 
+const noop = (): void => {};
+
 export class DurableRuntime {
   readonly store: Store;
   readonly clock: Clock;
@@ -415,11 +417,22 @@ export class DurableRuntime {
    */
   fireTimer(actorId: string, timerId: string): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
+    return this.inTurn(actorId, () => this.fireNow(actorId, timerId));
+  }
+
+  /**
+   * @internal Runs `work`, an event from outside `actorId`'s tree that XState
+   * runs as a task of its own (a timer, an invoked promise's outcome), in its turn
+   * ({@link turnFor}): after the cascades under way in the tree, including passes
+   * over pending messages, and after the events queued before it; the next event
+   * waits for `work` and what it sets off.
+   */
+  inTurn<T>(actorId: string, work: () => Promise<T>): Promise<T> {
     const tree = treeOf(actorId);
     const run = (this.turns.get(tree) ?? Promise.resolve())
       .then(() => this.courier.settledFor(actorId, true))
-      .then(() => this.fireNow(actorId, timerId));
-    this.queueTurn(tree, run);
+      .then(work);
+    this.queueTurn(tree, run.then(noop, noop));
     return run;
   }
 
