@@ -10,7 +10,9 @@
  * there. Events of another tree do not wait. The differential test cannot see
  * this (it settles between steps, and its clock fires one due timer at a time);
  * these tests send while a cascade is under way, or hold one at a store's commit
- * and move the clock while it is held.
+ * and move the clock while it is held. An invoked promise that settles at once
+ * has its result taken before the next event from outside too, although its
+ * durable step is claimed and recorded first.
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { suiteTempDir } from './support/temp-dir.ts';
@@ -409,5 +411,94 @@ describe("an invoked promise's outcome while another outcome's cascade is under 
     open();
     await getRuntime(store).drain();
     expect(actor.getSnapshot().context.log).toEqual(expected);
+  });
+});
+
+describe('a promise that settles at once while a timer falls due', () => {
+  /** The slow promise waits for this; the quick one settles as soon as it is called. */
+  let slowGate = Promise.resolve();
+  let openSlow = () => {};
+  const racer = setup({
+    types: { context: {} as Ctx },
+    actors: {
+      quick: fromPromise(() => Promise.resolve('quick')),
+      slow: fromPromise(() => slowGate.then(() => 'slow')),
+    },
+    actions: {
+      note: assign({
+        log: ({ context }, params: { name: string }) => [...context.log, params.name],
+      }),
+    },
+  }).createMachine({
+    id: 'racer',
+    context: { log: [] as string[] },
+    initial: 'idle',
+    states: {
+      idle: {
+        on: {
+          QUICK: { target: 'quick', actions: raise({ type: 'T' }, { delay: 100 }) },
+          SLOW: { target: 'slow', actions: raise({ type: 'T' }, { delay: 100 }) },
+        },
+      },
+      quick: { invoke: { src: 'quick', onDone: { actions: noted('DONE') } } },
+      slow: { invoke: { src: 'slow', onDone: { actions: noted('DONE') } } },
+    },
+    on: { T: { actions: noted('T') } },
+  });
+
+  /** Plain XState: the event, what settles at once, then 100 ms; the slow promise last. */
+  async function plainLog(event: string): Promise<string[]> {
+    const clock = new ManualClock(START);
+    const actor = createActor(racer, { clock }).start();
+    actor.send({ type: event });
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(100);
+    openSlow();
+    await new Promise((resolve) => setImmediate(resolve));
+    return actor.getSnapshot().context.log;
+  }
+
+  /**
+   * The durable side, the step's claim held at the store while the clock moves
+   * 100 ms; the slow promise opened once the timer has been delivered.
+   */
+  async function durableLog(id: string, event: string): Promise<string[]> {
+    const { store, clock } = gatedStore();
+    const runtime = getRuntime(store);
+    let reached = () => {};
+    const claimReached = new Promise<void>((resolve) => (reached = resolve));
+    let release = () => {};
+    const claimHeld = new Promise<void>((resolve) => (release = resolve));
+    gates.push(release);
+    const startStep = store.startStep.bind(store);
+    store.startStep = async (...args) => {
+      reached();
+      await claimHeld;
+      return startStep(...args);
+    };
+    const actor = await createDurableActor(racer, { id, store, schemas: false });
+    await actor.send({ type: event });
+    await claimReached;
+    clock.advance(100); // T falls due while the claim is written
+    release();
+    await runtime.drain({ invokes: 'settled' });
+    openSlow();
+    await runtime.drain({ invokes: 'settled' });
+    await runtime.drain();
+    return actor.getSnapshot().context.log;
+  }
+
+  test('its outcome goes first, as XState takes it before the timer', async () => {
+    const expected = await plainLog('QUICK');
+    expect(expected).toEqual(['DONE', 'T']);
+    expect(await durableLog('r1', 'QUICK')).toEqual(expected);
+  });
+
+  test('control: a promise that does not settle at once lets the timer go first', async () => {
+    slowGate = new Promise<void>((resolve) => (openSlow = resolve));
+    const expected = await plainLog('SLOW');
+    expect(expected).toEqual(['T', 'DONE']);
+    slowGate = new Promise<void>((resolve) => (openSlow = resolve));
+    expect(await durableLog('r2', 'SLOW')).toEqual(expected);
   });
 });

@@ -37,7 +37,14 @@ export interface ActorCore {
    * The order its invokes start their promises in and deliver their outcomes in
    * (./invoke.ts): XState's, whatever order the store's round trips come back in.
    */
-  invokeTurns: { start: Promise<void>; outcome: Promise<void> } | undefined;
+  invokeTurns:
+    | {
+        start: Promise<void>;
+        outcome: Promise<void>;
+        /** The places held in the outcome queue, each by its reserved turn (Infinity: none). */
+        outcomesHeld: Set<{ place: number }>;
+      }
+    | undefined;
   /** The actor's handle: delivers an invoke's outcome through its mailbox and send path. */
   handle: { deliverOutcome(event: EventObject, key: string): Promise<void> } | undefined;
 }

@@ -30,7 +30,10 @@ export function stepsBegun(
 /** After the commit: invokes whose state was left are aborted, new ones start. */
 export function startInvokes(core: ActorCore, effects: Effects): void {
   for (const key of effects.invokesStop) stopInvoke(core, key);
-  for (const invoke of effects.invokesStart) trackRun(core, runInvoke(core, invoke));
+  for (const invoke of effects.invokesStart) {
+    // Its place among the tree's turns, should the promise settle at once (runtime.reserveTurn).
+    trackRun(core, runInvoke(core, invoke, false, core.runtime.reserveTurn(core.id)));
+  }
 }
 
 /** After the commit: the receivers of the transition's messages get them delivered. */

@@ -16,6 +16,7 @@ import type { PendingInvoke } from './ledger.ts';
 import type { ActorCore } from './actor-core.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
+import type { ReservedTurn } from './runtime.ts';
 import { settledMeanwhile, settleStep, type ReconcileHook } from './steps.ts';
 
 export {
@@ -87,19 +88,60 @@ async function settle(logic: AnyActorLogic, args: DurablePromiseArgs<unknown>): 
 interface Turn {
   ready: Promise<void>;
   release: () => void;
+  /**
+   * Every earlier place still held in the outcome queue delivers in a turn of
+   * its tree reserved before `place` (runtime.reserveTurn): waiting for `ready`
+   * inside the turn reserved at `place` cannot wait on that turn itself.
+   */
+  inOrder: boolean;
 }
 
-/** Takes the next place in the actor's queue of invoke starts or of invoke outcomes. */
-function takeTurn(core: ActorCore, queue: 'start' | 'outcome'): Turn {
-  const turns = (core.invokeTurns ??= { start: Promise.resolve(), outcome: Promise.resolve() });
+/**
+ * Takes the next place in the actor's queue of invoke starts or of invoke
+ * outcomes; `place`: the reserved turn of its tree an outcome is delivered in
+ * (its `place`), Infinity for none.
+ */
+function takeTurn(core: ActorCore, queue: 'start' | 'outcome', place = Infinity): Turn {
+  const turns = (core.invokeTurns ??= {
+    start: Promise.resolve(),
+    outcome: Promise.resolve(),
+    outcomesHeld: new Set(),
+  });
   const ready = turns[queue];
+  let inOrder = place !== Infinity;
+  let held: { place: number } | undefined;
+  if (queue === 'outcome') {
+    for (const earlier of turns.outcomesHeld) if (earlier.place >= place) inOrder = false;
+    held = { place: inOrder ? place : Infinity };
+    turns.outcomesHeld.add(held);
+  }
   let release = (): void => {};
-  const mine = new Promise<void>((resolve) => (release = resolve));
+  const mine = new Promise<void>((resolve) => {
+    release = () => {
+      if (held !== undefined) turns.outcomesHeld.delete(held);
+      resolve();
+    };
+  });
   // The next place waits for this one and every one before it, whenever this one
   // is released.
   turns[queue] = ready.then(() => mine);
-  return { ready, release };
+  return { ready, release, inOrder };
 }
+
+/**
+ * Whether `running` settles before the next macrotask: a promise that settles
+ * at once, whose result XState takes before the next event from outside.
+ */
+function settlesAtOnce(running: Promise<unknown>): Promise<boolean> {
+  return new Promise((resolve) => {
+    nextTask(() => resolve(false));
+    void running.then(() => resolve(true));
+  });
+}
+
+/** The next macrotask: after every microtask queued now (setImmediate where there is one). */
+const nextTask: (run: () => void) => void =
+  typeof setImmediate === 'function' ? (run) => setImmediate(run) : (run) => setTimeout(run, 0);
 
 /**
  * Runs an invoke whose step a commit began: claims its first run (exactly one
@@ -119,6 +161,20 @@ export async function runInvoke(
   core: ActorCore,
   invoke: InvokeStart,
   claimed = false,
+  reserved?: ReservedTurn,
+): Promise<void> {
+  try {
+    await run(core, invoke, claimed, reserved);
+  } finally {
+    reserved?.pass(); // not used: the events behind it go on
+  }
+}
+
+async function run(
+  core: ActorCore,
+  invoke: InvokeStart,
+  claimed: boolean,
+  reserved: ReservedTurn | undefined,
 ): Promise<void> {
   const { store, clock } = core.runtime;
   const start = takeTurn(core, 'start');
@@ -164,10 +220,22 @@ export async function runInvoke(
   } finally {
     start.release();
   }
+  // A promise that settles at once has its outcome delivered in the turn its
+  // commit reserved, before the events from outside that came meanwhile.
+  const atOnce = reserved !== undefined && (await settlesAtOnce(running));
+  if (!atOnce) reserved?.pass();
   const outcome = await running;
-  const turn = takeTurn(core, 'outcome');
+  const turn = takeTurn(core, 'outcome', atOnce ? reserved.place : Infinity);
+  if (!turn.inOrder) reserved?.pass();
   core.invokes?.delete(invoke.key);
-  const finishing = finish(core, invoke, outcome, controller.signal, turn);
+  const finishing = finish(
+    core,
+    invoke,
+    outcome,
+    controller.signal,
+    turn,
+    turn.inOrder ? reserved : undefined,
+  );
   const settling = core.runtime.invokesSettling;
   settling.add(finishing);
   try {
@@ -187,6 +255,7 @@ async function finish(
   outcome: Outcome,
   signal: AbortSignal,
   turn: Turn,
+  reserved: ReservedTurn | undefined,
 ): Promise<void> {
   const { store, clock, logger } = core.runtime;
   let recorded = outcome;
@@ -217,11 +286,14 @@ async function finish(
     // leave the state, and then this one is recorded, never delivered.
     await turn.ready;
     // In its turn in the actor's tree, as XState takes a promise's result after the
-    // run under way, one result (and what it sets off) at a time (runtime.inTurn).
-    await core.runtime.inTurn(core.id, async () => {
+    // run under way, one result (and what it sets off) at a time (runtime.inTurn);
+    // settled at once, in the turn its commit reserved.
+    const deliver = async (): Promise<void> => {
       if (signal.aborted) return; // its state was left: recorded, never delivered
       await deliverOutcome(core, invoke.id, invoke.key, recorded);
-    });
+    };
+    if (reserved !== undefined) await reserved.use(deliver);
+    else await core.runtime.inTurn(core.id, deliver);
   } finally {
     turn.release();
   }

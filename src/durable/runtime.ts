@@ -63,6 +63,16 @@ export interface RuntimeHooks {
 
 const noop = (): void => {};
 
+/** A place in a tree's turns taken ahead of its event (DurableRuntime.reserveTurn). */
+export interface ReservedTurn {
+  /** Its order among the places reserved in this runtime. */
+  readonly place: number;
+  /** Runs `work` in the place; the first of `use` and `pass` decides. */
+  use(work: () => Promise<void>): Promise<void>;
+  /** Gives the place up. */
+  pass(): void;
+}
+
 export class DurableRuntime {
   readonly store: Store;
   readonly clock: Clock;
@@ -378,6 +388,9 @@ export class DurableRuntime {
    */
   private readonly turns = new Map<string, Promise<unknown>>();
 
+  /** Places reserved so far ({@link reserveTurn}): each one's order. */
+  private reserved = 0;
+
   /**
    * @internal When a caller's event to `actorId` may go: undefined for at once,
    * or a promise. XState runs an event and the cascade of messages it sets off
@@ -394,6 +407,38 @@ export class DurableRuntime {
     const turn = (queued ?? Promise.resolve()).then(() => this.courier.settledFor(actorId, false));
     this.queueTurn(tree, turn);
     return turn;
+  }
+
+  /**
+   * @internal A place in `actorId`'s turns ({@link turnFor}), taken now for an
+   * event that may come at once: an invoked promise whose commit has just
+   * started it. XState calls the promise as it enters the state, and a promise
+   * that settles at once has its result taken before the next event from
+   * outside (the caller's next send, a timer falling due). A durable invoke is
+   * called once its step's claim is on record, a store write later; the place
+   * holds the events from outside that arrive meanwhile. `use(work)` runs `work`
+   * in the place, after the cascades under way in the tree; `pass()` gives the
+   * place up (the promise did not settle at once) and the events behind it go on.
+   */
+  reserveTurn(actorId: string): ReservedTurn {
+    let decide: (work: (() => Promise<void>) | undefined) => void = noop;
+    const decided = new Promise<(() => Promise<void>) | undefined>((resolve) => (decide = resolve));
+    const run = (this.turns.get(treeOf(actorId)) ?? Promise.resolve())
+      .then(() => decided)
+      .then(async (work) => {
+        if (work === undefined) return;
+        await this.courier.settledFor(actorId, true);
+        await work();
+      });
+    this.queueTurn(treeOf(actorId), run.then(noop, noop));
+    return {
+      place: ++this.reserved,
+      use: (work) => {
+        decide(work);
+        return run;
+      },
+      pass: () => decide(undefined),
+    };
   }
 
   /** Makes `turn` the one the next external event of `tree` waits for. */
