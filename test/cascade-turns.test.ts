@@ -84,6 +84,10 @@ const parent = setup({
         },
         ARM: { actions: sendTo('kid', { type: 'WAIT' }) },
         PING_ONLY: { actions: sendTo('kid', { type: 'PING' }) },
+        PING_LATER: {
+          target: 'waiting',
+          actions: [sendTo('kid', { type: 'PING' }), raise({ type: 'T' }, { delay: 100 })],
+        },
         PING_WAIT: { target: 'waiting', actions: sendTo('kid', { type: 'PING' }) },
         LATER: { target: 'waiting', actions: raise({ type: 'T' }, { delay: 100 }) },
         SPAWN: 'withSecond',
@@ -207,10 +211,12 @@ describe('a timer that falls due while a cascade of messages is under way', () =
     const actor = await durableParent(store, 'p1');
     // The child's answer to PING is held at its commit.
     const gate = hold((w) => w.actorId === 'p1/kid');
-    await actor.send({ type: 'GO' });
+    // The send resolves after its cascade, which the gate holds.
+    const sent = actor.send({ type: 'GO' });
     await gate.reached;
     clock.advance(100); // T falls due while the cascade is held
     gate.open();
+    await sent;
     await getRuntime(store).drain();
     const expected = plainRun([{ type: 'GO' }], 100);
     expect(expected).toMatchObject({ value: 'got', log: ['PONG', 'T'] });
@@ -243,7 +249,7 @@ describe('a timer that falls due while a cascade of messages is under way', () =
     const other = await durableParent(store, 'q3');
     await other.send({ type: 'LATER' });
     const gate = hold((w) => w.actorId === 'p3/kid');
-    await held.send({ type: 'GO' });
+    const sent = held.send({ type: 'GO' });
     await gate.reached;
     // What a timer of each tree waits for before it fires: the held cascade for
     // p3's, nothing for q3's. (Its commit still queues behind the held one: one
@@ -255,6 +261,7 @@ describe('a timer that falls due while a cascade of messages is under way', () =
     expect(waited).toEqual({ p3: false, q3: true });
     clock.advance(100);
     gate.open();
+    await sent;
     await runtime.drain();
     expect(waited.p3).toBe(true);
     expect(other.getSnapshot().value).toBe('timedOut');
@@ -305,17 +312,64 @@ describe("a caller's send while a cascade of messages is under way", () => {
     await durableParent(store, 'q7');
     expect(runtime.turnFor('p7')).toBeUndefined();
     const gate = hold((w) => w.actorId === 'p7/kid');
-    await held.send({ type: 'PING_WAIT' });
+    const first = held.send({ type: 'PING_WAIT' });
     await gate.reached;
     expect(runtime.turnFor('q7')).toBeUndefined();
     expect(runtime.turnFor('p7/kid')).toBeInstanceOf(Promise);
     const next = held.send({ type: 'X' });
     gate.open();
+    await first;
     await next;
     await runtime.drain();
     expect(await durableView(store, held)).toEqual(
       plainRun([{ type: 'PING_WAIT' }, { type: 'X' }], 0),
     );
+  });
+});
+
+describe("a caller's send resolves after the cascade it sets off", () => {
+  /** A store of `kind` on a manual clock, closed after the test. */
+  function clocked(kind: 'memory' | 'sqlite', name: string) {
+    const clock = new ManualClock(START);
+    const store = openStore(kind === 'memory' ? 'memory:' : `sqlite:${dir()}/${name}.db`);
+    getRuntime(store, { clock });
+    opened.push(store);
+    return { store, clock };
+  }
+
+  test("so a clock moved right after it fires the child's timer the cascade armed, as XState's does", async () => {
+    for (const kind of ['memory', 'sqlite'] as const) {
+      const { store, clock } = clocked(kind, 'child-timer');
+      const actor = await durableParent(store, `c1-${kind}`);
+      await actor.send({ type: 'ARM' });
+      clock.advance(100);
+      await getRuntime(store).drain();
+      const expected = plainRun([{ type: 'ARM' }], 100);
+      expect(expected).toMatchObject({ log: ['TICK'], kidLog: ['TICK'] });
+      expect(await durableView(store, actor)).toEqual(expected);
+    }
+  });
+
+  test('and a timer its step arms after its messages', async () => {
+    for (const kind of ['memory', 'sqlite'] as const) {
+      const { store, clock } = clocked(kind, 'placed-timer');
+      const actor = await durableParent(store, `c2-${kind}`);
+      await actor.send({ type: 'PING_LATER' });
+      clock.advance(100);
+      await getRuntime(store).drain();
+      const expected = plainRun([{ type: 'PING_LATER' }], 100);
+      expect(expected).toMatchObject({ value: 'got', log: ['PONG', 'T'] });
+      expect(await durableView(store, actor)).toEqual(expected);
+    }
+  });
+
+  test('control: a send that sets off no cascade resolves with its own commit', async () => {
+    const { store } = clocked('memory', 'no-cascade');
+    const runtime = getRuntime(store);
+    const actor = await durableParent(store, 'c3');
+    const sent = actor.send({ type: 'LATER' });
+    expect(runtime.courier.busyIn('c3')).toBe(false);
+    await expect(sent).resolves.toMatchObject({ value: 'waiting' });
   });
 });
 

@@ -473,8 +473,10 @@ describe('a child machine is a durable actor of its own', () => {
     };
 
     // The caller's sends go at once, not after NUDGE's delivery, as they still may
-    // when they read the store while it starts (runtime.turnFor): the race needs it.
+    // when they read the store while it starts (runtime.turnFor), and resolve before
+    // their cascades (runtime.afterCascade): the race needs it.
     runtime.turnFor = () => undefined;
+    runtime.afterCascade = <T>(_actorId: string, value: T) => value;
     await parent.send({ type: 'NUDGE' });
     await parent.send({ type: 'ABANDON' });
     await parent.send({ type: 'GO' });

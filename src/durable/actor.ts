@@ -98,10 +98,14 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     metadata?: Record<string, unknown>,
     options: { conflictRetries?: number } = {},
   ): Promise<SnapshotFrom<TLogic>> {
-    // A cascade of messages under way in the actor's tree goes first (runtime.turnFor).
+    // A cascade of messages under way in the actor's tree goes first (runtime.turnFor),
+    // and the send resolves after the cascade it sets off (runtime.afterCascade).
     const turn = this.runtime.turnFor(this.id);
-    if (turn !== undefined) return turn.then(() => this.sendNow(event, metadata, options));
-    return this.sendNow(event, metadata, options);
+    const sent =
+      turn === undefined
+        ? this.sendNow(event, metadata, options)
+        : turn.then(() => this.sendNow(event, metadata, options));
+    return sent.then((snapshot) => this.runtime.afterCascade(this.id, snapshot));
   }
 
   private sendNow(

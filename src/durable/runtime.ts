@@ -441,6 +441,19 @@ export class DurableRuntime {
     };
   }
 
+  /**
+   * @internal `value`, once the cascade of messages under way in `actorId`'s tree
+   * has been delivered: a caller's send resolves after the cascade it set off, as
+   * XState's `send` returns after it. So the timers that cascade arms, and those
+   * its step arms after its messages (./placed-timers.ts), are armed when the
+   * send resolves: a clock moved right after it fires them as XState's would.
+   * At once when nothing is under way in the tree.
+   */
+  afterCascade<T>(actorId: string, value: T): T | Promise<T> {
+    if (!this.courier.busyIn(treeOf(actorId))) return value;
+    return this.courier.settledFor(actorId, false).then(() => value);
+  }
+
   /** Makes `turn` the one the next external event of `tree` waits for. */
   private queueTurn(tree: string, turn: Promise<unknown>): void {
     this.turns.set(tree, turn);
