@@ -363,6 +363,43 @@ describe("a caller's send resolves after the cascade it sets off", () => {
     }
   });
 
+  test("and creating an actor resolves after its children's creation, their timers armed", async () => {
+    const ticker = setup({ types: { context: {} as Ctx } }).createMachine({
+      id: 'ticker',
+      context: { log: [] as string[] },
+      initial: 'waiting',
+      states: {
+        waiting: { after: { 100: { target: 'done', actions: sendParent({ type: 'TICK' }) } } },
+        done: {},
+      },
+    });
+    const starter = setup({
+      types: { context: {} as Ctx },
+      actors: { ticker },
+      actions: {
+        note: assign({
+          log: ({ context }, params: { name: string }) => [...context.log, params.name],
+        }),
+      },
+    }).createMachine({
+      id: 'starter',
+      context: { log: [] as string[] },
+      invoke: { src: 'ticker', id: 'ticker' },
+      on: { TICK: { actions: noted('TICK') } },
+    });
+    const plainClock = new ManualClock(START);
+    const plain = createActor(starter, { clock: plainClock }).start();
+    plainClock.advance(100);
+    expect(plain.getSnapshot().context.log).toEqual(['TICK']);
+    for (const kind of ['memory', 'sqlite'] as const) {
+      const { store, clock } = clocked(kind, 'created');
+      const actor = await createDurableActor(starter, { id: `c4-${kind}`, store, schemas: false });
+      clock.advance(100);
+      await getRuntime(store).drain();
+      expect(actor.getSnapshot().context.log).toEqual(['TICK']);
+    }
+  });
+
   test('control: a send that sets off no cascade resolves with its own commit', async () => {
     const { store } = clocked('memory', 'no-cascade');
     const runtime = getRuntime(store);

@@ -85,7 +85,9 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
 
   /**
    * Validates, transitions and durably commits one event; resolves with the new
-   * snapshot once it is on disk. Rejects with InvalidEventError or
+   * snapshot once it is on disk and the messages it sent have been delivered in
+   * its tree (the cascade they set off committed), as XState's `send` returns
+   * after that cascade. Rejects with InvalidEventError or
    * InvalidTransitionError (nothing written), ConcurrencyError (another writer
    * moved the actor: it reloads on the next send) or StoreError (state unchanged).
    *

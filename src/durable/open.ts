@@ -107,7 +107,8 @@ async function loadInto<TLogic extends AnyStateMachine>(
 /**
  * Loads a durable actor, or creates it from `input` when it does not exist.
  * The creation itself is the first audit row (`xstate.init`), committed with the
- * initial snapshot and its timers.
+ * initial snapshot and its timers; it resolves once the children its initial
+ * state spawns are created too.
  *
  * @example
  * import { createDurableActor, openStore } from 'agentcharts';
@@ -162,7 +163,9 @@ export async function createDurableActor<TLogic extends AnyStateMachine>(
     inspection.register(actor.id, actor.machine, actor.getSnapshot() as AnyMachineSnapshot);
     actor.subscribe((notice) => inspection.transition(notice, actor.machine));
   }
-  return actor;
+  // After the cascade its creation set off (children spawned and started), as
+  // XState's `start()` returns after it (runtime.afterCascade).
+  return getRuntime(options.store).afterCascade(actor.id, actor);
 }
 
 async function openOrCreate<TLogic extends AnyStateMachine>(
