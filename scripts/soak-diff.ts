@@ -161,6 +161,13 @@ try {
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));
+  // fast-check 4 keeps what the failing case threw (the divergence) as the cause.
+  const cause = error instanceof Error ? error.cause : undefined;
+  if (cause !== undefined) {
+    console.error(
+      `the case threw: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}`,
+    );
+  }
   console.error(
     `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}${passes > 0 ? ` --passes ${passes}` : ''}${hurry > 0 ? ` --hurry ${hurry}` : ''}`,
   );

@@ -221,23 +221,40 @@ async function run(
     start.release();
   }
   // A promise that settles at once has its outcome delivered in the turn its
-  // commit reserved, before the events from outside that came meanwhile.
-  const atOnce = reserved !== undefined && (await settlesAtOnce(running));
-  if (!atOnce) reserved?.pass();
-  const outcome = await running;
-  const turn = takeTurn(core, 'outcome', atOnce ? reserved.place : Infinity);
-  if (!turn.inOrder) reserved?.pass();
-  core.invokes?.delete(invoke.key);
-  const finishing = finish(
-    core,
-    invoke,
-    outcome,
-    controller.signal,
-    turn,
-    turn.inOrder ? reserved : undefined,
-  );
+  // commit reserved, before the events from outside that came meanwhile. Until
+  // its outcome is on its way, `drain({ invokes: 'settled' })` waits for it: a
+  // promise that settles at once is settling from its call on.
   const settling = core.runtime.invokesSettling;
-  settling.add(finishing);
+  let handedOver = (): void => {};
+  const handover = new Promise<void>((resolve) => (handedOver = resolve));
+  settling.add(handover);
+  const handOver = (): void => {
+    settling.delete(handover);
+    handedOver();
+  };
+  let finishing: Promise<void>;
+  try {
+    const atOnce = reserved !== undefined && (await settlesAtOnce(running));
+    if (!atOnce) {
+      reserved?.pass();
+      handOver(); // a promise still running: not waited for
+    }
+    const outcome = await running;
+    const turn = takeTurn(core, 'outcome', atOnce ? reserved.place : Infinity);
+    if (!turn.inOrder) reserved?.pass();
+    core.invokes?.delete(invoke.key);
+    finishing = finish(
+      core,
+      invoke,
+      outcome,
+      controller.signal,
+      turn,
+      turn.inOrder ? reserved : undefined,
+    );
+    settling.add(finishing);
+  } finally {
+    handOver();
+  }
   try {
     await finishing;
   } finally {
