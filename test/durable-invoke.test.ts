@@ -482,11 +482,9 @@ describe('invoked promises after a crash', () => {
     });
     const first = open();
     first.finishStep = () => new Promise(() => {}); // dies before recording the outcome
-    // Creation waits for the outcome of a promise that settles at once; it never lands.
-    const created = createDurableActor(safe, { id: 'r1', store: first });
+    await createDurableActor(safe, { id: 'r1', store: first });
     await until(async () => (await first.getStep('r1:invoke:llm:1'))?.attempts === 1);
     await getRuntime(first).close();
-    await created;
     const store = open();
     const report = await recover(store, { charts: [chartOf(safe)] });
     expect(report.steps).toEqual([
@@ -524,11 +522,9 @@ describe('an outcome a stopped process recorded late', () => {
   async function interrupted(id: string): Promise<void> {
     const first = open();
     first.finishStep = () => new Promise(() => {}); // dies before recording the outcome
-    // Creation waits for the outcome of a promise that settles at once; it never lands.
-    const created = createDurableActor(safe(), { id, store: first });
+    await createDurableActor(safe(), { id, store: first });
     await until(async () => (await first.getStep(`${id}:invoke:llm:1`))?.attempts === 1);
     await getRuntime(first).close();
-    await created;
   }
   const late = (store: Store, key: string) =>
     store.finishStep(key, 'done', JSON.stringify('from the stopped run'), 5);

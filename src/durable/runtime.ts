@@ -447,19 +447,12 @@ export class DurableRuntime {
    * XState's `send` returns after it. So the timers that cascade arms, and those
    * its step arms after its messages (./placed-timers.ts), are armed when the
    * send resolves: a clock moved right after it fires them as XState's would.
-   * The outcome of a promise it started that settles at once is delivered
-   * before too (XState has it a microtask later, before a caller that awaited
-   * anything goes on). At once when nothing is under way in the tree.
+   * At once when nothing is under way in the tree. The outcome of a promise it
+   * started is not waited for, even one that settles at once (docs/durability.md).
    */
   afterCascade<T>(actorId: string, value: T): T | Promise<T> {
-    const tree = treeOf(actorId);
-    // The events queued in the tree now (among them the places its invokes took
-    // for promises that settle at once, reserveTurn): once, not what queues later.
-    const queued = this.turns.get(tree);
-    if (queued === undefined && !this.courier.busyIn(tree)) return value;
-    const cascade = (queued ?? Promise.resolve()).then(() =>
-      this.courier.settledFor(actorId, false),
-    );
+    if (!this.courier.busyIn(treeOf(actorId))) return value;
+    const cascade = this.courier.settledFor(actorId, false);
     // A runtime closed meanwhile delivers nothing more: the send has its commit.
     return Promise.race([cascade, this.closing]).then(() => value);
   }
