@@ -14,6 +14,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { openStore, type Store } from '../src/index.ts';
@@ -165,7 +166,7 @@ try {
   const cause = error instanceof Error ? error.cause : undefined;
   if (cause !== undefined) {
     console.error(
-      `the case threw: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}`,
+      `the case threw: ${cause instanceof Error ? (cause.stack ?? cause.message) : inspect(cause)}`,
     );
   }
   console.error(
