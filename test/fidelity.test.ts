@@ -1031,6 +1031,117 @@ describe('found by the differential test', () => {
     await expectPendingDiffers(file, charts, 'lc/k');
   });
 
+  // Found by the differential soak (seed 52101, case 11,962, memory): a kid's two
+  // GOs each arm a delayed sendParent with one id; the second takes the id over, so
+  // the first escapes the kid's stop. The parent enters the state that invokes the
+  // kid again. XState's scheduler still holds the first send, under the stopped
+  // kid's session: it falls due and reaches the parent. The new life started with
+  // an empty ledger and dropped it.
+  const pinger = setup({}).createMachine({
+    id: 'pinger',
+    initial: 'idle',
+    states: {
+      idle: {
+        on: {
+          GO: { actions: sendParent({ type: 'PING' }, { delay: 200, id: 'dp' }) },
+          HUSH: { actions: cancel('dp') },
+        },
+      },
+    },
+  });
+  const pinged = setup({
+    types: { context: {} as { pings: number } },
+    actors: { pinger },
+  }).createMachine({
+    id: 'pinged',
+    context: { pings: 0 },
+    initial: 'a',
+    states: {
+      a: {
+        invoke: { id: 'k', src: 'pinger' },
+        on: {
+          PING: { actions: assign({ pings: ({ context }) => context.pings + 1 }) },
+          AGAIN: { target: 'a', reenter: true },
+        },
+      },
+    },
+  });
+
+  test("a delayed sendParent a child's stopped life held still arrives after it is spawned again; the new life's cancel of the same id still works", async () => {
+    const { store, clock } = clocked();
+    const durable = await createDurableActor(pinged, { id: 'pg', store, clock, schemas: false });
+    const oracle = plain(pinged);
+    const plainKid = () => oracle.actor.getSnapshot().children['k'] as AnyActorRef;
+    const steps: Array<{ kid: 'GO' | 'HUSH' } | { send: 'AGAIN' } | { wait: number }> = [
+      { kid: 'GO' },
+      { wait: 150 },
+      // Takes the id over: the first send escapes the stop that follows.
+      { kid: 'GO' },
+      { send: 'AGAIN' },
+      // The new life's own send with the id, due after the first.
+      { kid: 'GO' },
+      { wait: 100 },
+      // The first fell due in between: in XState that released its id in the stopped
+      // kid's session only, so this cancel still finds the new life's send.
+      { kid: 'HUSH' },
+      { wait: 300 },
+    ];
+    for (const step of steps) {
+      if ('kid' in step) {
+        plainKid().send({ type: step.kid });
+        await (await openDurableActor(store, 'pg/k')).send({ type: step.kid });
+        await getRuntime(store).drain();
+      } else if ('send' in step) {
+        oracle.actor.send({ type: step.send });
+        await durable.send({ type: step.send });
+        await getRuntime(store).drain();
+      } else {
+        oracle.clock.advance(step.wait);
+        await advance(store, clock, step.wait);
+      }
+    }
+    expect(oracle.actor.getSnapshot().context).toEqual({ pings: 1 });
+    expect(durable.getSnapshot().context).toEqual({ pings: 1 });
+    expect((await verify(store, { charts: [chartOf(pinged)] })).problems).toEqual([]);
+  });
+
+  test("verify accepts a child spawned again that an earlier build wrote without its stopped life's delayed send; the new life's own send removed is still a difference", async () => {
+    const file = join(dir(), 'carried.db');
+    const clock = new ManualClock(1_000_000);
+    const store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock });
+    for (const id of ['cv', 'cc']) {
+      const actor = await createDurableActor(pinged, { id, store, clock, schemas: false });
+      const kid = async (type: string) => {
+        await (await openDurableActor(store, `${id}/k`)).send({ type });
+        await getRuntime(store).drain();
+      };
+      await kid('GO');
+      await kid('GO');
+      await actor.send({ type: 'AGAIN' });
+      await getRuntime(store).drain();
+      await kid('GO');
+    }
+    const charts = [chartOf(pinged)];
+    expect((await verify(store, { charts })).problems).toEqual([]);
+    const carried = (timer: { sentIn?: number }) => timer.sentIn !== undefined;
+    const timersOf = async (id: string) =>
+      (JSON.parse((await store.loadActor(id))?.snapshot ?? '{}') as { agentcharts: StoredLedger })
+        .agentcharts.timers ?? [];
+    expect((await timersOf('cv/k')).filter(carried)).toEqual([
+      expect.objectContaining({ to: '#parent', sentIn: 1 }),
+    ]);
+    // Earlier builds dropped it.
+    await rewriteLedger(file, store, 'cv/k', (ledger) => {
+      ledger.timers = ledger.timers?.filter((t) => !carried(t));
+    });
+    // The control: the new life's own send removed is still a difference.
+    await rewriteLedger(file, store, 'cc/k', (ledger) => {
+      ledger.timers = ledger.timers?.filter(carried);
+    });
+    await expectPendingDiffers(file, charts, 'cc/k');
+  });
+
   test('verify accepts timers an earlier build wrote without when they were armed; a wrong time is still a difference', async () => {
     const waiter = setup({}).createMachine({
       id: 'armed-at',
@@ -3018,7 +3129,7 @@ test('a ConcurrencyError is still what a caller gets when another process moved 
 
 /** A ledger as a snapshot stores it (the parts the tests below edit). */
 interface StoredLedger {
-  timers?: Array<{ to?: string; due: number; at?: number }> | undefined;
+  timers?: Array<{ to?: string; due: number; at?: number; sentIn?: number }> | undefined;
   settled?: string[] | undefined;
   life?: number | undefined;
 }

@@ -25,6 +25,7 @@ import {
   EMPTY_LEDGER,
   SYNCED_LEDGER,
   TO_ACTOR,
+  TO_PARENT,
   pendingInvoke,
   pendingTimer,
   withoutFired,
@@ -197,8 +198,14 @@ function decide(f: StepFacts, lookup: Asked): Step {
     checkValues(f, next, undefined, true);
     let ledger = delivery.sync === true ? SYNCED_LEDGER : EMPTY_LEDGER;
     if (delivery.systemId !== undefined) ledger = { ...ledger, systemId: delivery.systemId };
-    // Spawned again under its id: its next life (Ledger.life).
-    if (f.snapshot !== undefined) ledger = { ...ledger, life: (f.ledger.life ?? 1) + 1 };
+    if (f.snapshot !== undefined) {
+      // Spawned again under its id: its next life (Ledger.life). The delayed sends
+      // its stopped life still held fall due all the same, as XState's scheduler
+      // keeps them (carriedRelays).
+      ledger = { ...ledger, life: (f.ledger.life ?? 1) + 1 };
+      const relays = carriedRelays(f.ledger);
+      if (relays.length > 0) ledger = { ...ledger, timers: relays };
+    }
     return commit(f, 'transition', f.event, next, actions, ledger, orphansOf(f.snapshot));
   }
   const caller = fromCaller(delivery.source);
@@ -303,6 +310,26 @@ function liveEvent(snapshot: AnyMachineSnapshot, event: EventObject): EventObjec
   } catch {
     return event; // not a snapshot of that machine: the parent's transition sees it as sent
   }
+}
+
+/**
+ * The delayed `sendTo`s an actor that stopped or finished still holds (they
+ * escaped its stop: TimerPlan.escapesStop), carried into its next life when it is
+ * spawned again under its id. XState's scheduler keeps them under the stopped
+ * actor's session, so they still fall due, and the new actor's sends and cancels,
+ * under a session of its own, never touch them.
+ */
+function carriedRelays(ledger: Ledger): PendingTimer[] {
+  const life = ledger.life ?? 1;
+  const relays: PendingTimer[] = [];
+  for (const timer of ledger.timers) {
+    // Those it still holds are sends that escaped its stop; one to a child of its
+    // own went with that child (the new life's children are others).
+    if (timer.to === TO_PARENT || timer.to?.startsWith(TO_ACTOR) === true) {
+      relays.push(timer.sentIn === undefined ? { ...timer, sentIn: life } : timer);
+    }
+  }
+  return relays;
 }
 
 function isActive(snapshot: AnyMachineSnapshot | undefined): boolean {

@@ -49,6 +49,14 @@ export interface PendingTimer {
    * the send reaches the stopped one, which ignores it; the new one never sees it.
    */
   life?: number | undefined;
+  /**
+   * A delayed `sendTo` its sender made in an earlier life (Ledger.life; absent: the
+   * sender's current one), carried over when the sender was spawned again under its
+   * id. XState's scheduler keeps it under the stopped actor's session: it still
+   * falls due, the new actor's cancels never reach it, and its firing releases none
+   * of the new actor's ids.
+   */
+  sentIn?: number | undefined;
 }
 
 /** An invoked promise whose outcome the actor still awaits. */
@@ -298,6 +306,7 @@ export function ledgerJson(ledger: Ledger): unknown {
       if (t.at !== undefined) entry['at'] = t.at;
       if (t.to !== undefined) entry['to'] = t.to;
       if (t.life !== undefined) entry['life'] = t.life;
+      if (t.sentIn !== undefined) entry['sentIn'] = t.sentIn;
       return entry;
     });
   }
@@ -327,13 +336,15 @@ export function nextDue(ledger: Ledger): number | undefined {
 /**
  * The ledger after `timer` fired: it is gone, and the id it was scheduled with is
  * released (XState's scheduler forgets the id when any timer scheduled with it
- * fires, even one whose id a later timer had taken over).
+ * fires, even one whose id a later timer had taken over), in the life it was sent
+ * in only (PendingTimer.sentIn).
  */
 export function withoutFired(ledger: Ledger, timer: PendingTimer): Ledger {
   const timers: PendingTimer[] = [];
   for (const t of ledger.timers) {
     if (t === timer) continue;
-    timers.push(timer.id !== undefined && t.sendId === timer.id ? { ...t, sendId: undefined } : t);
+    const releases = timer.id !== undefined && t.sendId === timer.id && t.sentIn === timer.sentIn;
+    timers.push(releases ? { ...t, sendId: undefined } : t);
   }
   return { ...ledger, timers };
 }

@@ -360,7 +360,10 @@ function checkStored(
  *   record it, and `system.get` kept finding it;
  * - the life of a child spawned again under its id (Ledger.life): earlier builds
  *   did not record it;
- * - when a timer was armed (PendingTimer.at): earlier builds did not record it.
+ * - when a timer was armed (PendingTimer.at): earlier builds did not record it;
+ * - a delayed `sendTo` a child's stopped life still held when it was spawned again
+ *   under its id (PendingTimer.sentIn): earlier builds dropped it, where XState
+ *   still delivers it.
  */
 function asEarlierBuildsWrote(
   replayed: Ledger,
@@ -370,7 +373,7 @@ function asEarlierBuildsWrote(
   const keys = new Map(stored.timers.map((t) => [t.key, t]));
   let unarmed = false;
   const timers = replayed.timers
-    .filter((t) => t.to !== TO_STOPPED || keys.has(t.key))
+    .filter((t) => (t.to !== TO_STOPPED && t.sentIn === undefined) || keys.has(t.key))
     .map((t) => {
       // When it was armed: earlier builds did not record it.
       if (t.at === undefined || keys.get(t.key)?.at !== undefined) return t;
