@@ -2,7 +2,8 @@
  * `npm run soak:diff -- [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE]`:
  * the long run of the differential test (test/differential.test.ts): N random
  * machines and scripts (default 20,000) on plain XState and on durable actors,
- * compared after every step. A difference prints the machine and script
+ * compared after every step, and `verify` run on each case's log (an honest log
+ * it flags fails the case). A difference prints the machine and script
  * fast-check shrank it to, and the seed that replays it; the exit code is 1.
  * `--store postgres` starts a throwaway server (as the tests do) and runs each
  * case in a fresh schema, every restart reconnecting. `--passes 0.3` runs a pass
@@ -158,7 +159,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step, and verify accepts every log (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));

@@ -12,6 +12,7 @@ import { createActor, type AnyActorRef, type AnyStateMachine, type InspectionEve
 import {
   createDurableActor,
   defineChart,
+  verify,
   getRuntime,
   InvalidEventError,
   InvalidTransitionError,
@@ -412,7 +413,10 @@ export interface StoreSource {
   reopens: boolean;
 }
 
-/** Runs `script` on both sides and throws a Divergence at the first difference. */
+/**
+ * Runs `script` on both sides and throws a Divergence at the first difference; at
+ * the end, `verify` must accept the log the durable side wrote.
+ */
 export async function runBoth(
   /** Builds the machine (called once per side) and the gate its promises wait on. */
   make: () => { machine: AnyStateMachine; gate: Gate },
@@ -555,6 +559,13 @@ export async function runBoth(
     }
   }
   await getRuntime(store).close();
+  // The log the case wrote is honest: `verify` replays every actor's to the end.
+  const checked = await verify(store, { charts: [chart] });
+  if (checked.problems.length > 0 || checked.notVerifiable.length > 0) {
+    throw new Error(
+      `verify flags an honest log: ${JSON.stringify([...checked.problems, ...checked.notVerifiable])}`,
+    );
+  }
   // A store that survives restarts is this run's to close; a kept one is the caller's.
   if (source.reopens) await store.close();
   plain.stop();

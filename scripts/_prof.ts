@@ -1,0 +1,11 @@
+import { openStore } from '../src/index.ts';
+import { runTask, COMMITS_PER_TASK } from './bench/workload.ts';
+const store = openStore('memory:');
+for (let i = 0; i < 2000; i++) await runTask(store, `w-${i}`);
+const N = Number(process.env.N ?? 20000);
+const cpu = process.cpuUsage();
+const t = performance.now();
+for (let i = 0; i < N; i++) await runTask(store, `t-${i}`);
+const used = process.cpuUsage(cpu);
+const ms = performance.now() - t;
+console.log(`${((N * COMMITS_PER_TASK) / ms * 1000).toFixed(0)}/s, ${((used.user + used.system) / (N * COMMITS_PER_TASK)).toFixed(1)} µs`);
