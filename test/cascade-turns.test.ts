@@ -594,3 +594,80 @@ describe('a promise that settles at once while a timer falls due', () => {
     expect(await durableLog('r2', 'SLOW')).toEqual(expected);
   });
 });
+
+describe('a promise that settles at once is taken at the instant its state was entered', () => {
+  // Found by the hurried differential test on PostgreSQL (soak:diff seed 52002,
+  // case 777): the step's claim and its outcome's record are store writes, so the
+  // outcome was taken after a clock moved right after the send, and the timer its
+  // onDone armed fell due from the moved clock, where XState's never saw it move.
+  let gate = Promise.resolve();
+  let openGate = () => {};
+  /** Resolves when the slow promise is called. */
+  let called = Promise.resolve();
+  let calling = () => {};
+  const checker = setup({
+    actors: {
+      quick: fromPromise(() => Promise.resolve('ok')),
+      slow: fromPromise(() => {
+        calling();
+        return gate.then(() => 'ok');
+      }),
+    },
+  }).createMachine({
+    id: 'checker',
+    initial: 'idle',
+    states: {
+      idle: { on: { QUICK: 'quick', SLOW: 'slow' } },
+      quick: { invoke: { src: 'quick', onDone: 'waiting' } },
+      slow: { invoke: { src: 'slow', onDone: 'waiting' } },
+      waiting: { after: { 100: 'late' } },
+      late: {},
+    },
+  });
+
+  /** Plain XState: the event, then 100 ms; the slow promise opened after the clock moved. */
+  async function plainState(event: string): Promise<unknown> {
+    const clock = new ManualClock(START);
+    const actor = createActor(checker, { clock }).start();
+    actor.send({ type: event });
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(100);
+    openGate();
+    await new Promise((resolve) => setImmediate(resolve));
+    return actor.getSnapshot().value;
+  }
+
+  /** The durable side: the clock moved 100 ms as soon as the send resolves. */
+  async function durable(id: string, event: string) {
+    const { store, clock } = gatedStore();
+    const runtime = getRuntime(store);
+    const actor = await createDurableActor(checker, { id, store, schemas: false });
+    await actor.send({ type: event });
+    clock.advance(100);
+    await called;
+    // Past the window in which a promise counts as settled at once.
+    await new Promise((resolve) => setImmediate(resolve));
+    openGate();
+    await runtime.drain({ invokes: 'settled' });
+    await runtime.drain();
+    const outcome = (await store.history(id)).find((row) =>
+      row.eventType.startsWith('xstate.done'),
+    );
+    return { value: actor.getSnapshot().value, outcomeAt: outcome?.at };
+  }
+
+  test('so the timer its onDone arms falls due from there, as in XState', async () => {
+    const expected = await plainState('QUICK');
+    expect(expected).toBe('late');
+    expect(await durable('c1', 'QUICK')).toEqual({ value: expected, outcomeAt: START });
+  });
+
+  test('control: a promise that settles later is taken when it settles', async () => {
+    gate = new Promise<void>((resolve) => (openGate = resolve));
+    const expected = await plainState('SLOW');
+    expect(expected).toBe('waiting');
+    gate = new Promise<void>((resolve) => (openGate = resolve));
+    called = new Promise<void>((resolve) => (calling = resolve));
+    expect(await durable('c2', 'SLOW')).toEqual({ value: expected, outcomeAt: START + 100 });
+  });
+});

@@ -46,7 +46,8 @@ export interface ActorCore {
       }
     | undefined;
   /** The actor's handle: delivers an invoke's outcome through its mailbox and send path. */
-  handle: { deliverOutcome(event: EventObject, key: string): Promise<void> } | undefined;
+  handle:
+    { deliverOutcome(event: EventObject, key: string, at?: number): Promise<void> } | undefined;
 }
 
 export interface SendOptions {
@@ -56,6 +57,12 @@ export interface SendOptions {
   invoke?: string | undefined;
   /** The message this event delivers: its row is consumed in the same commit. */
   consumeMessage?: number | undefined;
+  /**
+   * The instant the step is taken at, when not the clock's now: an invoke's
+   * outcome that settled at once, taken when its state was entered (never before
+   * the actor's last commit).
+   */
+  at?: number | undefined;
   /** Built by the runtime: not validated as a caller's event. */
   internal?: boolean | undefined;
   /** An owner duty (timer, recovery): fenced by the lease when leases are on. */

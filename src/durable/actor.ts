@@ -196,10 +196,10 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * @internal Delivers an invoked promise's outcome through the mailbox and send
    * path, while the actor awaits it (a lost race reloads and looks again).
    */
-  deliverOutcome(event: EventObject, key: string): Promise<void> {
+  deliverOutcome(event: EventObject, key: string, at?: number): Promise<void> {
     return this.enqueue(() =>
       this.retryingConflicts(async () => {
-        await processEvent(this.core, event, 'invoke', { invoke: key });
+        await processEvent(this.core, event, 'invoke', { invoke: key, at });
       }, undefined),
     );
   }

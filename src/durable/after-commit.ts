@@ -31,8 +31,10 @@ export function stepsBegun(
 export function startInvokes(core: ActorCore, effects: Effects): void {
   for (const key of effects.invokesStop) stopInvoke(core, key);
   for (const invoke of effects.invokesStart) {
-    // Its place among the tree's turns, should the promise settle at once (runtime.reserveTurn).
-    trackRun(core, runInvoke(core, invoke, false, core.runtime.reserveTurn(core.id)));
+    // Its place among the tree's turns, should the promise settle at once
+    // (runtime.reserveTurn), and the instant its state was entered (the commit's).
+    const reserved = core.runtime.reserveTurn(core.id);
+    trackRun(core, runInvoke(core, invoke, false, reserved, core.row.updatedAt));
   }
 }
 
@@ -77,7 +79,13 @@ export function placedTimers(
  * armed, moved, renamed or cleared (`fired`: the timer this transition delivered),
  * save those the courier arms in their place ({@link placedTimers}).
  */
-export function armTimers(core: ActorCore, effects: Effects, fired?: string): void {
+export function armTimers(
+  core: ActorCore,
+  effects: Effects,
+  fired?: string,
+  /** The step's time, when it was taken at an earlier instant than the clock's (TimerWake.takenAt). */
+  takenAt?: number,
+): void {
   const { runtime, id: actorId } = core;
   if (fired !== undefined) runtime.unschedule(actorId, fired);
   if (effects.cancelAllTimers) {
@@ -92,7 +100,8 @@ export function armTimers(core: ActorCore, effects: Effects, fired?: string): vo
   for (const id of effects.timersCancel) if (!kept.has(id)) runtime.unschedule(actorId, id);
   const places = effects.timerPlaces;
   for (const t of effects.timersSet) {
-    if (!kept.has(t.timerId) && places?.has(t.timerId) !== true) runtime.schedule(t);
+    if (kept.has(t.timerId) || places?.has(t.timerId) === true) continue;
+    runtime.schedule(takenAt === undefined ? t : { ...t, takenAt });
   }
 }
 

@@ -162,9 +162,11 @@ export async function runInvoke(
   invoke: InvokeStart,
   claimed = false,
   reserved?: ReservedTurn,
+  /** When its state was entered, with `reserved`: the instant an outcome at once is taken at. */
+  enteredAt?: number,
 ): Promise<void> {
   try {
-    await run(core, invoke, claimed, reserved);
+    await run(core, invoke, claimed, reserved, enteredAt);
   } finally {
     reserved?.pass(); // not used: the events behind it go on
   }
@@ -175,6 +177,7 @@ async function run(
   invoke: InvokeStart,
   claimed: boolean,
   reserved: ReservedTurn | undefined,
+  enteredAt: number | undefined,
 ): Promise<void> {
   const { store, clock } = core.runtime;
   const start = takeTurn(core, 'start');
@@ -250,6 +253,7 @@ async function run(
       controller.signal,
       turn,
       turn.inOrder ? reserved : undefined,
+      atOnce ? enteredAt : undefined,
     );
     settling.add(finishing);
   } finally {
@@ -273,6 +277,13 @@ async function finish(
   signal: AbortSignal,
   turn: Turn,
   reserved: ReservedTurn | undefined,
+  /**
+   * Settled at once: the instant its state was entered. XState takes such an
+   * outcome there, before its clock moves on, so the step is taken at that time
+   * (the timers its `onDone` arms fall due from it), however long the claim and
+   * the record took.
+   */
+  at: number | undefined,
 ): Promise<void> {
   const { store, clock, logger } = core.runtime;
   let recorded = outcome;
@@ -307,7 +318,13 @@ async function finish(
     // settled at once, in the turn its commit reserved.
     const deliver = async (): Promise<void> => {
       if (signal.aborted) return; // its state was left: recorded, never delivered
-      await deliverOutcome(core, invoke.id, invoke.key, recorded);
+      await deliverOutcome(
+        core,
+        invoke.id,
+        invoke.key,
+        recorded,
+        reserved === undefined ? undefined : at,
+      );
     };
     if (reserved !== undefined) await reserved.use(deliver);
     else await core.runtime.inTurn(core.id, deliver);
@@ -322,10 +339,12 @@ export async function deliverOutcome(
   id: string,
   key: string,
   outcome: Outcome,
+  /** The instant the step is taken at (SendOptions.at); absent: the clock's now. */
+  at?: number,
 ): Promise<void> {
   const event = outcome.ok ? invokeDone(id, outcome.output) : invokeError(id, outcome.error);
   try {
-    await core.handle?.deliverOutcome(event, key);
+    await core.handle?.deliverOutcome(event, key, at);
   } catch (error) {
     core.runtime.logger.warn(
       { actorId: core.id, key, eventType: event.type, err: error },

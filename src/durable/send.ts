@@ -53,7 +53,8 @@ export async function processEvent(
 ): Promise<AnyMachineSnapshot | undefined> {
   if (core.stale) await reload(core);
   const runtime = core.runtime;
-  const now = runtime.clock.now();
+  const now =
+    options.at === undefined ? runtime.clock.now() : Math.max(options.at, core.row.updatedAt);
   const caller = fromCaller(source);
 
   // 1. Validate a caller's event: an ill-formed one changes nothing.
@@ -137,7 +138,12 @@ export async function processEvent(
   core.row = write.actor;
   core.snapshot = next;
   core.ledger = step.effects.ledger;
-  armTimers(core, step.effects, options.timer);
+  armTimers(
+    core,
+    step.effects,
+    options.timer,
+    options.at !== undefined && now < runtime.clock.now() ? now : undefined,
+  );
   startInvokes(core, step.effects);
   postMessages(runtime, write, step.outcome === 'relayed');
   afterCommit(core, step.effects, () => ({

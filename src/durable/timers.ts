@@ -16,7 +16,19 @@ export type FireTimer = (actorId: string, timerId: string) => Promise<boolean>;
 /** A timer to arm: its actor, key and due time, and when it was armed (PendingTimer.at). */
 export type TimerWake = Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'> & {
   armedAt?: number | undefined;
+  /**
+   * Armed by a step taken at an instant the clock has since passed (an invoke's
+   * outcome that settled at once, taken when its state was entered): its time.
+   * A timer already due by now fires at once, as XState's, armed at that instant,
+   * fired when its clock moved past it.
+   */
+  takenAt?: number | undefined;
 };
+
+/** The handle of a wake-up that fires at once (an overdue one), not through the clock. */
+class AtOnce {
+  cancelled = false;
+}
 
 /** One armed wake-up: the clock's handle, and the timer it fires (which may change, see {@link TimerScheduler.wakeUp}). */
 interface Wake {
@@ -69,10 +81,18 @@ export class TimerScheduler {
       actorId: timer.actorId,
       timerId: timer.timerId,
       dueAt: timer.dueAt,
-      armedAt: timer.armedAt ?? now,
+      armedAt: timer.armedAt ?? timer.takenAt ?? now,
       seq: ++this.seq,
     };
-    wake.handle = this.clock.setTimeout(() => this.wakeUp(wake), timer.dueAt - now);
+    if (timer.takenAt !== undefined && timer.dueAt <= now) {
+      const atOnce = new AtOnce();
+      wake.handle = atOnce;
+      queueMicrotask(() => {
+        if (!atOnce.cancelled && !this.closed) this.wakeUp(wake);
+      });
+    } else {
+      wake.handle = this.clock.setTimeout(() => this.wakeUp(wake), timer.dueAt - now);
+    }
     byTimer.set(timer.timerId, wake);
     const due = this.byDue.get(timer.dueAt);
     if (due === undefined) this.byDue.set(timer.dueAt, new Set([wake]));
@@ -132,7 +152,8 @@ export class TimerScheduler {
 
   /** Clears a wake-up and forgets it. */
   private disarm(wake: Wake): void {
-    this.clock.clearTimeout(wake.handle);
+    if (wake.handle instanceof AtOnce) wake.handle.cancelled = true;
+    else this.clock.clearTimeout(wake.handle);
     this.forget(wake);
   }
 
