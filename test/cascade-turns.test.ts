@@ -662,6 +662,56 @@ describe('a promise that settles at once is taken at the instant its state was e
     expect(await durable('c1', 'QUICK')).toEqual({ value: expected, outcomeAt: START });
   });
 
+  test("a timer its state arms again on that outcome's entry fires once, after the next outcome, as in XState", async () => {
+    // soak:diff seed 52002 on PostgreSQL, shrunk: the first entry's timer woke while
+    // the outcome held the tree's turn; the outcome entered the state again, arming
+    // the timer again under its key, due at once; the first wake-up's firing, queued
+    // before the second promise's place, then fired the new timer ahead of it.
+    const again = setup({
+      types: { context: {} as { n: number; log: string[] } },
+      actors: { quick: fromPromise(() => Promise.resolve('ok')) },
+    }).createMachine({
+      id: 'again',
+      context: { n: 0, log: [] },
+      initial: 'idle',
+      states: {
+        idle: { on: { GO: 'busy' } },
+        busy: {
+          invoke: {
+            src: 'quick',
+            onDone: [
+              {
+                guard: ({ context }) => context.n < 1,
+                target: 'busy',
+                reenter: true,
+                actions: assign({
+                  n: ({ context }) => context.n + 1,
+                  log: ({ context }) => [...context.log, 'D'],
+                }),
+              },
+              { actions: assign({ log: ({ context }) => [...context.log, 'D'] }) },
+            ],
+          },
+          after: { 10: { actions: assign({ log: ({ context }) => [...context.log, 'T'] }) } },
+        },
+      },
+    });
+    const clock = new ManualClock(START);
+    const plainActor = createActor(again, { clock }).start();
+    plainActor.send({ type: 'GO' });
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(50);
+    expect(plainActor.getSnapshot().context.log).toEqual(['D', 'D', 'T']);
+
+    const { store, clock: durableClock } = gatedStore();
+    const actor = await createDurableActor(again, { id: 'ag', store, schemas: false });
+    await actor.send({ type: 'GO' });
+    durableClock.advance(50);
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await getRuntime(store).drain();
+    expect(actor.getSnapshot().context.log).toEqual(['D', 'D', 'T']);
+  });
+
   test('control: a promise that settles later is taken when it settles', async () => {
     gate = new Promise<void>((resolve) => (openGate = resolve));
     const expected = await plainState('SLOW');

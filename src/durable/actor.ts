@@ -166,9 +166,11 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * no longer pending (fired or cancelled) or not due yet (it is re-armed for its
    * due time).
    */
-  deliverTimer(timerId: string): Promise<boolean> {
+  deliverTimer(timerId: string, current?: () => boolean): Promise<boolean> {
     return this.enqueue(() =>
       this.retryingConflicts(async () => {
+        // Armed again or cleared since its wake-up fired (TimerScheduler.supersede).
+        if (current?.() === false) return false;
         const core = this.core;
         let timer = pendingTimer(core.ledger, timerId);
         // Another process may have set it since this one last read the actor.

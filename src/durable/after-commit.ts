@@ -88,6 +88,9 @@ export function armTimers(
 ): void {
   const { runtime, id: actorId } = core;
   if (fired !== undefined) runtime.unschedule(actorId, fired);
+  // A firing of one of these still waiting for its turn fires the timer as it was.
+  for (const t of effects.timersSet) runtime.timers.supersede(actorId, t.timerId);
+  for (const id of effects.timersCancel) runtime.timers.supersede(actorId, id);
   if (effects.cancelAllTimers) {
     runtime.timers.unscheduleAll(actorId);
     return;

@@ -90,7 +90,7 @@ export interface LiveActor {
     options?: { conflictRetries?: number },
   ): Promise<AnyMachineSnapshot>;
   /** Fires one of the actor's durable timers; false when it is gone or not due. */
-  deliverTimer(timerId: string): Promise<boolean>;
+  deliverTimer(timerId: string, current?: () => boolean): Promise<boolean>;
   /** Delivers a message from another actor, consuming it in the same commit. */
   deliverMessage(message: MessageRow): Promise<void>;
   /**

@@ -124,7 +124,7 @@ export class DurableRuntime {
       store,
       this.clock,
       this.logger,
-      (actorId, timerId) => this.fireTimer(actorId, timerId),
+      (actorId, timerId, current) => this.fireTimer(actorId, timerId, current),
       this.owner,
       this.leaseMs,
     );
@@ -480,9 +480,9 @@ export class DurableRuntime {
    * what that sets off. So timers of one tree go one at a time, in the order they
    * fell due; timers of other trees do not wait for them.
    */
-  fireTimer(actorId: string, timerId: string): Promise<boolean> {
+  fireTimer(actorId: string, timerId: string, current?: () => boolean): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
-    return this.inTurn(actorId, () => this.fireNow(actorId, timerId));
+    return this.inTurn(actorId, () => this.fireNow(actorId, timerId, current));
   }
 
   /**
@@ -502,14 +502,18 @@ export class DurableRuntime {
   }
 
   /** {@link fireTimer} once its turn has come; never rejects. */
-  private async fireNow(actorId: string, timerId: string): Promise<boolean> {
-    if (this.closed) return false;
+  private async fireNow(
+    actorId: string,
+    timerId: string,
+    current: (() => boolean) | undefined,
+  ): Promise<boolean> {
+    if (this.closed || current?.() === false) return false;
     try {
       if (!this.holds(actorId) && (await this.acquire([actorId])).length === 0) {
         return false; // its lease holder fires it
       }
       const actor = await this.actor(actorId);
-      return await actor.deliverTimer(timerId);
+      return await actor.deliverTimer(timerId, current);
     } catch (error) {
       if (error instanceof ConcurrencyError) return false;
       if (error instanceof LeaseLostError) {

@@ -10,8 +10,21 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Store, TimerRow } from '../store/types.ts';
 
-/** Fires one timer of one actor; resolves true when this call fired it. */
-export type FireTimer = (actorId: string, timerId: string) => Promise<boolean>;
+/**
+ * Fires one timer of one actor; resolves true when this call fired it. `current`,
+ * for a wake-up's firing: false once the timer it fires was armed again or cleared
+ * since (TimerScheduler.supersede), when the firing must deliver nothing.
+ */
+export type FireTimer = (
+  actorId: string,
+  timerId: string,
+  current?: () => boolean,
+) => Promise<boolean>;
+
+/** A wake-up's firing under way: superseded when its timer is armed again or cleared. */
+interface Firing {
+  superseded: boolean;
+}
 
 /** A timer to arm: its actor, key and due time, and when it was armed (PendingTimer.at). */
 export type TimerWake = Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'> & {
@@ -41,6 +54,10 @@ interface Wake {
   seq: number;
 }
 
+function firingKey(actorId: string, timerId: string): string {
+  return `${actorId}\u0000${timerId}`;
+}
+
 export class TimerScheduler {
   /** In-process wake-ups by actor, then timer id. */
   private readonly handles = new Map<string, Map<string, Wake>>();
@@ -49,6 +66,8 @@ export class TimerScheduler {
   private seq = 0;
   /** Firings under way (a wake-up ran; its commit has not settled yet). */
   private readonly firing = new Set<Promise<boolean>>();
+  /** The wake-ups' firings under way, by actor and timer id ({@link supersede}). */
+  private readonly firings = new Map<string, Firing>();
   private pollHandle: unknown;
   private pollMs = 0;
   private closed = false;
@@ -119,9 +138,28 @@ export class TimerScheduler {
     }
     if (first !== wake) this.swap(wake, first);
     this.forget(wake);
-    const run = this.fire(wake.actorId, wake.timerId);
+    const { actorId, timerId } = wake;
+    const key = firingKey(actorId, timerId);
+    const firing: Firing = { superseded: false };
+    this.firings.set(key, firing);
+    const run = this.fire(actorId, timerId, () => !firing.superseded);
     this.firing.add(run);
-    void run.finally(() => this.firing.delete(run));
+    void run.finally(() => {
+      this.firing.delete(run);
+      if (this.firings.get(key) === firing) this.firings.delete(key);
+    });
+  }
+
+  /**
+   * A commit armed timer `timerId` of `actorId` again, or cleared it: a wake-up's
+   * firing of it still under way (waiting for its turn in the tree) is of the
+   * timer as it was, and delivers nothing. A timer armed again under the same key
+   * (an \`after\` of a state entered again) has a wake-up of its own, and would
+   * otherwise be delivered by the old one's firing, out of XState's order.
+   */
+  supersede(actorId: string, timerId: string): void {
+    const firing = this.firings.get(firingKey(actorId, timerId));
+    if (firing !== undefined) firing.superseded = true;
   }
 
   /** Exchanges the timers two wake-ups due at one instant fire. */
