@@ -89,7 +89,11 @@ export interface LiveActor {
     metadata?: Record<string, unknown>,
     options?: { conflictRetries?: number },
   ): Promise<AnyMachineSnapshot>;
-  /** Fires one of the actor's durable timers; false when it is gone or not due. */
+  /**
+   * Fires one of the actor's durable timers; false when it is gone or not due, or
+   * when `current` (a wake-up's check) says the timer was armed again or cleared
+   * since the wake-up fired.
+   */
   deliverTimer(timerId: string, current?: () => boolean): Promise<boolean>;
   /** Delivers a message from another actor, consuming it in the same commit. */
   deliverMessage(message: MessageRow): Promise<void>;

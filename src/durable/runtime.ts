@@ -124,7 +124,7 @@ export class DurableRuntime {
       store,
       this.clock,
       this.logger,
-      (actorId, timerId, current) => this.fireTimer(actorId, timerId, current),
+      (actorId, timerId, current) => this.fireWake(actorId, timerId, current),
       this.owner,
       this.leaseMs,
     );
@@ -480,7 +480,19 @@ export class DurableRuntime {
    * what that sets off. So timers of one tree go one at a time, in the order they
    * fell due; timers of other trees do not wait for them.
    */
-  fireTimer(actorId: string, timerId: string, current?: () => boolean): Promise<boolean> {
+  fireTimer(actorId: string, timerId: string): Promise<boolean> {
+    return this.fireWake(actorId, timerId, undefined);
+  }
+
+  /**
+   * {@link fireTimer} for a wake-up of this process: `current` tells, when its
+   * turn comes, whether the timer is still the one it was armed for (FireTimer).
+   */
+  private fireWake(
+    actorId: string,
+    timerId: string,
+    current: (() => boolean) | undefined,
+  ): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
     return this.inTurn(actorId, () => this.fireNow(actorId, timerId, current));
   }
