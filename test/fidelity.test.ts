@@ -1105,6 +1105,33 @@ describe('found by the differential test', () => {
     expect((await verify(store, { charts: [chartOf(pinged)] })).problems).toEqual([]);
   });
 
+  test("after a restart, the delayed sendParent a child's stopped life held still arrives", async () => {
+    const file = `sqlite:${join(dir(), 'carried-restart.db')}`;
+    const clock = new ManualClock(1_000_000);
+    const gone = openStore(file);
+    getRuntime(gone, { clock });
+    const parent = await createDurableActor(pinged, { id: 'pr', store: gone, schemas: false });
+    const kid = async (type: string) => {
+      await (await openDurableActor(gone, 'pr/k')).send({ type });
+      await getRuntime(gone).drain();
+    };
+    await kid('GO');
+    clock.advance(150);
+    await kid('GO');
+    await parent.send({ type: 'AGAIN' });
+    await getRuntime(gone).drain();
+    await getRuntime(gone).close();
+    await gone.close();
+
+    // Down past the first send's due time (1,000,200).
+    clock.set(1_000_300);
+    const store = track(openStore(file));
+    await recover(store, { charts: [chartOf(pinged)], clock });
+    await getRuntime(store).drain();
+    expect((await openDurableActor(store, 'pr')).getSnapshot().context).toEqual({ pings: 1 });
+    expect((await verify(store, { charts: [chartOf(pinged)] })).problems).toEqual([]);
+  });
+
   test("verify accepts a child spawned again that an earlier build wrote without its stopped life's delayed send; the new life's own send removed is still a difference", async () => {
     const file = join(dir(), 'carried.db');
     const clock = new ManualClock(1_000_000);
