@@ -1067,6 +1067,12 @@ describe('found by the differential test', () => {
     },
   });
 
+  /** Sends to the kid of parent `id` as it is now (its current life), and drains. */
+  const toKid = (store: Store, id: string) => async (type: string) => {
+    await (await openDurableActor(store, `${id}/k`)).send({ type });
+    await getRuntime(store).drain();
+  };
+
   test("a delayed sendParent a child's stopped life held still arrives after it is spawned again; the new life's cancel of the same id still works", async () => {
     const { store, clock } = clocked();
     const durable = await createDurableActor(pinged, { id: 'pg', store, clock, schemas: false });
@@ -1111,10 +1117,7 @@ describe('found by the differential test', () => {
     const gone = openStore(file);
     getRuntime(gone, { clock });
     const parent = await createDurableActor(pinged, { id: 'pr', store: gone, schemas: false });
-    const kid = async (type: string) => {
-      await (await openDurableActor(gone, 'pr/k')).send({ type });
-      await getRuntime(gone).drain();
-    };
+    const kid = toKid(gone, 'pr');
     await kid('GO');
     clock.advance(150);
     await kid('GO');
@@ -1139,10 +1142,7 @@ describe('found by the differential test', () => {
     getRuntime(store, { clock });
     for (const id of ['cv', 'cc']) {
       const actor = await createDurableActor(pinged, { id, store, clock, schemas: false });
-      const kid = async (type: string) => {
-        await (await openDurableActor(store, `${id}/k`)).send({ type });
-        await getRuntime(store).drain();
-      };
+      const kid = toKid(store, id);
       await kid('GO');
       await kid('GO');
       await actor.send({ type: 'AGAIN' });
