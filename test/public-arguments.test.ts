@@ -3,7 +3,10 @@
  * either works or throws a typed agentcharts error (InvalidOptionsError, naming
  * the function and the argument) — never a TypeError from deep inside.
  */
-import { describe, expect, test } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import * as api from '../src/index.ts';
 import * as server from '../src/server/index.ts';
 import * as ai from '../src/agents/ai-sdk.ts';
@@ -18,6 +21,16 @@ const GARBAGE: readonly (readonly unknown[])[] = [
   ['text', [], 7],
   [42, { events: 3 }],
 ];
+
+// Called with no arguments, a function that opens the default store works: it
+// makes ./agentcharts.db, here in a scratch directory, not in the checkout.
+const home = process.cwd();
+const scratch = mkdtempSync(join(tmpdir(), 'agentcharts-arguments-'));
+beforeAll(() => process.chdir(scratch));
+afterAll(() => {
+  process.chdir(home);
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 const functions = (entry: Record<string, unknown>) =>
   Object.entries(entry).filter(
