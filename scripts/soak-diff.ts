@@ -159,7 +159,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step, and verify accepts every log (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant, one of them unranked), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step, and verify accepts every log (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));

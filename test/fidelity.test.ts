@@ -39,7 +39,7 @@ import {
   type Store,
 } from '../src/index.ts';
 import { planEffects } from '../src/durable/effects.ts';
-import { EMPTY_LEDGER } from '../src/durable/ledger.ts';
+import { compareRanks, EMPTY_LEDGER, ledgerOf } from '../src/durable/ledger.ts';
 import { pureInitial, pureTransition } from '../src/durable/pure.ts';
 import { MessageLedger } from '../src/durable/verify-messages.ts';
 import type { ActorWrite } from '../src/store/types.ts';
@@ -3307,6 +3307,47 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
     const { plain: expected, durable } = await bothSides(true);
     expect(expected).toEqual(['T1', 'G']);
     expect(durable).toEqual(expected);
+  });
+
+  // The same two timers across a restart: both due at one instant and armed at one
+  // instant, by two actors. Their ranks (PendingTimer.rank) keep XState's order:
+  // the raise armed after GO ranks after what GO's delivery armed, one armed before
+  // it ranks before. Without ranks, recovery armed them actor by actor, one order
+  // for both machines (found by soak:diff, seed 52901).
+  async function restarted(raiseFirst: boolean): Promise<string[]> {
+    const machine = rootOf(raiseFirst);
+    const file = join(dir(), `${machine.id}-restarted.db`);
+    const clock = new StepClock(1_000_000);
+    let store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock });
+    await (await createDurableActor(machine, { id: machine.id, store })).send({ type: 'A' });
+    await getRuntime(store).drain();
+    const timers = async (id: string) =>
+      ledgerOf(JSON.parse((await store.loadActor(id))?.snapshot ?? '{}'))?.timers ?? [];
+    const [raise] = await timers(machine.id);
+    const [grandTimer] = await timers(`${machine.id}/k/g`);
+    expect([raise?.at, grandTimer?.at]).toEqual([1_000_000, 1_000_000]);
+    expect([raise?.due, grandTimer?.due]).toEqual([1_000_100, 1_000_100]);
+    const order = compareRanks(raise?.rank ?? [], grandTimer?.rank ?? []);
+    expect(raiseFirst ? order < 0 : order > 0).toBe(true);
+
+    await getRuntime(store).close();
+    await store.close();
+    store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock, charts: [chartOf(machine)] });
+    await recover(store, { charts: [chartOf(machine)], clock });
+    await getRuntime(store).drain();
+    await clock.advance(100, () => getRuntime(store).drain());
+    expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
+    return (await openDurableActor(store, machine.id)).getSnapshot().context.log;
+  }
+
+  test("across a restart, the grandchild's timer armed while GO was delivered still fires first", async () => {
+    expect(await restarted(false)).toEqual(['G', 'T1']);
+  });
+
+  test('control: across a restart, the raise armed before GO still fires first', async () => {
+    expect(await restarted(true)).toEqual(['T1', 'G']);
   });
 });
 

@@ -3,7 +3,7 @@ import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import type { EventSchemas } from '../core/chart.ts';
 import type { ActorRow } from '../store/types.ts';
 import type { ChartVersioning } from './codec.ts';
-import type { Ledger } from './ledger.ts';
+import type { Ledger, Rank } from './ledger.ts';
 import type { TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
 
@@ -65,6 +65,8 @@ export interface SendOptions {
   at?: number | undefined;
   /** Built by the runtime: not validated as a caller's event. */
   internal?: boolean | undefined;
+  /** The step's place in the arm order (Rank), when a delivery nests it. */
+  base?: Rank | undefined;
   /** An owner duty (timer, recovery): fenced by the lease when leases are on. */
   fenced?: boolean | undefined;
   metadata?: Record<string, unknown> | undefined;

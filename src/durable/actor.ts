@@ -18,7 +18,7 @@ import type { MessageRow, TransitionRow } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
 import type { LiveActor, TransitionNotice, TreeView } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
-import { pendingTimer } from './ledger.ts';
+import { pendingTimer, type Rank } from './ledger.ts';
 import { movedElsewhere, reload } from './reload.ts';
 import { processEvent } from './send.ts';
 import { resumeInvokes, type InvokeRecovery } from './invoke.ts';
@@ -182,7 +182,13 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
         }
         if (timer.due > this.runtime.clock.now()) {
           // Node timers may wake a millisecond early.
-          this.runtime.schedule({ actorId: this.id, timerId, dueAt: timer.due, armedAt: timer.at });
+          this.runtime.schedule({
+            actorId: this.id,
+            timerId,
+            dueAt: timer.due,
+            armedAt: timer.at,
+            rank: timer.rank,
+          });
           return false;
         }
         const done = await processEvent(core, timer.event, 'timer', {
@@ -211,7 +217,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * parent), consuming the message row in the same commit; a message to an actor
    * that has finished is consumed without effect, as XState ignores it.
    */
-  deliverMessage(message: MessageRow): Promise<void> {
+  deliverMessage(message: MessageRow, base?: Rank): Promise<void> {
     return this.enqueue(async () => {
       for (let attempt = 0; ; attempt++) {
         try {
@@ -222,6 +228,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
             {
               consumeMessage: message.id,
               metadata: { from: message.from, fromSeq: message.fromSeq, idx: message.idx },
+              base,
             },
           );
           if (done === undefined) await this.runtime.store.dropMessage(message.id);
@@ -242,6 +249,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   restartFromSpawn(
     message: MessageRow,
     spawn: { input: unknown; childId: string; sync?: true | undefined },
+    base?: Rank,
   ): Promise<boolean> {
     const { input, childId } = spawn;
     return this.enqueue(async () => {
@@ -254,6 +262,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
           childId,
           ...(spawn.sync === true ? { sync: true } : {}),
         },
+        base,
       });
       return done !== undefined;
     });

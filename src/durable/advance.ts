@@ -32,6 +32,7 @@ import {
   withoutSettled,
   type Ledger,
   type PendingTimer,
+  type Rank,
 } from './ledger.ts';
 import type { EventSource } from './notices.ts';
 import {
@@ -83,6 +84,11 @@ export interface StepFacts {
    * receiver and falling due in another reaches no one (PendingTimer.life).
    */
   lives?: ReadonlyMap<string, number> | undefined;
+  /**
+   * The step's place in the arm order (a Rank, ./ledger.ts): given by the send
+   * path; absent in a replay, which cannot know it.
+   */
+  base?: Rank | undefined;
 }
 
 /** How a committed step came about. */
@@ -372,6 +378,7 @@ function commit(
     relayed: outcome === 'relayed',
     orphans,
     lives: f.lives,
+    base: f.base,
   });
   return { kind: 'commit', outcome, event, next, effects };
 }

@@ -4,11 +4,13 @@
  * which can undo the commit. Also what a failed commit leaves behind.
  */
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
-import type { ActorWrite, TimerRow } from '../store/types.ts';
+import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
 import type { TimerArm } from './placed-timers.ts';
 import { invokeStepName } from './actor-ids.ts';
 import type { Effects } from './effects.ts';
+import type { Rank } from './ledger.ts';
+import type { ArmedTimer } from './timer-plan.ts';
 import { runInvoke, stopInvoke, trackRun } from './invoke.ts';
 import type { TransitionNotice } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
@@ -39,7 +41,13 @@ export function startInvokes(core: ActorCore, effects: Effects): void {
 }
 
 /** After the commit: the receivers of the transition's messages get them delivered. */
-export function postMessages(runtime: DurableRuntime, write: ActorWrite, relayed = false): void {
+export function postMessages(
+  runtime: DurableRuntime,
+  write: ActorWrite,
+  relayed = false,
+  /** The step's place in the arm order (Effects.base): its messages' deliveries nest under it. */
+  base?: Rank,
+): void {
   const out = write.messagesOut;
   if (out !== undefined && out.length > 0) {
     runtime.courier.post({
@@ -48,6 +56,7 @@ export function postMessages(runtime: DurableRuntime, write: ActorWrite, relayed
       messages: out,
       finished: write.actor.status !== 'active',
       relayed,
+      base,
     });
   }
 }
@@ -115,7 +124,7 @@ export function armTimers(
  * send took its id (armed under its new key, `<key>@<seq>.<action>`, that
  * commit's seq). An older timer renamed by this same commit is not it.
  */
-function armPlaced(core: ActorCore | undefined, row: TimerRow, seq: number): void {
+function armPlaced(core: ActorCore | undefined, row: ArmedTimer, seq: number): void {
   if (core === undefined) return;
   const timers = core.ledger.timers;
   if (timers.some((t) => t.key === row.timerId && t.due === row.dueAt)) {

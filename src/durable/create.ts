@@ -11,7 +11,7 @@ import { DurableActor } from './actor.ts';
 import { newCore, type ActorCore, type ActorOptions } from './actor-core.ts';
 import { advance, advanceOrLookUp, type StepFacts } from './advance.ts';
 import { encodeSnapshot, type ChartVersioning } from './codec.ts';
-import { EMPTY_LEDGER, nextDue } from './ledger.ts';
+import { EMPTY_LEDGER, nextDue, type Rank } from './ledger.ts';
 import { bySystemIdMarks } from './posted.ts';
 import type { DurableActorOptions } from './options.ts';
 import { buildTransitionRow, GENESIS_HASH } from './row.ts';
@@ -33,8 +33,11 @@ export async function createActor<TLogic extends AnyStateMachine>(
   versioning: ChartVersioning,
   options: DurableActorOptions<TLogic>,
   actorOptions: ActorOptions,
-  /** A child spawned by another actor: its parent and the spawn message it consumes. */
-  spawned?: { parentId: string; consumeMessage: number },
+  /**
+   * A child spawned by another actor: its parent, the spawn message it consumes,
+   * and its first step's place in the arm order (Rank), when the courier nests it.
+   */
+  spawned?: { parentId: string; consumeMessage: number; base?: Rank | undefined },
   /**
    * `mode: 'create'`: an actor that exists is the caller's mistake, answered with
    * the ConcurrencyError alone (not logged, not a write error).
@@ -62,6 +65,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
       sync: spawned !== undefined && options.metadata?.['sync'] === true,
       systemId: spawned === undefined ? options.systemId : undefined,
     },
+    base: spawned?.base ?? runtime.nextBase(),
   };
   // A spawned child's first step may ask for a system id held elsewhere in its
   // tree (./system-ids.ts); a root's tree is only itself yet.
@@ -128,13 +132,16 @@ export async function createActor<TLogic extends AnyStateMachine>(
     stepsBegin: stepsBegun(options.id, effects, now),
     userId: options.userId,
     ...(effects.messages.length > 0 ? { messagesOut: effects.messages } : {}),
-    ...(spawned ?? {}),
+    ...(spawned === undefined
+      ? {}
+      : { parentId: spawned.parentId, consumeMessage: spawned.consumeMessage }),
   };
   let made: ActorCore | undefined;
   try {
     await runtime.commitPlacing(
       write,
       effects.timerPlaces === undefined ? undefined : placedTimers(() => made, effects, 1),
+      effects.base,
     );
   } catch (error) {
     const race = error instanceof ConcurrencyError;
@@ -162,7 +169,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
   if (runtime.owner !== undefined) await runtime.acquire([row.id]);
   armTimers(core, effects);
   startInvokes(core, effects);
-  postMessages(runtime, write);
+  postMessages(runtime, write, false, effects.base);
   // What the initial entry emitted reaches the runtime's observers (the actor's own
   // listeners cannot exist yet), as a plain actor's listeners attached before start.
   afterCommit(core, effects, () => ({

@@ -25,6 +25,7 @@
 import type { Logger } from 'pino';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { MessageRow, Store } from '../store/types.ts';
+import type { Rank } from './ledger.ts';
 import type { LiveActor } from './notices.ts';
 import { PlacedTimers } from './placed-timers.ts';
 import { SpawnWaits } from './spawn-waits.ts';
@@ -51,10 +52,15 @@ export interface CourierHooks {
   logger: Logger;
   /** Whether this runtime may deliver to the actor (holds or can take its lease). */
   owns(actorId: string): Promise<boolean>;
-  /** The live receiver of an event or stop. */
-  actor(actorId: string): Promise<LiveActor & { deliverMessage(m: MessageRow): Promise<void> }>;
+  /**
+   * The live receiver of an event or stop; `base`: the step's place in the arm
+   * order (Rank, ./ledger.ts), when the delivery nests it.
+   */
+  actor(
+    actorId: string,
+  ): Promise<LiveActor & { deliverMessage(m: MessageRow, base?: Rank): Promise<void> }>;
   /** Creates the child a spawn message asks for, consuming the message. */
-  spawn(message: MessageRow): Promise<void>;
+  spawn(message: MessageRow, base?: Rank): Promise<void>;
 }
 
 const noop = (): void => {};
@@ -436,7 +442,11 @@ export class Courier {
     } finally {
       if (hold) this.processing.delete(from);
     }
-    if (hold && (this.mailboxes.get(from)?.length ?? 0) > 0) await this.flush(from);
+    // What was sent to it meanwhile: taken after its step, as XState's mailbox does.
+    if (hold && (this.mailboxes.get(from)?.length ?? 0) > 0) {
+      const base = posted[0]?.base;
+      await this.flush(from, base === undefined ? undefined : [...base, 2 * posted.length + 1]);
+    }
   }
 
   /**
@@ -451,7 +461,9 @@ export class Courier {
       const p = posted[i] as Posted;
       if (held !== undefined) this.relayHeld(held, p);
       if (!this.placed.empty) await this.arm(this.placed.takeBefore(keyOf(p)));
-      await this.send(p);
+      // Where what it sets off is armed: after the timers its step armed before it,
+      // before those armed after it (Rank, ./ledger.ts).
+      await this.send(p, p.base === undefined ? undefined : [...p.base, 2 * p.idx + 1]);
       if (!this.placed.empty) await this.arm(this.placed.takeAfter(keyOf(p)));
     }
   }
@@ -514,7 +526,7 @@ export class Courier {
    * again under its id, a new actor in XState, is not held up behind the old one.
    * Not while a delivery to the receiver is being decided: the stop waits for it.
    */
-  private async send(p: Posted): Promise<void> {
+  private async send(p: Posted, at?: Rank): Promise<void> {
     this.unsent.delete(keyOf(p));
     if (p.kind !== 'spawn' && this.spawns.waits(p)) {
       const key = keyOf(p);
@@ -533,7 +545,7 @@ export class Courier {
       box.unshift(box.pop() as Posted);
       this.processing.delete(p.to);
     }
-    await this.flush(p.to);
+    await this.flush(p.to, at);
   }
 
   private queue(p: Posted): boolean {
@@ -546,16 +558,21 @@ export class Courier {
     return true;
   }
 
-  /** Delivers the receiver's mailbox, each message followed by what its commit sent. */
-  private async flush(to: string): Promise<number> {
+  /**
+   * Delivers the receiver's mailbox, each message followed by what its commit
+   * sent; `at`: where in the arm order, the deliveries' steps taking their places
+   * under it one after another (Rank, ./ledger.ts).
+   */
+  private async flush(to: string, at?: Rank): Promise<number> {
     let delivered = 0;
+    let k = 0;
     this.processing.add(to);
     try {
       for (;;) {
         const box = this.mailboxes.get(to);
         const next = box?.shift();
         if (next === undefined) break;
-        const posted = await this.deliver(next);
+        const posted = await this.deliver(next, at === undefined ? undefined : [...at, k++]);
         if (posted === undefined) continue;
         delivered++;
         await this.sendAll(posted);
@@ -574,7 +591,7 @@ export class Courier {
    * (delivered elsewhere; its receiver is another worker's; or the delivery failed,
    * logged: it stays pending).
    */
-  private async deliver(p: Posted): Promise<Posted[] | undefined> {
+  private async deliver(p: Posted, base?: Rank): Promise<Posted[] | undefined> {
     const key = keyOf(p);
     // Claimed until its delivery settles: a message whose commit is in flight is still
     // pending in the store, and must not be queued again (by deliverAll) meanwhile.
@@ -614,7 +631,7 @@ export class Courier {
       const frame: Frame = { posted: [], submitted };
       this.frames.set(p.to, frame);
       started = true;
-      const run = this.run(row).finally(() => {
+      const run = this.run(row, base).finally(() => {
         if (this.frames.get(p.to) === frame) this.frames.delete(p.to);
         // A commit that failed posts nothing: what it would have posted is no news.
         if (frame.taken !== undefined) this.taken.delete(frame.taken);
@@ -696,10 +713,10 @@ export class Courier {
   }
 
   /** Runs one delivery: true when it was made here or elsewhere, false when it stays pending. */
-  private async run(row: MessageRow): Promise<boolean> {
+  private async run(row: MessageRow, base: Rank | undefined): Promise<boolean> {
     try {
-      if (row.kind === 'spawn') await this.hooks.spawn(row);
-      else await (await this.hooks.actor(row.to)).deliverMessage(row);
+      if (row.kind === 'spawn') await this.hooks.spawn(row, base);
+      else await (await this.hooks.actor(row.to)).deliverMessage(row, base);
       return true;
     } catch (error) {
       if (error instanceof LeaseLostError) return false;

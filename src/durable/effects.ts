@@ -30,7 +30,7 @@ import type {
 } from 'xstate';
 import { UnsupportedActorError } from '../core/errors.ts';
 import { stateLabel } from '../core/state.ts';
-import type { OutgoingMessage, TimerRow } from '../store/types.ts';
+import type { OutgoingMessage } from '../store/types.ts';
 import { actorKind, checkActor } from './actor-kinds.ts';
 import { childActorId, invokeKey, receiverId } from './actor-ids.ts';
 import {
@@ -40,12 +40,13 @@ import {
   TO_STOPPED,
   type Ledger,
   type PendingInvoke,
+  type Rank,
 } from './ledger.ts';
 import { encodeSnapshot } from './codec.ts';
 import { legacyOrder, type Early } from './legacy-order.ts';
 import { CREATED, isPureSelf, NOWHERE, PARENT_REF, remoteActorOf } from './pure.ts';
 import type { SpawnBody } from './spawn-body.ts';
-import { TimerPlan } from './timer-plan.ts';
+import { TimerPlan, type ArmedTimer } from './timer-plan.ts';
 
 /** A user action, run after its transition committed. */
 export interface Effect {
@@ -68,7 +69,7 @@ export interface Effects {
   /** What is pending after the transition. */
   ledger: Ledger;
   /** Timers the transition armed or moved (by key) and keys it removed: the wake-ups follow them. */
-  timersSet: TimerRow[];
+  timersSet: ArmedTimer[];
   timersCancel: string[];
   /**
    * Timers that lost their id to a later one with the same id (`[old key, new key]`):
@@ -84,6 +85,8 @@ export interface Effects {
    * the same instant.
    */
   timerPlaces?: ReadonlyMap<string, number> | undefined;
+  /** The step's place in the arm order (TransitionFacts.base): its messages' deliveries nest under it. */
+  base?: Rank | undefined;
   /** The actor finished: every wake-up goes. */
   cancelAllTimers: boolean;
   invokesStart: InvokeStart[];
@@ -135,6 +138,8 @@ export interface TransitionFacts {
   orphans?: readonly string[] | undefined;
   /** The lives of the actors of the tree it found by system id (StepFacts.lives). */
   lives?: ReadonlyMap<string, number> | undefined;
+  /** Its place in the arm order (TimerFacts.base); absent in a replay. */
+  base?: Rank | undefined;
 }
 
 const STOP_BODY = '{"type":"xstate.stop"}';
@@ -217,6 +222,7 @@ class Planner {
       now: t.now,
       armed: t.ledger.timers,
       lives: t.lives,
+      base: t.base,
     });
     this.invokes = [...t.ledger.invokes];
     const settled = t.ledger.settled;
@@ -311,6 +317,7 @@ class Planner {
             : undefined,
       emitted: this.emitted,
       effects: this.effects,
+      base: t.base,
     };
   }
 

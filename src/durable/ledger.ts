@@ -17,6 +17,38 @@ import type { EventObject } from 'xstate';
 import { PENDING_KEY } from '../store/pending-timers.ts';
 
 /** A delayed event (`after`, `raise` or `sendTo` with a delay) not yet delivered. */
+/**
+ * Where a timer was armed in the order XState arms them, compared element by
+ * element ({@link compareRanks}). A step's place is its base: a step a caller,
+ * a timer or an outcome sets off takes `[n]` from its process's counter (above
+ * every rank the process has loaded); a step that takes message `j` of a commit
+ * whose base is `B`, delivered depth first as XState delivers it, takes
+ * `B ++ [2j + 1, k]` (`k`: the deliveries made there, in order). The step's
+ * `i`-th timer armed after `p` of its messages gets `base ++ [2p, i]`: after
+ * what the receivers of those messages armed, before what the next one's arms
+ * (Effects.timerPlaces).
+ */
+export type Rank = readonly number[];
+
+/** Orders two ranks: negative when `a` was armed first. */
+export function compareRanks(a: Rank, b: Rank): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = (a[i] as number) - (b[i] as number);
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+/** Whether a stored value is a rank (non-negative safe integers). */
+export function isRank(value: unknown): value is Rank {
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)
+  );
+}
+
 export interface PendingTimer {
   /** Unique among the actor's pending timers: the store's timer id. */
   key: string;
@@ -39,6 +71,14 @@ export interface PendingTimer {
    * (./timers.ts). Absent on timers an earlier build wrote.
    */
   at?: number | undefined;
+  /**
+   * Its place in the order XState armed timers, every actor's of the tree
+   * together (absent on timers an earlier build wrote): timers of two actors due
+   * at one instant and armed at one instant fire in that order, and a process
+   * that loads them again (after a restart) has only this to tell it
+   * (./timers.ts). See {@link Rank}.
+   */
+  rank?: Rank | undefined;
   /** A delayed `sendTo`: the receiver (`'#parent'` or a child id); absent for the actor itself. */
   to?: string | undefined;
   /**
@@ -236,7 +276,12 @@ export const SYNCED_LEDGER: Ledger = Object.freeze({
 
 /** A stored timer, in its short form (`after`) or its long one. */
 function timerOf(stored: unknown): PendingTimer {
-  const { after, due, at } = stored as { after?: unknown; due?: unknown; at?: unknown };
+  const { after, due, at, rank } = stored as {
+    after?: unknown;
+    due?: unknown;
+    at?: unknown;
+    rank?: unknown;
+  };
   if (typeof after !== 'string') return stored as PendingTimer;
   const timer: PendingTimer = {
     key: after,
@@ -246,6 +291,7 @@ function timerOf(stored: unknown): PendingTimer {
     due: due as number,
   };
   if (typeof at === 'number') timer.at = at;
+  if (isRank(rank)) timer.rank = rank;
   return timer;
 }
 
@@ -294,16 +340,19 @@ export function ledgerJson(ledger: Ledger): unknown {
   } = {};
   if (ledger.timers.length > 0) {
     out.timers = ledger.timers.map((t) => {
-      if (isShort(t))
-        return t.at === undefined
-          ? { after: t.key, due: t.due }
-          : { after: t.key, due: t.due, at: t.at };
+      if (isShort(t)) {
+        const short: Record<string, unknown> = { after: t.key, due: t.due };
+        if (t.at !== undefined) short['at'] = t.at;
+        if (t.rank !== undefined) short['rank'] = t.rank;
+        return short;
+      }
       const entry: Record<string, unknown> = { key: t.key };
       if (t.id !== undefined) entry['id'] = t.id;
       if (t.sendId !== undefined) entry['sendId'] = t.sendId;
       entry['event'] = t.event;
       entry['due'] = t.due;
       if (t.at !== undefined) entry['at'] = t.at;
+      if (t.rank !== undefined) entry['rank'] = t.rank;
       if (t.to !== undefined) entry['to'] = t.to;
       if (t.life !== undefined) entry['life'] = t.life;
       if (t.sentIn !== undefined) entry['sentIn'] = t.sentIn;

@@ -95,8 +95,12 @@ export interface LiveActor {
    * since the wake-up fired.
    */
   deliverTimer(timerId: string, current?: () => boolean): Promise<boolean>;
-  /** Delivers a message from another actor, consuming it in the same commit. */
-  deliverMessage(message: MessageRow): Promise<void>;
+  /**
+   * Delivers a message from another actor, consuming it in the same commit;
+   * `base`: where its step was taken among the tree's, when the courier nests it
+   * in a delivery (the timers it arms are ranked from it, PendingTimer.rank).
+   */
+  deliverMessage(message: MessageRow, base?: readonly number[]): Promise<void>;
   /**
    * Starts a finished child over when its parent spawns it again (the spawn's input,
    * child id, and whether the parent asks for its snapshots). False when the child
@@ -105,6 +109,7 @@ export interface LiveActor {
   restartFromSpawn(
     message: MessageRow,
     spawn: { input: unknown; childId: string; sync?: true | undefined },
+    base?: readonly number[],
   ): Promise<boolean>;
   /** Forgets the in-memory actor (its durable state lives on). */
   detach(): void;

@@ -99,7 +99,13 @@ async function loadInto<TLogic extends AnyStateMachine>(
   if (runtime.owner !== undefined) await runtime.acquire([found.actor.id]);
   // Arm the wake-ups of its pending timers in this process (e.g. after a restart).
   for (const t of loaded.ledger.timers) {
-    runtime.schedule({ actorId: found.actor.id, timerId: t.key, dueAt: t.due, armedAt: t.at });
+    runtime.schedule({
+      actorId: found.actor.id,
+      timerId: t.key,
+      dueAt: t.due,
+      armedAt: t.at,
+      rank: t.rank,
+    });
   }
   return actor;
 }

@@ -4,6 +4,7 @@
  * sent its child before the spawn, and the keys and causes it orders them by.
  */
 import type { MessageKind, MessageRow, OutgoingMessage } from '../store/types.ts';
+import type { Rank } from './ledger.ts';
 import type { TimerArm } from './placed-timers.ts';
 import { queuedWithSpawn } from './spawn-body.ts';
 
@@ -33,6 +34,11 @@ export interface Posted {
   readonly queued?: readonly number[];
   /** Sent to an actor found by its system id ({@link OutgoingMessage.bySystemId}). */
   readonly bySystemId?: true;
+  /**
+   * Its commit's step's place in the arm order (Rank, ./ledger.ts), when posted
+   * here: its delivery's step nests under it.
+   */
+  readonly base?: Rank;
 }
 
 /** An event a step sent a child before spawning it, and where XState relays it. */
@@ -57,6 +63,8 @@ export interface PostedBatch {
   readonly relayed?: boolean | undefined;
   /** Timers the commit's step armed after some of its messages, armed in their place. */
   readonly arms?: readonly TimerArm[] | undefined;
+  /** The step's place in the arm order (Rank, ./ledger.ts), when known here. */
+  readonly base?: Rank | undefined;
 }
 
 /** A message as the courier knows it: of commit `fromSeq` of `from`, and its row when read. */
@@ -161,7 +169,9 @@ export const keyOf = (m: { from: string; fromSeq: number; idx: number }): string
 export const keyOfCommit = (from: string, fromSeq: number): string => `${fromSeq}:${from}`;
 
 export function postedOf(batch: PostedBatch): Posted[] {
-  return batch.messages.map((m) => postedFrom(m, batch.from, batch.fromSeq));
+  const { base } = batch;
+  const posted = batch.messages.map((m) => postedFrom(m, batch.from, batch.fromSeq));
+  return base === undefined ? posted : posted.map((p) => ({ ...p, base }));
 }
 
 /**

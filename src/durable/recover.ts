@@ -7,7 +7,7 @@ import { adoptActorRow, getRuntime } from './open.ts';
 import type { DurableRuntime, RuntimeOptions } from './runtime.ts';
 import type { InvokeRecovery } from './invoke.ts';
 import { settledMeanwhile, settleStep, type ReconcileHook } from './steps.ts';
-import { ledgerOf } from './ledger.ts';
+import { compareRanks, ledgerOf } from './ledger.ts';
 import type { TimerWake } from './timers.ts';
 import {
   hasPendingWork,
@@ -237,7 +237,13 @@ function recoverOne(
       ? []
       : [...ledger.timers]
           .sort((a, b) => a.due - b.due)
-          .map((t) => ({ actorId: row.id, timerId: t.key, dueAt: t.due, armedAt: t.at }));
+          .map((t) => ({
+            actorId: row.id,
+            timerId: t.key,
+            dueAt: t.due,
+            armedAt: t.at,
+            rank: t.rank,
+          }));
   return recoverWith(runtime, row, stored, pending, ledger.invokes.length > 0, entry, options);
 }
 
@@ -294,13 +300,17 @@ async function recoverLive(
     runtime.logger.error({ actorId: l.row.id, err: error }, 'recovery failed for actor');
   };
   const due = live.flatMap((l) => l.overdue.map((timer) => ({ l, timer })));
-  // Stable: of two timers of one instant with no arm time (an earlier build's), the
-  // actor recovered first, and one actor's in its order.
+  // In the order XState fires them: due time, arm time, then, of one instant, arm
+  // order (PendingTimer.rank). Stable: of two timers without an arm time or rank
+  // (an earlier build's), the actor recovered first, and one actor's in its order.
   due.sort(
     (a, b) =>
       a.timer.dueAt - b.timer.dueAt ||
       (a.timer.armedAt !== undefined && b.timer.armedAt !== undefined
         ? a.timer.armedAt - b.timer.armedAt
+        : 0) ||
+      (a.timer.rank !== undefined && b.timer.rank !== undefined
+        ? compareRanks(a.timer.rank, b.timer.rank)
         : 0),
   );
   for (const { l, timer } of due) {

@@ -18,6 +18,7 @@ import { Leases } from './leases.ts';
 import type { LiveActor, RuntimeObserver } from './notices.ts';
 import { ChartRegistry, childRegistration, type ChartRegistration } from './registry.ts';
 import { TimerScheduler, type TimerWake } from './timers.ts';
+import type { Rank } from './ledger.ts';
 
 export type { RuntimeObserver } from './notices.ts';
 
@@ -58,7 +59,7 @@ export type ActorLoader = (runtime: DurableRuntime, actorId: string) => Promise<
 export interface RuntimeHooks {
   load: ActorLoader;
   /** Creates the child actor a spawn message asks for, consuming the message. */
-  spawn: (runtime: DurableRuntime, message: MessageRow) => Promise<void>;
+  spawn: (runtime: DurableRuntime, message: MessageRow, base?: Rank) => Promise<void>;
 }
 
 const noop = (): void => {};
@@ -83,6 +84,10 @@ export class DurableRuntime {
   readonly leaseMs: number;
   readonly leases: Leases;
   readonly timers: TimerScheduler;
+  /** @internal The place in the arm order of a step no delivery nests (TimerScheduler.nextBase). */
+  nextBase(): Rank {
+    return this.timers.nextBase();
+  }
   readonly courier: Courier;
   private readonly committer: Committer;
   private readonly charts = new ChartRegistry();
@@ -133,7 +138,7 @@ export class DurableRuntime {
       logger: this.logger,
       owns: async (actorId) => this.holds(actorId) || (await this.acquire([actorId])).length > 0,
       actor: (actorId) => this.actor(actorId),
-      spawn: (message) => hooks.spawn(this, message),
+      spawn: (message, base) => hooks.spawn(this, message, base),
     });
     for (const chart of options.charts ?? []) this.registerChart(chart);
     if (options.maxLiveActors !== undefined) this.limitLiveActors(options.maxLiveActors);
@@ -310,13 +315,19 @@ export class DurableRuntime {
    * @internal {@link commit}, with the timers its step armed after some of its
    * messages, armed by the courier in their place.
    */
-  commitPlacing(write: ActorWrite, arms: readonly TimerArm[] | undefined): Promise<void> {
+  commitPlacing(
+    write: ActorWrite,
+    arms: readonly TimerArm[] | undefined,
+    /** The step's place in the arm order (Effects.base): its messages' deliveries nest under it. */
+    base?: Rank,
+  ): Promise<void> {
     const done = this.committer.commit(write);
     const batch = {
       from: write.actorId,
       fromSeq: write.transition.seq,
       messages: write.messagesOut ?? [],
       arms,
+      base,
     };
     this.courier.submitting(batch, done);
     if (arms === undefined) return done;

@@ -85,6 +85,7 @@ export async function processEvent(
     ledger: core.ledger,
     event: parsed,
     delivery: deliveryOf(source, options),
+    base: options.base ?? runtime.nextBase(),
   };
   const decided = advanceOrLookUp(facts);
   // A system id held elsewhere in the actor's tree (./system-ids.ts).
@@ -125,6 +126,7 @@ export async function processEvent(
       step.effects.timerPlaces === undefined
         ? undefined
         : placedTimers(() => core, step.effects, write.transition.seq),
+      step.effects.base,
     );
   } catch (error) {
     throw commitFailed(core, error, step.event.type, now);
@@ -145,7 +147,7 @@ export async function processEvent(
     options.at !== undefined && now < runtime.clock.now() ? now : undefined,
   );
   startInvokes(core, step.effects);
-  postMessages(runtime, write, step.outcome === 'relayed');
+  postMessages(runtime, write, step.outcome === 'relayed', step.effects.base);
   afterCommit(core, step.effects, () => ({
     actorId: core.id,
     machineId: core.machine.id,

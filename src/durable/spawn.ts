@@ -10,9 +10,15 @@ import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { createActor } from './create.ts';
 import type { SpawnBody } from './spawn-body.ts';
 import { childRegistration } from './registry.ts';
+import type { Rank } from './ledger.ts';
 import type { DurableRuntime } from './runtime.ts';
 
-export async function spawnChild(runtime: DurableRuntime, message: MessageRow): Promise<void> {
+export async function spawnChild(
+  runtime: DurableRuntime,
+  message: MessageRow,
+  /** The child's first step's place in the arm order (Rank), when the courier nests it. */
+  base?: Rank,
+): Promise<void> {
   const body = JSON.parse(message.body) as SpawnBody;
   const parent = runtime.requireChart(body.parentMachine, message.from);
   const logic = resolveActorLogic(parent.machine, body.src);
@@ -34,7 +40,7 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
     if (existing.status !== 'active') {
       // The parent spawned this child id again after it finished: it starts over.
       const child = await runtime.actor(message.to);
-      if (await child.restartFromSpawn(message, body)) return;
+      if (await child.restartFromSpawn(message, body, base)) return;
     }
     await refuseRunning(runtime, message);
     return;
@@ -60,7 +66,7 @@ export async function spawnChild(runtime: DurableRuntime, message: MessageRow): 
         },
       },
       { schemas: chart?.events },
-      { parentId: message.from, consumeMessage: message.id },
+      { parentId: message.from, consumeMessage: message.id, base },
     );
   } catch (error) {
     if (!(error instanceof ConcurrencyError)) throw error; // created by another worker

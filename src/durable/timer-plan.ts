@@ -7,7 +7,14 @@
  */
 import type { EventObject } from 'xstate';
 import type { TimerRow } from '../store/types.ts';
-import { TO_ACTOR, TO_PARENT, TO_STOPPED, type Ledger, type PendingTimer } from './ledger.ts';
+import {
+  TO_ACTOR,
+  TO_PARENT,
+  TO_STOPPED,
+  type Ledger,
+  type PendingTimer,
+  type Rank,
+} from './ledger.ts';
 
 /** What the plan of the timers needs to know of its transition. */
 export interface TimerFacts {
@@ -21,7 +28,15 @@ export interface TimerFacts {
   armed: readonly PendingTimer[];
   /** The lives of the actors of the tree found by system id (PendingTimer.life). */
   lives?: ReadonlyMap<string, number> | undefined;
+  /**
+   * The step's place in the arm order (a {@link Rank}): its timers' ranks extend
+   * it. Absent in a replay (`verify`), which cannot know it.
+   */
+  base?: Rank | undefined;
 }
+
+/** A timer a transition armed or moved, for its in-process wake-up (TimerWake). */
+export type ArmedTimer = TimerRow & { rank?: Rank | undefined };
 
 /** A transition's timers, action by action; made per transition. */
 export class TimerPlan {
@@ -31,6 +46,8 @@ export class TimerPlan {
   readonly renamed: Array<[string, string]> = [];
   /** Timers armed after messages, by key: how many messages preceded each (Effects.timerPlaces). */
   places: Map<string, number> | undefined;
+  /** How many timers the step armed after each count of its messages ({@link Rank}). */
+  private readonly armedAfter: number[] = [];
   /**
    * Timers armed before the transition that it changed without moving their
    * wake-up (a receiver stopped, an id taken over): each copy to the timer it was.
@@ -81,6 +98,12 @@ export class TimerPlan {
       timer.sendId = sendId;
     }
     if (to !== undefined) timer.to = to;
+    const base = this.f.base;
+    if (base !== undefined) {
+      const i = this.armedAfter[sent] ?? 0;
+      this.armedAfter[sent] = i + 1;
+      timer.rank = [...base, 2 * sent, i];
+    }
     // Found by system id: the life of the actor it holds (PendingTimer.life).
     const life =
       to?.startsWith(TO_ACTOR) === true ? this.f.lives?.get(to.slice(TO_ACTOR.length)) : undefined;
@@ -122,9 +145,9 @@ export class TimerPlan {
   }
 
   /** What the transition armed or moved, and what it removed (for the in-process wake-ups). */
-  rows(ledger: Ledger): { timersSet: TimerRow[]; timersCancel: string[] } {
+  rows(ledger: Ledger): { timersSet: ArmedTimer[]; timersCancel: string[] } {
     const { actorId, armed } = this.f;
-    const timersSet: TimerRow[] = [];
+    const timersSet: ArmedTimer[] = [];
     if (armed.length === 0 && ledger.timers.length === 0) return { timersSet, timersCancel: [] };
     const before = new Map(armed.map((timer) => [timer.key, timer]));
     for (const timer of ledger.timers) {
@@ -139,6 +162,7 @@ export class TimerPlan {
         timerId: timer.key,
         event: JSON.stringify(timer.event),
         dueAt: timer.due,
+        rank: timer.rank,
       });
     }
     return { timersSet, timersCancel: [...before.keys()] };

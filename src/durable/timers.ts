@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Store, TimerRow } from '../store/types.ts';
+import { compareRanks, type Rank } from './ledger.ts';
 
 /**
  * Fires one timer of one actor; resolves true when this call fired it. `current`,
@@ -36,6 +37,8 @@ export type TimerWake = Pick<TimerRow, 'actorId' | 'timerId' | 'dueAt'> & {
    * fired when its clock moved past it.
    */
   takenAt?: number | undefined;
+  /** Its place in the arm order (PendingTimer.rank), when recorded. */
+  rank?: Rank | undefined;
 };
 
 /** The handle of a wake-up that fires at once (an overdue one), not through the clock. */
@@ -49,9 +52,33 @@ interface Wake {
   actorId: string;
   timerId: string;
   readonly dueAt: number;
-  /** When its timer was armed (ms), and the order it was armed in here: its rank among wake-ups due at once. */
+  /**
+   * When its timer was armed (ms), its recorded rank in the arm order
+   * (PendingTimer.rank), whether it was loaded again (armed by a commit before
+   * this process took the actor) and the order its wake-up was armed in here:
+   * what places it among wake-ups due at once ({@link armedBefore}).
+   */
   armedAt: number;
+  rank: Rank | undefined;
+  loaded: boolean;
   seq: number;
+}
+
+/**
+ * Whether `a`'s timer was armed before `b`'s, as XState's scheduler ordered
+ * them: the earlier arm time; of one instant, the order the wake-ups were armed
+ * in this process, which follows XState's exactly (a timer a step arms after
+ * its messages is armed once their receivers have taken them, ./placed-timers.ts);
+ * but of two loaded again, which this process armed actor by actor, the lower
+ * rank (a timer an earlier build wrote has none).
+ */
+function armedBefore(a: Wake, b: Wake): boolean {
+  if (a.armedAt !== b.armedAt) return a.armedAt < b.armedAt;
+  if (a.loaded && b.loaded && a.rank !== undefined && b.rank !== undefined) {
+    const order = compareRanks(a.rank, b.rank);
+    if (order !== 0) return order < 0;
+  }
+  return a.seq < b.seq;
 }
 
 function firingKey(actorId: string, timerId: string): string {
@@ -64,6 +91,8 @@ export class TimerScheduler {
   /** The same wake-ups by due time: the ones due at one instant. */
   private readonly byDue = new Map<number, Set<Wake>>();
   private seq = 0;
+  /** The highest first element of a rank this process gave or loaded ({@link nextBase}). */
+  private top = 0;
   /** Firings under way (a wake-up ran; its commit has not settled yet). */
   private readonly firing = new Set<Promise<boolean>>();
   /** The wake-ups' firings under way, by actor and timer id ({@link supersede}). */
@@ -88,6 +117,9 @@ export class TimerScheduler {
    * gives the time it was first armed.
    */
   schedule(timer: TimerWake): void {
+    // Loaded again (after a restart): what this process arms from now on ranks after it.
+    const first = timer.rank?.[0];
+    if (first !== undefined && first > this.top) this.top = first;
     if (this.closed) return;
     const previous = this.handles.get(timer.actorId)?.get(timer.timerId);
     // Before the actor's map is looked up: forgetting its last wake-up drops the map.
@@ -101,6 +133,8 @@ export class TimerScheduler {
       timerId: timer.timerId,
       dueAt: timer.dueAt,
       armedAt: timer.armedAt ?? timer.takenAt ?? now,
+      rank: timer.rank,
+      loaded: timer.armedAt !== undefined,
       seq: ++this.seq,
     };
     if (timer.takenAt !== undefined && timer.dueAt <= now) {
@@ -119,22 +153,27 @@ export class TimerScheduler {
   }
 
   /**
+   * The place in the arm order of a step that no delivery nests (a caller's
+   * event, a timer, an outcome; see Rank, ./ledger.ts): after every rank this
+   * process gave or loaded.
+   */
+  nextBase(): Rank {
+    return [++this.top];
+  }
+
+  /**
    * A wake-up's time came: it fires, of the timers due at that instant whose
    * wake-ups have not run yet, the one armed first, as XState's scheduler does.
    * The clock runs wake-ups due at one instant in the order they were set, which
    * is that order for timers armed in this process; timers loaded again after a
-   * restart are set actor by actor, and take their places here (a wake-up that
-   * fires another's timer leaves its own timer to that one's wake-up).
+   * restart are set actor by actor, and take their places here by their arm times
+   * and ranks (a wake-up that fires another's timer leaves its own timer to that
+   * one's wake-up).
    */
   private wakeUp(wake: Wake): void {
     let first = wake;
     for (const other of this.byDue.get(wake.dueAt) ?? []) {
-      if (
-        other.armedAt < first.armedAt ||
-        (other.armedAt === first.armedAt && other.seq < first.seq)
-      ) {
-        first = other;
-      }
+      if (armedBefore(other, first)) first = other;
     }
     if (first !== wake) this.swap(wake, first);
     this.forget(wake);
@@ -164,8 +203,22 @@ export class TimerScheduler {
 
   /** Exchanges the timers two wake-ups due at one instant fire. */
   private swap(a: Wake, b: Wake): void {
-    const timer = { actorId: a.actorId, timerId: a.timerId, armedAt: a.armedAt, seq: a.seq };
-    Object.assign(a, { actorId: b.actorId, timerId: b.timerId, armedAt: b.armedAt, seq: b.seq });
+    const timer = {
+      actorId: a.actorId,
+      timerId: a.timerId,
+      armedAt: a.armedAt,
+      rank: a.rank,
+      loaded: a.loaded,
+      seq: a.seq,
+    };
+    Object.assign(a, {
+      actorId: b.actorId,
+      timerId: b.timerId,
+      armedAt: b.armedAt,
+      rank: b.rank,
+      loaded: b.loaded,
+      seq: b.seq,
+    });
     Object.assign(b, timer);
     this.handles.get(a.actorId)?.set(a.timerId, a);
     this.handles.get(b.actorId)?.set(b.timerId, b);

@@ -15,10 +15,12 @@ import {
   EMPTY_LEDGER,
   LEDGER_KEY,
   TO_STOPPED,
+  isRank,
   ledgerJson,
   ledgerOf,
   nextDue,
   type Ledger,
+  type Rank,
 } from './ledger.ts';
 import { parentOfLog, parseJson, replayRow, START, type Replayed } from './replay.ts';
 import { GENESIS_HASH, hashTransition, sha256 } from './row.ts';
@@ -315,7 +317,7 @@ function checkStored(
             ? ledgerJson(storedLedger)
             : { ...(ledgerJson(storedLedger) as object), [ATOMIC_ORDER_KEY]: order },
       };
-  let replayed = state.ledger;
+  let replayed = legacy ? state.ledger : rankedAs(state.ledger, storedLedger);
   let expected = persisted(chart, snapshot, replayed) as Record<string, unknown>;
   if (legacy) delete expected[LEDGER_KEY];
   if (!legacy && !isDeepStrictEqual(expected, actual)) {
@@ -346,6 +348,25 @@ function checkStored(
     );
   }
   return undefined;
+}
+
+/**
+ * The replayed ledger with its timers ranked as `stored` ranks them
+ * (PendingTimer.rank): a rank is where the timer was armed among every actor's
+ * of its tree, which one actor's log cannot replay. A stored rank that is not
+ * one is not copied (then the difference is reported).
+ */
+function rankedAs(replayed: Ledger, stored: Ledger): Ledger {
+  let ranks: Map<string, Rank> | undefined;
+  for (const t of stored.timers) {
+    if (isRank(t.rank)) (ranks ??= new Map()).set(t.key, t.rank);
+  }
+  if (ranks === undefined) return replayed;
+  const timers = replayed.timers.map((t) => {
+    const rank = ranks.get(t.key);
+    return rank === undefined ? t : { ...t, rank };
+  });
+  return { ...replayed, timers };
 }
 
 /**
@@ -473,7 +494,9 @@ function checkMigration(
     if (
       _pending !== undefined &&
       !isDeepStrictEqual(
-        ledgerJson(asEarlierBuildsWrote(replayed.ledger, ledger, replayed.snapshot)),
+        ledgerJson(
+          asEarlierBuildsWrote(rankedAs(replayed.ledger, ledger), ledger, replayed.snapshot),
+        ),
         ledgerJson(ledger),
       )
     ) {

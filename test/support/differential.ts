@@ -433,7 +433,10 @@ export async function runBoth(
   hurry: (step: number) => boolean = () => false,
 ): Promise<{
   restarts: number;
-  /** Restarts of the script left out: timers of two actors due and armed at one instant (see below). */
+  /**
+   * Restarts of the script left out: timers of two actors due and armed at one
+   * instant, one of them unranked (see {@link timersTied}).
+   */
   tiedRestarts: number;
   /** The step at which plain XState's own invocations multiplied past a bound (the rest not run). */
   runaway: number | undefined;
@@ -524,8 +527,9 @@ export async function runBoth(
     } else if ('wait' in step) {
       await durableClock.advance(step.wait, settleDurable);
     } else {
-      // Timers of different actors due at the same instant fire in the order they
-      // were armed; a restart re-arms them in another, so it is skipped then.
+      // Timers of different actors due and armed at one instant fire in the order
+      // they were armed, which their ranks keep (PendingTimer.rank); of one without
+      // a rank (an earlier build's), a restart does not know it.
       if (!(await timersTied(store))) {
         await getRuntime(store).close();
         if (source.reopens) {
@@ -607,22 +611,23 @@ export function refused(error: unknown): boolean {
 
 /**
  * Whether timers of two different actors are pending for one instant and were
- * armed at one instant. XState fires timers due at once in the order it armed
- * them; a restart arms them again by when they were armed (PendingTimer.at), but
- * of two armed at the same instant by different actors it does not know which
- * came first (one actor's keep their order).
+ * armed at one instant, one of them without a rank (an earlier build's). XState
+ * fires timers due at once in the order it armed them; a restart arms them again
+ * by when they were armed (PendingTimer.at), then by their ranks, which keep
+ * that order across actors (one actor's keep theirs).
  */
 export async function timersTied(store: Store): Promise<boolean> {
-  const owners = new Map<string, string>();
+  const instants = new Map<string, Array<{ actorId: string; ranked: boolean }>>();
   for (const t of await store.dueTimers(Number.MAX_SAFE_INTEGER, 10_000)) {
     const row = await store.loadActor(t.actorId);
-    const armed = ledgerOf(JSON.parse(row?.snapshot ?? '{}'))?.timers.find(
+    const timer = ledgerOf(JSON.parse(row?.snapshot ?? '{}'))?.timers.find(
       (p) => p.key === t.timerId,
-    )?.at;
-    const instant = `${t.dueAt}:${armed ?? '?'}`;
-    const owner = owners.get(instant);
-    if (owner !== undefined && owner !== t.actorId) return true;
-    owners.set(instant, t.actorId);
+    );
+    const instant = `${t.dueAt}:${timer?.at ?? '?'}`;
+    const ranked = timer?.rank !== undefined;
+    const others = instants.get(instant) ?? [];
+    if (others.some((o) => o.actorId !== t.actorId && !(o.ranked && ranked))) return true;
+    instants.set(instant, [...others, { actorId: t.actorId, ranked }]);
   }
   return false;
 }
