@@ -3224,6 +3224,22 @@ function chartOf(machine: AnyStateMachine) {
   return defineChart(machine);
 }
 
+/** A restart of a SQLite store: its runtime and the store closed, the file opened again and recovered. */
+async function restarted(
+  store: Store,
+  file: string,
+  clock: StepClock,
+  machine: AnyStateMachine,
+): Promise<Store> {
+  await getRuntime(store).close();
+  await store.close();
+  const next = track(openStore(`sqlite:${file}`));
+  getRuntime(next, { clock, charts: [chartOf(machine)] });
+  await recover(next, { charts: [chartOf(machine)], clock });
+  await getRuntime(next).drain();
+  return next;
+}
+
 describe('17. timers due at one instant fire in the order XState armed them', () => {
   // Found by the differential soak (seed 42005, case 19,962, memory): a step sends GO
   // to a child (by system id), then arms a delayed raise. XState delivers GO as its
@@ -3314,7 +3330,7 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
   // the raise armed after GO ranks after what GO's delivery armed, one armed before
   // it ranks before. Without ranks, recovery armed them actor by actor, one order
   // for both machines (found by soak:diff, seed 52901).
-  async function restarted(raiseFirst: boolean): Promise<string[]> {
+  async function acrossRestart(raiseFirst: boolean): Promise<string[]> {
     const machine = rootOf(raiseFirst);
     const file = join(dir(), `${machine.id}-restarted.db`);
     const clock = new StepClock(1_000_000);
@@ -3331,23 +3347,18 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
     const order = compareRanks(raise?.rank ?? [], grandTimer?.rank ?? []);
     expect(raiseFirst ? order < 0 : order > 0).toBe(true);
 
-    await getRuntime(store).close();
-    await store.close();
-    store = track(openStore(`sqlite:${file}`));
-    getRuntime(store, { clock, charts: [chartOf(machine)] });
-    await recover(store, { charts: [chartOf(machine)], clock });
-    await getRuntime(store).drain();
+    store = await restarted(store, file, clock, machine);
     await clock.advance(100, () => getRuntime(store).drain());
     expect((await verify(store, { charts: [chartOf(machine)] })).problems).toEqual([]);
     return (await openDurableActor(store, machine.id)).getSnapshot().context.log;
   }
 
   test("across a restart, the grandchild's timer armed while GO was delivered still fires first", async () => {
-    expect(await restarted(false)).toEqual(['G', 'T1']);
+    expect(await acrossRestart(false)).toEqual(['G', 'T1']);
   });
 
   test('control: across a restart, the raise armed before GO still fires first', async () => {
-    expect(await restarted(true)).toEqual(['T1', 'G']);
+    expect(await acrossRestart(true)).toEqual(['T1', 'G']);
   });
 });
 
@@ -3395,14 +3406,7 @@ describe('17a. across a restart, timers due at one instant fire in the order XSt
     await clock.advance(150, settle);
     await actor.send({ type: 'C' });
     await settle();
-    if (restart) {
-      await getRuntime(store).close();
-      await store.close();
-      store = track(openStore(`sqlite:${file}`));
-      getRuntime(store, { clock, charts: [chartOf(root)] });
-      await recover(store, { charts: [chartOf(root)], clock });
-      await getRuntime(store).drain();
-    }
+    if (restart) store = await restarted(store, file, clock, root);
     await clock.advance(100, () => getRuntime(store).drain());
     expect((await verify(store, { charts: [chartOf(root)] })).problems).toEqual([]);
     return (await openDurableActor(store, 'ao')).getSnapshot().context.log;
