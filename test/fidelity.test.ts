@@ -3156,7 +3156,8 @@ test('a ConcurrencyError is still what a caller gets when another process moved 
 
 /** A ledger as a snapshot stores it (the parts the tests below edit). */
 interface StoredLedger {
-  timers?: Array<{ to?: string; due: number; at?: number; sentIn?: number }> | undefined;
+  timers?:
+    Array<{ to?: string; due: number; at?: number; sentIn?: number; rank?: unknown }> | undefined;
   settled?: string[] | undefined;
   life?: number | undefined;
 }
@@ -3359,6 +3360,27 @@ describe('17. timers due at one instant fire in the order XState armed them', ()
 
   test('control: across a restart, the raise armed before GO still fires first', async () => {
     expect(await acrossRestart(true)).toEqual(['T1', 'G']);
+  });
+
+  test('verify takes a rank as stored, and reports one that is not a rank', async () => {
+    const machine = rootOf(false);
+    const file = join(dir(), 'ranks-verified.db');
+    const store = track(openStore(`sqlite:${file}`));
+    getRuntime(store, { clock: new StepClock(1_000_000) });
+    await (await createDurableActor(machine, { id: machine.id, store })).send({ type: 'A' });
+    await getRuntime(store).drain();
+    const grandId = `${machine.id}/k/g`;
+    await getRuntime(store).close();
+    // The raise's rank is no rank; the grandchild's is another rank, which one
+    // actor's log cannot tell from its own (the control: a chain made whole again
+    // is not what verify reports).
+    await rewriteLedger(file, store, machine.id, (ledger) => {
+      for (const t of ledger.timers ?? []) t.rank = 'first';
+    });
+    await rewriteLedger(file, store, grandId, (ledger) => {
+      for (const t of ledger.timers ?? []) t.rank = [0, 0, 0];
+    });
+    await expectPendingDiffers(file, [chartOf(machine)], machine.id);
   });
 });
 
