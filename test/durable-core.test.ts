@@ -399,8 +399,11 @@ describe('snapshot encoding', () => {
         );
     const short = (await stored('paused-1')).agentcharts?.timers ?? [];
     expect(short).toHaveLength(2);
-    // With when it was armed: XState fires timers due at once in that order.
-    for (const entry of short) expect(Object.keys(entry as object)).toEqual(['after', 'due', 'at']);
+    // With when it was armed, and its rank in the tree's arm order: XState fires
+    // timers due at once in that order.
+    for (const entry of short) {
+      expect(Object.keys(entry as object)).toEqual(['after', 'due', 'at', 'rank']);
+    }
     const long = (await stored('pinger-1')).agentcharts?.timers ?? [];
     expect(long).toEqual([
       {
@@ -410,6 +413,7 @@ describe('snapshot encoding', () => {
         event: { type: 'PING' },
         due: 1_005_000,
         at: 1_000_000,
+        rank: [expect.any(Number), 0, 0],
       },
     ]);
 

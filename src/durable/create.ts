@@ -103,6 +103,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
       ...(step.systemIds === undefined ? {} : { systemIds: step.systemIds }),
       ...(step.lives === undefined ? {} : { lives: step.lives }),
       ...(marks === undefined ? {} : { bySystemId: marks }),
+      ...(effects.ranked === true ? { base: effects.base } : {}),
       ...(facts.delivery.source === 'create' && facts.delivery.systemId !== undefined
         ? { rootSystemId: facts.delivery.systemId }
         : {}),

@@ -87,6 +87,11 @@ export interface Effects {
   timerPlaces?: ReadonlyMap<string, number> | undefined;
   /** The step's place in the arm order (TransitionFacts.base): its messages' deliveries nest under it. */
   base?: Rank | undefined;
+  /**
+   * Whether the step armed a timer ranked from its base: its row records the base
+   * (metadata `base`), from which a replay ranks the same timers.
+   */
+  ranked?: boolean | undefined;
   /** The actor finished: every wake-up goes. */
   cancelAllTimers: boolean;
   invokesStart: InvokeStart[];
@@ -318,6 +323,7 @@ class Planner {
       emitted: this.emitted,
       effects: this.effects,
       base: t.base,
+      ranked: timers.ranked,
     };
   }
 

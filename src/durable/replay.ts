@@ -8,7 +8,7 @@ import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { stateLabel } from '../core/state.ts';
 import type { OutgoingMessage, TransitionRow } from '../store/types.ts';
 import { advance, type Delivery } from './advance.ts';
-import { EMPTY_LEDGER, pendingTimer, type Ledger } from './ledger.ts';
+import { EMPTY_LEDGER, isRank, pendingTimer, type Ledger } from './ledger.ts';
 import { bySystemIdMarks } from './posted.ts';
 
 /** What an actor is after some rows of its log. */
@@ -44,6 +44,8 @@ export interface RowSource {
   lives?: unknown;
   /** The places of its messages sent by system id (./posted.ts, bySystemIdMarks). */
   bySystemId?: unknown;
+  /** Where the step's timers were armed among its tree's (Rank, ./ledger.ts), when it armed one. */
+  base?: unknown;
 }
 
 /**
@@ -95,6 +97,7 @@ export function replayRow(
       delivery,
       system: recorded(meta.systemIds, 'string'),
       lives: recorded(meta.lives, 'number'),
+      base: isRank(meta.base) ? meta.base : undefined,
     });
   } catch (error) {
     return { ok: false, detail: `replay threw: ${error instanceof Error ? error.name : 'error'}` };

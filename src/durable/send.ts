@@ -194,7 +194,8 @@ function metadataJson(
     extra === undefined &&
     step.systemIds === undefined &&
     step.lives === undefined &&
-    marks === undefined
+    marks === undefined &&
+    step.effects.ranked !== true
   ) {
     return SEND_METADATA;
   }
@@ -207,6 +208,8 @@ function metadataJson(
   if (step.systemIds !== undefined) meta['systemIds'] = step.systemIds;
   if (step.lives !== undefined) meta['lives'] = step.lives;
   if (marks !== undefined) meta['bySystemId'] = marks;
+  // Where its timers were armed among the tree's (Rank): what a replay ranks them from.
+  if (step.effects.ranked === true) meta['base'] = step.effects.base;
   return JSON.stringify(extra === undefined ? meta : { ...meta, ...extra });
 }
 

@@ -48,6 +48,11 @@ export class TimerPlan {
   places: Map<string, number> | undefined;
   /** How many timers the step armed after each count of its messages ({@link Rank}). */
   private readonly armedAfter: number[] = [];
+
+  /** Whether the step armed a timer, ranked from its base (then its row records the base). */
+  get ranked(): boolean {
+    return this.armedAfter.length > 0;
+  }
   /**
    * Timers armed before the transition that it changed without moving their
    * wake-up (a receiver stopped, an id taken over): each copy to the timer it was.

@@ -15,12 +15,10 @@ import {
   EMPTY_LEDGER,
   LEDGER_KEY,
   TO_STOPPED,
-  isRank,
   ledgerJson,
   ledgerOf,
   nextDue,
   type Ledger,
-  type Rank,
 } from './ledger.ts';
 import { parentOfLog, parseJson, replayRow, START, type Replayed } from './replay.ts';
 import { GENESIS_HASH, hashTransition, sha256 } from './row.ts';
@@ -317,7 +315,7 @@ function checkStored(
             ? ledgerJson(storedLedger)
             : { ...(ledgerJson(storedLedger) as object), [ATOMIC_ORDER_KEY]: order },
       };
-  let replayed = legacy ? state.ledger : rankedAs(state.ledger, storedLedger);
+  let replayed = state.ledger;
   let expected = persisted(chart, snapshot, replayed) as Record<string, unknown>;
   if (legacy) delete expected[LEDGER_KEY];
   if (!legacy && !isDeepStrictEqual(expected, actual)) {
@@ -351,25 +349,6 @@ function checkStored(
 }
 
 /**
- * The replayed ledger with its timers ranked as `stored` ranks them
- * (PendingTimer.rank): a rank is where the timer was armed among every actor's
- * of its tree, which one actor's log cannot replay. A stored rank that is not
- * one is not copied (then the difference is reported).
- */
-function rankedAs(replayed: Ledger, stored: Ledger): Ledger {
-  let ranks: Map<string, Rank> | undefined;
-  for (const t of stored.timers) {
-    if (isRank(t.rank)) (ranks ??= new Map()).set(t.key, t.rank);
-  }
-  if (ranks === undefined) return replayed;
-  const timers = replayed.timers.map((t) => {
-    const rank = ranks.get(t.key);
-    return rank === undefined ? t : { ...t, rank };
-  });
-  return { ...replayed, timers };
-}
-
-/**
  * The replayed ledger as the builds before this one wrote it, where an honest log
  * of theirs would otherwise read as a false difference. Returns `replayed` itself
  * when it holds nothing of either kind that `stored` lacks:
@@ -381,7 +360,8 @@ function rankedAs(replayed: Ledger, stored: Ledger): Ledger {
  *   record it, and `system.get` kept finding it;
  * - the life of a child spawned again under its id (Ledger.life): earlier builds
  *   did not record it;
- * - when a timer was armed (PendingTimer.at): earlier builds did not record it;
+ * - when a timer was armed (PendingTimer.at), and its rank in its tree's arm order
+ *   (PendingTimer.rank): earlier builds did not record them;
  * - a delayed `sendTo` a child's stopped life still held when it was spawned again
  *   under its id (PendingTimer.sentIn): earlier builds dropped it, where XState
  *   still delivers it.
@@ -396,11 +376,18 @@ function asEarlierBuildsWrote(
   const timers = replayed.timers
     .filter((t) => (t.to !== TO_STOPPED && t.sentIn === undefined) || keys.has(t.key))
     .map((t) => {
-      // When it was armed: earlier builds did not record it.
-      if (t.at === undefined || keys.get(t.key)?.at !== undefined) return t;
+      // When it was armed, and its rank: earlier builds did not record them.
+      const kept = keys.get(t.key);
+      const at = t.at !== undefined && kept?.at === undefined;
+      const rank = t.rank !== undefined && kept?.rank === undefined;
+      if (!at && !rank) return t;
       unarmed = true;
-      const { at: _at, ...rest } = t;
-      return rest;
+      const { at: _at, rank: _rank, ...rest } = t;
+      return {
+        ...rest,
+        ...(at ? {} : { at: t.at }),
+        ...(rank ? {} : { rank: t.rank }),
+      };
     });
   const children = snapshot.children as Record<string, { logic?: unknown } | undefined>;
   const settled = replayed.settled?.filter(
@@ -494,9 +481,7 @@ function checkMigration(
     if (
       _pending !== undefined &&
       !isDeepStrictEqual(
-        ledgerJson(
-          asEarlierBuildsWrote(rankedAs(replayed.ledger, ledger), ledger, replayed.snapshot),
-        ),
+        ledgerJson(asEarlierBuildsWrote(replayed.ledger, ledger, replayed.snapshot)),
         ledgerJson(ledger),
       )
     ) {
