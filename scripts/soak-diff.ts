@@ -11,6 +11,9 @@
  * before three lookups in ten (test/support/poller-passes.ts). `--hurry 0.5`
  * sends half the caller's events that follow another without settling after the
  * first (runBoth's `hurry`): they arrive while its cascade may be under way.
+ * `--overlap 0.5` sends half the caller's events that another follows without
+ * awaiting them (runBoth's `overlap`): the next is sent at once, as by a caller
+ * that fires several sends together.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +34,7 @@ const KINDS = ['memory', 'sqlite', 'postgres'] as const;
 let kind = 'memory' as (typeof KINDS)[number];
 let passes = 0;
 let hurry = 0;
+let overlap = 0;
 for (let i = 0; i < args.length; i++) {
   const [flag, value] = [args[i], args[i + 1]];
   if (flag === '--runs' && value !== undefined && /^\d+$/.test(value)) runs = Number(value);
@@ -40,9 +44,11 @@ for (let i = 0; i < args.length; i++) {
     passes = Number(value);
   } else if (flag === '--hurry' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) {
     hurry = Number(value);
+  } else if (flag === '--overlap' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) {
+    overlap = Number(value);
   } else {
     console.error(
-      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE] [--hurry RATE]`,
+      `unknown option ${flag ?? ''}; usage: soak:diff [--runs N] [--seed S] [--store memory|sqlite|postgres] [--passes RATE] [--hurry RATE] [--overlap RATE]`,
     );
     process.exit(64);
   }
@@ -99,11 +105,11 @@ function reopenable(file: string): () => Store {
   const url = server.freshUrl();
   return () => openStore(url);
 }
-/** Which caller's events the case sends without settling first (`--hurry`), replayable. */
-function hurrying(caseSeed: number): (step: number) => boolean {
-  if (hurry === 0) return () => false;
+/** Which caller's events the case picks at `rate` (`--hurry`, `--overlap`), replayable. */
+function picking(rate: number, caseSeed: number): (step: number) => boolean {
+  if (rate === 0) return () => false;
   const random = lcg(caseSeed);
-  return () => random() < hurry;
+  return () => random() < rate;
 }
 
 try {
@@ -140,7 +146,8 @@ try {
           memory
             ? { open: () => memory, reopens: false }
             : { open: () => passing(reopen()), reopens: true },
-          hurrying(seedOf(JSON.stringify([spec, script, 'hurry']))),
+          picking(hurry, seedOf(JSON.stringify([spec, script, 'hurry']))),
+          picking(overlap, seedOf(JSON.stringify([spec, script, 'overlap']))),
         ),
         runaway,
       ]).finally(() => clearTimeout(timer));
@@ -159,7 +166,7 @@ try {
   );
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
-    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant, one of them unranked), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step, and verify accepts every log (${seconds} s)`,
+    `soak:diff: ${cases} cases on ${kind}${passes > 0 ? ` with poller passes (rate ${passes})` : ''}${hurry > 0 ? `, hurrying caller's events (rate ${hurry})` : ''}${overlap > 0 ? `, overlapping caller's sends (rate ${overlap})` : ''} (seed ${seed}), ${steps} script steps, ${restarts} restarts (${tiedRestarts} more left out: timers of two actors due and armed at one instant, one of them unranked), ${withGrandchildren} cases with a grandchild, ${withTreeLookups} with a system id found elsewhere in the tree, ${runaways} cut short where plain XState's own invocations multiplied: durable equals plain XState after every step, and verify accepts every log (${seconds} s)`,
   );
 } catch (error) {
   console.error(String(error instanceof Error ? error.message : error));
@@ -171,7 +178,7 @@ try {
     );
   }
   console.error(
-    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}${passes > 0 ? ` --passes ${passes}` : ''}${hurry > 0 ? ` --hurry ${hurry}` : ''}`,
+    `seed ${seed}: replay with npm run soak:diff -- --seed ${seed} --runs ${runs} --store ${kind}${passes > 0 ? ` --passes ${passes}` : ''}${hurry > 0 ? ` --hurry ${hurry}` : ''}${overlap > 0 ? ` --overlap ${overlap}` : ''}`,
   );
   process.exitCode = 1;
 } finally {

@@ -721,3 +721,95 @@ describe('a promise that settles at once is taken at the instant its state was e
     expect(await durable('c2', 'SLOW')).toEqual({ value: expected, outcomeAt: START + 100 });
   });
 });
+
+describe("a caller's send that cannot commit at once holds its tree", () => {
+  // XState takes events from outside in the order they are sent, each with its
+  // cascade. A durable send that cannot submit its commit in the call that made it
+  // (it waits behind its actor's earlier event, or reads the store first to find a
+  // system id elsewhere in the tree) holds the tree until it has: a send to
+  // another actor of the tree made after it went first before (found by hand; the
+  // differential test's `overlap`, which sends consecutive caller's events
+  // together, finds it in its first case without the hold).
+  const logger = setup({ types: { context: {} as Ctx } }).createMachine({
+    id: 'logger',
+    context: { log: [] as string[] },
+    on: { '*': { actions: assign({ log: ({ context, event }) => [...context.log, event.type] }) } },
+  });
+  /** FIRST changes only itself; RELAY asks the parent to send X to `b`; FIND sends X to `b` by system id. */
+  const sender = setup({ types: { context: {} as { n: number } } }).createMachine({
+    id: 'sender',
+    context: { n: 0 },
+    on: {
+      FIRST: { actions: assign({ n: ({ context }) => context.n + 1 }) },
+      RELAY: { actions: sendParent({ type: 'RELAY' }) },
+      FIND: { actions: sendTo(({ system }) => system.get('bsys'), { type: 'X' }) },
+    },
+  });
+  const pair = setup({ actors: { sender, logger } }).createMachine({
+    id: 'pair',
+    invoke: [
+      { id: 'a', src: 'sender' },
+      { id: 'b', src: 'logger', systemId: 'bsys' },
+    ],
+    on: { RELAY: { actions: sendTo('b', { type: 'X' }) } },
+  });
+
+  /** What `b` logged in plain XState after `toA` to `a`, then Y to `b`, sent one after another. */
+  function plainLog(toA: string[]): string[] {
+    const actor = createActor(pair).start();
+    const { a, b } = actor.getSnapshot().children;
+    for (const type of toA) a?.send({ type });
+    b?.send({ type: 'Y' });
+    return (b?.getSnapshot() as { context: Ctx }).context.log;
+  }
+
+  /** The same sends made together to durable actors (none awaited before the next is made). */
+  async function durableLog(store: Store, id: string, toA: string[]): Promise<string[]> {
+    await createDurableActor(pair, { id, store, schemas: false });
+    await getRuntime(store).drain();
+    const a = await openDurableActor(store, `${id}/a`);
+    const b = await openDurableActor(store, `${id}/b`);
+    await Promise.all([...toA.map((type) => a.send({ type })), b.send({ type: 'Y' })]);
+    await getRuntime(store).drain();
+    return (b.getSnapshot() as { context: Ctx }).context.log;
+  }
+
+  test("a send waiting behind its actor's earlier event: the next send to another actor goes after it and its cascade, as in XState", async () => {
+    const expected = plainLog(['FIRST', 'RELAY']);
+    expect(expected).toEqual(['X', 'Y']);
+    for (const [i, store] of memoryAndSqlite('held-mailbox').entries()) {
+      expect(await durableLog(store, `h1-${i}`, ['FIRST', 'RELAY'])).toEqual(expected);
+    }
+  });
+
+  test('a send that looks up a system id elsewhere in the tree holds it while it reads, as XState has it', async () => {
+    const expected = plainLog(['FIND']);
+    expect(expected).toEqual(['X', 'Y']);
+    for (const [i, store] of memoryAndSqlite('held-lookup').entries()) {
+      expect(await durableLog(store, `h2-${i}`, ['FIND'])).toEqual(expected);
+    }
+  });
+
+  test('control: sends to two actors of an idle tree made together hold nothing and share one commit', async () => {
+    const store = openStore('memory:');
+    opened.push(store);
+    const batches: number[] = [];
+    const commit = store.commit.bind(store);
+    store.commit = (writes) => {
+      batches.push(writes.length);
+      return commit(writes);
+    };
+    const runtime = getRuntime(store);
+    await createDurableActor(pair, { id: 'h3', store, schemas: false });
+    await runtime.drain();
+    const a = await openDurableActor(store, 'h3/a');
+    const b = await openDurableActor(store, 'h3/b');
+    batches.length = 0;
+    const sent = [a.send({ type: 'FIRST' }), b.send({ type: 'Y' })];
+    expect(runtime.turnFor('h3')).toBeUndefined();
+    await Promise.all(sent);
+    expect(batches).toEqual([2]);
+    expect(plainLog(['FIRST'])).toEqual(['Y']);
+    expect((b.getSnapshot() as { context: Ctx }).context.log).toEqual(['Y']);
+  });
+});

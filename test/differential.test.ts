@@ -134,6 +134,22 @@ describe('durable actors end as plain XState does, step by step', () => {
     TIMEOUT,
   );
 
+  test.prop([cases], { numRuns: 300, seed: SEED + 5 })(
+    "on the memory store, caller's events that follow one another sent together, none awaited before the next is made",
+    async ([spec, script]) => {
+      const store = openStore('memory:');
+      await runBoth(
+        () => machineOf(spec),
+        script,
+        { open: () => store, reopens: false },
+        undefined,
+        () => true,
+      );
+      await store.close();
+    },
+    TIMEOUT,
+  );
+
   test.prop([cases], { numRuns: 300, seed: SEED + 1 })(
     'on SQLite, restarts reopening the file',
     async ([spec, script]) => {

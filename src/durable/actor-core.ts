@@ -70,6 +70,11 @@ export interface SendOptions {
   /** An owner duty (timer, recovery): fenced by the lease when leases are on. */
   fenced?: boolean | undefined;
   metadata?: Record<string, unknown> | undefined;
+  /**
+   * A caller's send that holds its tree (runtime.holdTree): released once its
+   * commit is submitted, or when it ends without one.
+   */
+  hold?: (() => void) | undefined;
 }
 
 export type ActorOptions = {

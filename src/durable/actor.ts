@@ -103,10 +103,15 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     // A cascade of messages under way in the actor's tree goes first (runtime.turnFor),
     // and the send resolves after the cascade it sets off (runtime.afterCascade).
     const turn = this.runtime.turnFor(this.id);
+    // A send that cannot commit at once (it waits for its turn, or for this
+    // actor's earlier events) holds the tree until its commit is submitted: a
+    // later send to another actor of the tree goes after it (runtime.holdTree).
+    const hold =
+      turn !== undefined || this.pending > 0 ? this.runtime.holdTree(this.id) : undefined;
     const sent =
       turn === undefined
-        ? this.sendNow(event, metadata, options)
-        : turn.then(() => this.sendNow(event, metadata, options));
+        ? this.sendNow(event, metadata, options, hold)
+        : turn.then(() => this.sendNow(event, metadata, options, hold));
     return sent.then((snapshot) => this.runtime.afterCascade(this.id, snapshot));
   }
 
@@ -114,9 +119,11 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
     event: EventFromLogic<TLogic>,
     metadata: Record<string, unknown> | undefined,
     options: { conflictRetries?: number },
+    hold: (() => void) | undefined,
   ): Promise<SnapshotFrom<TLogic>> {
     const retries = options.conflictRetries ?? this.runtime.conflictRetries;
-    const sendOptions = metadata === undefined ? NO_OPTIONS : { metadata };
+    const sendOptions =
+      metadata === undefined && hold === undefined ? NO_OPTIONS : { metadata, hold };
     if (retries === 0) {
       // The common case: one attempt, no retry loop around it.
       return this.enqueue(

@@ -421,6 +421,27 @@ export class DurableRuntime {
   }
 
   /**
+   * @internal Holds `actorId`'s tree for a caller's send that cannot submit its
+   * commit at once (it waits for its turn or for its actor's earlier events, or
+   * reads the store first): the events from outside that arrive meanwhile wait
+   * ({@link turnFor}) until the returned release is called, once the send's
+   * commit is submitted or the send has ended, and then for the cascade that
+   * commit sets off. XState takes events from outside in the order they are
+   * sent, each with its cascade; without the hold, a later send to another
+   * actor of the tree went ahead of an earlier one still on its way.
+   */
+  holdTree(actorId: string): () => void {
+    const tree = treeOf(actorId);
+    let release: () => void = noop;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    this.queueTurn(
+      tree,
+      (this.turns.get(tree) ?? Promise.resolve()).then(() => held),
+    );
+    return release;
+  }
+
+  /**
    * @internal A place in `actorId`'s turns ({@link turnFor}), taken now for an
    * event that may come at once: an invoked promise whose commit has just
    * started it. XState calls the promise as it enters the state, and a promise

@@ -51,7 +51,39 @@ export async function processEvent(
   source: EventSource,
   options: SendOptions,
 ): Promise<AnyMachineSnapshot | undefined> {
-  if (core.stale) await reload(core);
+  const held: Held = { release: options.hold };
+  try {
+    return await decideAndCommit(core, event, source, options, held);
+  } finally {
+    held.release?.();
+  }
+}
+
+/**
+ * A caller's send's hold on its tree (SendOptions.hold, runtime.holdTree): taken
+ * before the send reads the store, released once its commit is submitted.
+ */
+interface Held {
+  release: (() => void) | undefined;
+}
+
+/** Holds the tree of a caller's send that is about to read the store, if it does not yet. */
+function holdWhileReading(core: ActorCore, source: EventSource, held: Held): void {
+  if (held.release === undefined && fromCaller(source))
+    held.release = core.runtime.holdTree(core.id);
+}
+
+async function decideAndCommit(
+  core: ActorCore,
+  event: unknown,
+  source: EventSource,
+  options: SendOptions,
+  held: Held,
+): Promise<AnyMachineSnapshot | undefined> {
+  if (core.stale) {
+    holdWhileReading(core, source, held);
+    await reload(core);
+  }
   const runtime = core.runtime;
   const now =
     options.at === undefined ? runtime.clock.now() : Math.max(options.at, core.row.updatedAt);
@@ -89,18 +121,21 @@ export async function processEvent(
   };
   const decided = advanceOrLookUp(facts);
   // A system id held elsewhere in the actor's tree (./system-ids.ts).
+  if (decided.kind === 'lookup') holdWhileReading(core, source, held);
   const step = decided.kind === 'lookup' ? await decideWithTree(core, facts, decided) : decided;
   if (step.kind === 'gone') {
     // Gone on this process's copy (a child still running, an actor finished, a timer
     // or invoke no longer pending) may be stale: another process, or a killed
     // worker's last statement landing late, may have moved the stored actor. The
     // caller drops what it delivers, so decide on the stored state.
-    if (await movedElsewhere(core)) return processEvent(core, event, source, options);
+    holdWhileReading(core, source, held);
+    if (await movedElsewhere(core)) return decideAndCommit(core, event, source, options, held);
     return undefined;
   }
   if (step.kind === 'refused') {
     // Decided on a state another process may have moved: look at the stored one.
-    if (await movedElsewhere(core)) return processEvent(core, event, source, options);
+    holdWhileReading(core, source, held);
+    if (await movedElsewhere(core)) return decideAndCommit(core, event, source, options, held);
     const error = new InvalidTransitionError({
       machineId: core.machine.id,
       actorId: core.id,
@@ -121,13 +156,19 @@ export async function processEvent(
   const write = buildWrite(core, step, previous, source, options, now);
   core.ahead = step;
   try {
-    await runtime.commitPlacing(
+    const committing = runtime.commitPlacing(
       write,
       step.effects.timerPlaces === undefined
         ? undefined
         : placedTimers(() => core, step.effects, write.transition.seq),
       step.effects.base,
     );
+    // Submitted: what comes after it in the tree waits for this commit's cascade.
+    if (held.release !== undefined) {
+      held.release();
+      held.release = undefined;
+    }
+    await committing;
   } catch (error) {
     throw commitFailed(core, error, step.event.type, now);
   } finally {

@@ -24,6 +24,9 @@ import {
 import { ledgerOf } from '../../src/durable/ledger.ts';
 import { Runaway, type Gate, type ScriptStep } from './machine-gen.ts';
 
+/** A caller's event of a script: to the root, or to one of its children. */
+type CallerStep = Extract<ScriptStep, { send: unknown }>;
+
 /** The ids of the generated machines' invoked promises (their child machines have others). */
 const PROMISE_IDS: ReadonlySet<string> = new Set(['work', 'workNow']);
 
@@ -271,8 +274,28 @@ export class PlainSide {
    */
   async step(step: ScriptStep): Promise<{ kid?: string; parted?: true }> {
     const root = this.root;
+    let result: { kid?: string; parted?: true } = {};
+    if ('send' in step) {
+      result = this.send(step);
+    } else if ('settle' in step) {
+      root.send({ type: 'SETTLE' });
+      const epoch = (root.getSnapshot() as { context: { epoch: number } }).context.epoch;
+      await this.gate.openTo(epoch, settlePlain);
+    } else if ('wait' in step) {
+      await this.clock.advance(step.wait, settlePlain);
+    }
+    await settlePlain();
+    return result;
+  }
+
+  /**
+   * Sends one caller's event, synchronously (nothing settles: a burst's events
+   * go one right after another, as a caller's sends made together).
+   */
+  send(step: CallerStep): { kid?: string; parted?: true } {
+    const root = this.root;
     const result: { kid?: string; parted?: true } = {};
-    if ('send' in step && !('kid' in step)) {
+    if (!('kid' in step)) {
       const wasActive = this.status(root) === 'active';
       root.send({ type: step.send, k: step.k });
       if (wasActive && this.status(root) === 'error') result.parted = true;
@@ -295,14 +318,7 @@ export class PlainSide {
         ref.send({ type: step.send });
         result.kid = id;
       }
-    } else if ('settle' in step) {
-      root.send({ type: 'SETTLE' });
-      const epoch = (root.getSnapshot() as { context: { epoch: number } }).context.epoch;
-      await this.gate.openTo(epoch, settlePlain);
-    } else if ('wait' in step) {
-      await this.clock.advance(step.wait, settlePlain);
     }
-    await settlePlain();
     return result;
   }
 
@@ -431,6 +447,15 @@ export async function runBoth(
    * test/cascade-turns.test.ts). Compared after the second.
    */
   hurry: (step: number) => boolean = () => false,
+  /**
+   * Whether caller's event `i`, followed by another caller's event, is sent
+   * without awaiting it: the next one is sent at once (to the actor the runtime
+   * holds, not opened again), as a caller that fires several sends together does.
+   * Plain XState takes them one after another, each with its cascade; so must the
+   * durable tree (runtime.holdTree). The sends are awaited at the next caller's
+   * event that is not sent so.
+   */
+  overlap: (step: number) => boolean = () => false,
 ): Promise<{
   restarts: number;
   /**
@@ -488,7 +513,58 @@ export async function runBoth(
 
   /** The step whose settle ran away in plain XState (Gate.MAX_RELEASES); the case ends there. */
   let runaway: number | undefined;
-  for (const [i, step] of script.entries()) {
+  const callerStep = (s: ScriptStep | undefined): s is CallerStep => s !== undefined && 'send' in s;
+  for (let i = 0; i < script.length; i++) {
+    const step = script[i] as ScriptStep;
+    if (callerStep(step) && callerStep(script[i + 1]) && overlap(i)) {
+      // A burst (`overlap`): caller's events i..j sent one right after another on
+      // both sides, nothing settled between them, then compared once.
+      let j = i + 1;
+      while (callerStep(script[j + 1]) && overlap(j)) j++;
+      const sends: Array<{ to: string; event: { type: string; k?: number } }> = [];
+      let parted = false;
+      for (let k = i; k <= j && !parted; k++) {
+        const s = script[k] as CallerStep;
+        const taken = plain.send(s);
+        parted = taken.parted === true;
+        if ('kid' in s) {
+          if (taken.kid !== undefined)
+            sends.push({ to: `${ROOT}/${taken.kid}`, event: { type: s.send } });
+        } else sends.push({ to: ROOT, event: { type: s.send, k: s.k } });
+      }
+      // Each sent as soon as it is made, in order: to the actor the runtime holds at
+      // once, or to one opened first (opening waits for the cascades under way in its
+      // tree, as a child a send just spawned exists only once it is created).
+      const sending: Array<Promise<Error | undefined>> = [];
+      for (const { to, event } of sends) {
+        const actor = getRuntime(store).heldActor(to) ?? (await openDurableActor(store, to));
+        sending.push(
+          actor.send(event).then(
+            () => undefined,
+            (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+          ),
+        );
+      }
+      const outcomes = await Promise.all(sending);
+      for (const [k, error] of outcomes.entries()) {
+        if (error === undefined || refused(error)) continue;
+        // The last one's transition threw, failing the plain actor (a durable actor
+        // refuses it instead, by design): the two part there.
+        if (!(parted && k === outcomes.length - 1)) throw error;
+      }
+      if (parted) break;
+      try {
+        await settlePlain();
+      } catch (error) {
+        if (!(error instanceof Runaway)) throw error;
+        runaway = j;
+        break;
+      }
+      await settleDurable();
+      i = j;
+      await compare(i + 1);
+      continue;
+    }
     let taken: Awaited<ReturnType<PlainSide['step']>>;
     try {
       taken = await plain.step(step);
@@ -548,7 +624,6 @@ export async function runBoth(
       } else tiedRestarts++;
     }
     const next = script[i + 1];
-    const callerStep = (s: ScriptStep | undefined) => s !== undefined && 'send' in s;
     const follows = next !== undefined && ('send' in next || 'wait' in next);
     if (callerStep(step) && follows && hurry(i)) continue;
     await settlePlain();
