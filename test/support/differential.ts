@@ -294,32 +294,36 @@ export class PlainSide {
    */
   send(step: CallerStep): { kid?: string; parted?: true } {
     const root = this.root;
-    const result: { kid?: string; parted?: true } = {};
     if (!('kid' in step)) {
       const wasActive = this.status(root) === 'active';
       root.send({ type: step.send, k: step.k });
-      if (wasActive && this.status(root) === 'error') result.parted = true;
-    } else if ('kid' in step) {
-      const children = this.children();
-      const id = Object.keys(children)
-        .filter((key) => !PROMISE_IDS.has(key))
-        .sort()[step.kid];
-      const ref = id === undefined ? undefined : children[id];
-      // Only an event the child takes: a durable actor refuses a caller's event it
-      // has no transition for (by design), where XState's child takes it, changing
-      // nothing, and still tells a parent that asked for its snapshots.
-      if (
-        id !== undefined &&
-        ref &&
-        !neverStarted(ref) &&
-        this.status(ref) === 'active' &&
-        (ref.getSnapshot() as { can(event: { type: string }): boolean }).can({ type: step.send })
-      ) {
-        ref.send({ type: step.send });
-        result.kid = id;
-      }
+      return wasActive && this.status(root) === 'error' ? { parted: true } : {};
     }
-    return result;
+    const id = this.kidFor(step);
+    if (id === undefined) return {};
+    this.children()[id]?.send({ type: step.send });
+    return { kid: id };
+  }
+
+  /**
+   * The child a kid step goes to now, if any. Only one that takes the event: a
+   * durable actor refuses a caller's event it has no transition for (by design),
+   * where XState's child takes it, changing nothing, and still tells a parent that
+   * asked for its snapshots.
+   */
+  kidFor(step: CallerStep & { kid: number }): string | undefined {
+    const children = this.children();
+    const id = Object.keys(children)
+      .filter((key) => !PROMISE_IDS.has(key))
+      .sort()[step.kid];
+    const ref = id === undefined ? undefined : children[id];
+    return id !== undefined &&
+      ref &&
+      !neverStarted(ref) &&
+      this.status(ref) === 'active' &&
+      (ref.getSnapshot() as { can(event: { type: string }): boolean }).can({ type: step.send })
+      ? id
+      : undefined;
   }
 
   /** The root, and its child machines by id. */
@@ -523,8 +527,18 @@ export async function runBoth(
       while (callerStep(script[j + 1]) && overlap(j)) j++;
       const sends: Array<{ to: string; event: { type: string; k?: number } }> = [];
       let parted = false;
+      let last = i;
       for (let k = i; k <= j && !parted; k++) {
         const s = script[k] as CallerStep;
+        const kidId = 'kid' in s ? plain.kidFor(s) : undefined;
+        // A child the durable side does not hold yet (one the burst's own sends
+        // spawn) is opened only after the cascade that creates it: no send to it
+        // can be made at once, so the burst ends before it.
+        const target = 'kid' in s ? (kidId === undefined ? undefined : `${ROOT}/${kidId}`) : ROOT;
+        if (k > i && target !== undefined && getRuntime(store).heldActor(target) === undefined) {
+          break;
+        }
+        last = k;
         const taken = plain.send(s);
         parted = taken.parted === true;
         if ('kid' in s) {
@@ -557,11 +571,11 @@ export async function runBoth(
         await settlePlain();
       } catch (error) {
         if (!(error instanceof Runaway)) throw error;
-        runaway = j;
+        runaway = last;
         break;
       }
       await settleDurable();
-      i = j;
+      i = last;
       await compare(i + 1);
       continue;
     }
