@@ -41,25 +41,6 @@ const SEND_METADATA = '{"source":"send"}';
 type Committed = Extract<Step, { kind: 'commit' }>;
 
 /**
- * Validates, decides and durably commits one event; resolves with the new
- * snapshot, or with undefined when the event delivers nothing (its timer or
- * invoke is no longer pending, or the actor has finished).
- */
-export async function processEvent(
-  core: ActorCore,
-  event: unknown,
-  source: EventSource,
-  options: SendOptions,
-): Promise<AnyMachineSnapshot | undefined> {
-  const held: Held = { release: options.hold };
-  try {
-    return await decideAndCommit(core, event, source, options, held);
-  } finally {
-    held.release?.();
-  }
-}
-
-/**
  * A caller's send's hold on its tree (SendOptions.hold, runtime.holdTree): taken
  * before the send reads the store, released once its commit is submitted.
  */
@@ -73,137 +54,147 @@ function holdWhileReading(core: ActorCore, source: EventSource, held: Held): voi
     held.release = core.runtime.holdTree(core.id);
 }
 
-async function decideAndCommit(
+/**
+ * Validates, decides and durably commits one event; resolves with the new
+ * snapshot, or with undefined when the event delivers nothing (its timer or
+ * invoke is no longer pending, or the actor has finished).
+ */
+export async function processEvent(
   core: ActorCore,
   event: unknown,
   source: EventSource,
   options: SendOptions,
-  held: Held,
+  /** The caller's send's hold on its tree (SendOptions.hold), while it has one. */
+  held: Held = { release: options.hold },
 ): Promise<AnyMachineSnapshot | undefined> {
-  if (core.stale) {
-    holdWhileReading(core, source, held);
-    await reload(core);
-  }
-  const runtime = core.runtime;
-  const now =
-    options.at === undefined ? runtime.clock.now() : Math.max(options.at, core.row.updatedAt);
-  const caller = fromCaller(source);
-
-  // 1. Validate a caller's event: an ill-formed one changes nothing.
-  let parsed: EventObject;
   try {
-    parsed =
-      caller && options.internal !== true
-        ? eventIn(core.machine, event, {
-            actorId: core.id,
-            schemas: core.schemas,
-            maxBytes: core.maxEventBytes,
-          })
-        : (event as EventObject);
-  } catch (error) {
-    if (error instanceof InvalidEventError) await rejectEvent(core, error, now);
-    throw error;
-  }
-
-  // 2. Decide the step on the committed snapshot and ledger.
-  const previous = core.snapshot;
-  const facts: StepFacts = {
-    machine: core.machine,
-    actorId: core.id,
-    parentId: core.parentId,
-    seq: core.row.version + 1,
-    now,
-    snapshot: previous,
-    ledger: core.ledger,
-    event: parsed,
-    delivery: deliveryOf(source, options),
-    base: options.base ?? runtime.nextBase(),
-  };
-  const decided = advanceOrLookUp(facts);
-  // A system id held elsewhere in the actor's tree (./system-ids.ts).
-  if (decided.kind === 'lookup') holdWhileReading(core, source, held);
-  const step = decided.kind === 'lookup' ? await decideWithTree(core, facts, decided) : decided;
-  if (step.kind === 'gone') {
-    // Gone on this process's copy (a child still running, an actor finished, a timer
-    // or invoke no longer pending) may be stale: another process, or a killed
-    // worker's last statement landing late, may have moved the stored actor. The
-    // caller drops what it delivers, so decide on the stored state.
-    holdWhileReading(core, source, held);
-    if (await movedElsewhere(core)) return decideAndCommit(core, event, source, options, held);
-    return undefined;
-  }
-  if (step.kind === 'refused') {
-    // Decided on a state another process may have moved: look at the stored one.
-    holdWhileReading(core, source, held);
-    if (await movedElsewhere(core)) return decideAndCommit(core, event, source, options, held);
-    const error = new InvalidTransitionError({
-      machineId: core.machine.id,
-      actorId: core.id,
-      state: core.row.state,
-      eventType: parsed.type,
-    });
-    await rejectEvent(core, error, now);
-    throw error;
-  }
-  if (step.outcome === 'failed') {
-    runtime.logger.error(
-      { actorId: core.id, eventType: step.event.type, error: step.next.error },
-      'the transition threw; the actor fails',
-    );
-  }
-
-  // 3. Commit.
-  const write = buildWrite(core, step, previous, source, options, now);
-  core.ahead = step;
-  try {
-    const committing = runtime.commitPlacing(
-      write,
-      step.effects.timerPlaces === undefined
-        ? undefined
-        : placedTimers(() => core, step.effects, write.transition.seq),
-      step.effects.base,
-    );
-    // Submitted: what comes after it in the tree waits for this commit's cascade.
-    if (held.release !== undefined) {
-      held.release();
-      held.release = undefined;
+    if (core.stale) {
+      holdWhileReading(core, source, held);
+      await reload(core);
     }
-    await committing;
-  } catch (error) {
-    throw commitFailed(core, error, step.event.type, now);
-  } finally {
-    core.ahead = undefined;
-  }
+    const runtime = core.runtime;
+    const now =
+      options.at === undefined ? runtime.clock.now() : Math.max(options.at, core.row.updatedAt);
+    const caller = fromCaller(source);
 
-  // 4. Committed: move the actor, arm its timers, start and stop its invokes, post
-  // its messages, run effects, tell listeners.
-  const next = step.next;
-  core.row = write.actor;
-  core.snapshot = next;
-  core.ledger = step.effects.ledger;
-  armTimers(
-    core,
-    step.effects,
-    options.timer,
-    options.at !== undefined && now < runtime.clock.now() ? now : undefined,
-  );
-  startInvokes(core, step.effects);
-  postMessages(runtime, write, step.outcome === 'relayed', step.effects.base);
-  afterCommit(core, step.effects, () => ({
-    actorId: core.id,
-    machineId: core.machine.id,
-    version: write.actor.version,
-    from: write.transition.fromState,
-    to: write.actor.state,
-    event: step.event,
-    eventType: write.transition.eventType,
-    source,
-    at: now,
-    status: write.actor.status,
-    snapshot: next,
-    previous,
-  }));
-  return next;
+    // 1. Validate a caller's event: an ill-formed one changes nothing.
+    let parsed: EventObject;
+    try {
+      parsed =
+        caller && options.internal !== true
+          ? eventIn(core.machine, event, {
+              actorId: core.id,
+              schemas: core.schemas,
+              maxBytes: core.maxEventBytes,
+            })
+          : (event as EventObject);
+    } catch (error) {
+      if (error instanceof InvalidEventError) await rejectEvent(core, error, now);
+      throw error;
+    }
+
+    // 2. Decide the step on the committed snapshot and ledger.
+    const previous = core.snapshot;
+    const facts: StepFacts = {
+      machine: core.machine,
+      actorId: core.id,
+      parentId: core.parentId,
+      seq: core.row.version + 1,
+      now,
+      snapshot: previous,
+      ledger: core.ledger,
+      event: parsed,
+      delivery: deliveryOf(source, options),
+      base: options.base ?? runtime.nextBase(),
+    };
+    const decided = advanceOrLookUp(facts);
+    // A system id held elsewhere in the actor's tree (./system-ids.ts).
+    if (decided.kind === 'lookup') holdWhileReading(core, source, held);
+    const step = decided.kind === 'lookup' ? await decideWithTree(core, facts, decided) : decided;
+    if (step.kind === 'gone') {
+      // Gone on this process's copy (a child still running, an actor finished, a timer
+      // or invoke no longer pending) may be stale: another process, or a killed
+      // worker's last statement landing late, may have moved the stored actor. The
+      // caller drops what it delivers, so decide on the stored state.
+      holdWhileReading(core, source, held);
+      if (await movedElsewhere(core)) return await processEvent(core, event, source, options, held);
+      return undefined;
+    }
+    if (step.kind === 'refused') {
+      // Decided on a state another process may have moved: look at the stored one.
+      holdWhileReading(core, source, held);
+      if (await movedElsewhere(core)) return await processEvent(core, event, source, options, held);
+      const error = new InvalidTransitionError({
+        machineId: core.machine.id,
+        actorId: core.id,
+        state: core.row.state,
+        eventType: parsed.type,
+      });
+      await rejectEvent(core, error, now);
+      throw error;
+    }
+    if (step.outcome === 'failed') {
+      runtime.logger.error(
+        { actorId: core.id, eventType: step.event.type, error: step.next.error },
+        'the transition threw; the actor fails',
+      );
+    }
+
+    // 3. Commit.
+    const write = buildWrite(core, step, previous, source, options, now);
+    core.ahead = step;
+    try {
+      const committing = runtime.commitPlacing(
+        write,
+        step.effects.timerPlaces === undefined
+          ? undefined
+          : placedTimers(() => core, step.effects, write.transition.seq),
+        step.effects.base,
+      );
+      // Submitted: what comes after it in the tree waits for this commit's cascade.
+      if (held.release !== undefined) {
+        held.release();
+        held.release = undefined;
+      }
+      await committing;
+    } catch (error) {
+      throw commitFailed(core, error, step.event.type, now);
+    } finally {
+      core.ahead = undefined;
+    }
+
+    // 4. Committed: move the actor, arm its timers, start and stop its invokes, post
+    // its messages, run effects, tell listeners.
+    const next = step.next;
+    core.row = write.actor;
+    core.snapshot = next;
+    core.ledger = step.effects.ledger;
+    armTimers(
+      core,
+      step.effects,
+      options.timer,
+      options.at !== undefined && now < runtime.clock.now() ? now : undefined,
+    );
+    startInvokes(core, step.effects);
+    postMessages(runtime, write, step.outcome === 'relayed', step.effects.base);
+    afterCommit(core, step.effects, () => ({
+      actorId: core.id,
+      machineId: core.machine.id,
+      version: write.actor.version,
+      from: write.transition.fromState,
+      to: write.actor.state,
+      event: step.event,
+      eventType: write.transition.eventType,
+      source,
+      at: now,
+      status: write.actor.status,
+      snapshot: next,
+      previous,
+    }));
+    return next;
+  } finally {
+    held.release?.();
+  }
 }
 
 function deliveryOf(source: EventSource, options: SendOptions): Delivery {
