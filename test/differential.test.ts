@@ -54,11 +54,22 @@ describe('durable actors end as plain XState does, step by step', () => {
       script: Parameters<typeof runBoth>[1];
     };
 
-  /** Runs a case on a memory store of its own, without restarts. */
-  async function onMemory(spec: MachineSpec, script: Parameters<typeof runBoth>[1]) {
+  /** Runs a case on a memory store of its own, without restarts (`hurry`, `overlap`: runBoth's). */
+  async function onMemory(
+    spec: MachineSpec,
+    script: Parameters<typeof runBoth>[1],
+    hurry?: Parameters<typeof runBoth>[3],
+    overlap?: Parameters<typeof runBoth>[4],
+  ) {
     const store = openStore('memory:');
     try {
-      return await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
+      return await runBoth(
+        () => machineOf(spec),
+        script,
+        { open: () => store, reopens: false },
+        hurry,
+        overlap,
+      );
     } finally {
       await store.close();
     }
@@ -101,9 +112,7 @@ describe('durable actors end as plain XState does, step by step', () => {
   test.prop([cases], { numRuns: 300, seed: SEED })(
     'on the memory store',
     async ([spec, script]) => {
-      const store = openStore('memory:');
-      await runBoth(() => machineOf(spec), script, { open: () => store, reopens: false });
-      await store.close();
+      await onMemory(spec, script);
     },
     TIMEOUT,
   );
@@ -122,14 +131,7 @@ describe('durable actors end as plain XState does, step by step', () => {
   test.prop([cases], { numRuns: 300, seed: SEED + 4 })(
     "on the memory store, each caller's event that follows another sent while the one before may still be delivering",
     async ([spec, script]) => {
-      const store = openStore('memory:');
-      await runBoth(
-        () => machineOf(spec),
-        script,
-        { open: () => store, reopens: false },
-        () => true,
-      );
-      await store.close();
+      await onMemory(spec, script, () => true);
     },
     TIMEOUT,
   );
@@ -137,15 +139,7 @@ describe('durable actors end as plain XState does, step by step', () => {
   test.prop([cases], { numRuns: 300, seed: SEED + 5 })(
     "on the memory store, caller's events that follow one another sent together, none awaited before the next is made",
     async ([spec, script]) => {
-      const store = openStore('memory:');
-      await runBoth(
-        () => machineOf(spec),
-        script,
-        { open: () => store, reopens: false },
-        undefined,
-        () => true,
-      );
-      await store.close();
+      await onMemory(spec, script, undefined, () => true);
     },
     TIMEOUT,
   );
