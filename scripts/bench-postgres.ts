@@ -37,6 +37,7 @@ import { writeStatement } from '../src/store/postgres/statements.ts';
 import type { ActorWrite, Store } from '../src/store/types.ts';
 import {
   fmt,
+  haltPollNote,
   judge,
   now,
   pairedFigures,
@@ -509,7 +510,12 @@ async function main(): Promise<void> {
   try {
     log(`agentcharts postgres bench${flags.has('--quick') ? ' (quick)' : ''}`);
     const rows = await benchPostgres({ quick: flags.has('--quick'), url, log });
-    console.log(flags.has('--json') ? JSON.stringify(rows, null, 2) : table(rows));
+    const note = haltPollNote();
+    console.log(
+      flags.has('--json')
+        ? JSON.stringify(rows, null, 2)
+        : `${table(rows)}${note === undefined ? '' : `\n\n${note}`}`,
+    );
     if (rows.some((r) => r.pass === false)) process.exitCode = 1;
   } finally {
     await stop?.();

@@ -28,7 +28,15 @@
  * baseline ÷ ours for times and heap. `--quick` shrinks every size for a smoke run.
  */
 import { cpus, loadavg } from 'node:os';
-import { fmt, makeTempDir, removeDir, type BenchOptions, type BenchRow } from './bench/common.ts';
+import {
+  fmt,
+  haltPollNote,
+  haltPollNs,
+  makeTempDir,
+  removeDir,
+  type BenchOptions,
+  type BenchRow,
+} from './bench/common.ts';
 import { benchChildren, benchInvoke } from './bench/actors.ts';
 import { benchGroupCommit, benchSequential } from './bench/durable.ts';
 import { benchCpu } from './bench/cpu.ts';
@@ -110,12 +118,15 @@ const load = { before: loadBefore, after: loadavg()[0] ?? 0, cpus: cpus().length
 // Every figure is a ratio to a baseline interleaved with it, which absorbs slow
 // drift; a machine busier than its CPU count still skews CPU-bound pairs.
 const busy = Math.max(load.before, load.after) > load.cpus;
+const haltPoll = haltPollNs();
+const note = haltPollNote();
 const summary = {
   quick: options.quick,
   node: process.version,
   platform: `${process.platform}-${process.arch}`,
   load,
   busy,
+  haltPollNs: haltPoll ?? null,
   seconds: (Date.now() - started) / 1000,
   passed: rows.every((r) => r.pass !== false),
   rows,
@@ -126,6 +137,7 @@ if (json) {
   const loadText = `load average ${load.before.toFixed(1)} → ${load.after.toFixed(1)} on ${load.cpus} CPUs`;
   process.stdout.write(
     `${table(rows)}\n\n${summary.seconds.toFixed(1)} s, node ${process.version}, ${loadText}` +
-      `${busy ? ' — the machine was busy: figures are noisy, rerun on an idle machine' : ''}\n`,
+      `${busy ? ' — the machine was busy: figures are noisy, rerun on an idle machine' : ''}\n` +
+      (note === undefined ? '' : `${note}\n`),
   );
 }

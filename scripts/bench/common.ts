@@ -2,7 +2,7 @@
  * Shared pieces of `npm run bench`: result rows, timing, temp directories, and the
  * recording store whose writes the raw baselines replay.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ActorWrite, Store } from '../../src/store/types.ts';
@@ -45,6 +45,33 @@ export function judge(row: Omit<BenchRow, 'pass'>): BenchRow {
   if (figure === undefined) return { ...row, pass: false };
   const pass = row.target.op === '>=' ? figure >= row.target.value : figure <= row.target.value;
   return { ...row, pass };
+}
+
+/**
+ * How long an idle vCPU of this (virtual) machine polls before it halts, in ns
+ * (Linux's `haltpoll` guest driver), or undefined where there is no such driver.
+ * At 0 every wait for the disk halts the vCPU, and the JavaScript that runs after
+ * it costs about twice its figure (docs/durability.md, "What it costs").
+ */
+export function haltPollNs(): number | undefined {
+  try {
+    const text = readFileSync('/sys/module/haltpoll/parameters/guest_halt_poll_ns', 'utf8');
+    const ns = Number(text.trim());
+    return Number.isFinite(ns) ? ns : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a table of figures should say of {@link haltPollNs}, or undefined when nothing. */
+export function haltPollNote(): string | undefined {
+  if (haltPollNs() !== 0) return undefined;
+  return (
+    'This virtual machine halts an idle vCPU at once (haltpoll guest_halt_poll_ns = 0): ' +
+    'the JavaScript that runs after each wait for the disk or the server costs about twice ' +
+    'its figure, which the one-commit-at-a-time rows pay and their baselines mostly do not ' +
+    '(docs/durability.md, "What it costs").'
+  );
 }
 
 export function makeTempDir(): string {
