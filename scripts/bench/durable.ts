@@ -5,9 +5,11 @@
  * of durable work is followed at once by the baselines writing those very rows
  * (same payloads, same grouping into transactions), so both see the same disk and
  * CPU conditions. A second, informational baseline replays the rows through the
- * store's own commit (its SQL, without the runtime): the runtime's own cost.
+ * store's own commit (its SQL, without the runtime): the runtime's own cost. A
+ * third runs the same tasks as XState persisted by hand (./hand-rolled.ts): what a
+ * user's own loop of `send` and raw write costs on this machine.
  */
-import { createActor } from 'xstate';
+import type { EventObject } from 'xstate';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import type { ActorWrite, Store } from '../../src/store/types.ts';
 import { getRuntime, openStore } from '../../src/index.ts';
@@ -21,15 +23,9 @@ import {
   type BenchRow,
   type PairedBlock,
 } from './common.ts';
-import { openMinimal } from './minimal.ts';
-import {
-  chart,
-  COMMITS_PER_TASK,
-  TASK_EVENTS,
-  createTask,
-  runTask,
-  type TaskActor,
-} from './workload.ts';
+import { HandRolledTask, plainTask } from './hand-rolled.ts';
+import { openMinimal, type MinimalWriter } from './minimal.ts';
+import { COMMITS_PER_TASK, TASK_EVENTS, createTask, runTask, type TaskActor } from './workload.ts';
 
 interface Interleaved {
   minimal: PairedBlock[];
@@ -48,6 +44,11 @@ interface Interleaved {
    * commits.
    */
   aroundCommit: PairedBlock[];
+  /**
+   * Against XState persisted by hand (./hand-rolled.ts): a started actor per
+   * task, its persisted snapshot written with the raw minimal rows after each send.
+   */
+  handRolled: PairedBlock[];
   commits: number;
 }
 
@@ -76,6 +77,7 @@ async function interleaved(
   name: string,
   block: (store: Store, round: number) => Promise<unknown>,
   plain: (round: number) => void,
+  handRolled: (writer: MinimalWriter, round: number) => void,
   warm: number,
   rounds: number,
 ): Promise<Interleaved> {
@@ -85,6 +87,7 @@ async function interleaved(
   const store = timedStore(inner, batches, timing);
   const memory = openStore('memory:');
   const minimal = openMinimal(`${options.dir}/${name}-minimal.db`);
+  const byHand = openMinimal(`${options.dir}/${name}-hand-rolled.db`);
   const replica = openSqliteStore(`${options.dir}/${name}-replica.db`, { readModelRefreshMs: 0 });
   let replayed = 0;
   const replay = async (): Promise<{ minimalMs: number; storeMs: number }> => {
@@ -105,6 +108,7 @@ async function interleaved(
       await block(store, r);
       await block(memory, r);
       plain(r);
+      handRolled(byHand, r);
     }
     await replay();
     const result: Interleaved = {
@@ -113,6 +117,7 @@ async function interleaved(
       floor: [],
       inCommit: [],
       aroundCommit: [],
+      handRolled: [],
       commits: 0,
     };
     const first = batches.length;
@@ -131,11 +136,15 @@ async function interleaved(
       const memoryStart = now();
       await block(memory, r);
       const memoryMs = now() - memoryStart;
+      const handStart = now();
+      handRolled(byHand, r);
+      const handMs = now() - handStart;
       result.minimal.push({ count, oursMs, baseMs: minimalMs });
       result.storeSql.push({ count, oursMs, baseMs: storeMs });
       result.floor.push({ count, oursMs, baseMs: minimalMs + plainMs });
       result.inCommit.push({ count, oursMs: inCommitMs, baseMs: storeMs });
       result.aroundCommit.push({ count, oursMs: oursMs - inCommitMs, baseMs: memoryMs });
+      result.handRolled.push({ count, oursMs, baseMs: handMs });
     }
     result.commits = batches.length - first;
     return result;
@@ -145,6 +154,7 @@ async function interleaved(
     await inner.close();
     await replica.close();
     minimal.db.close();
+    byHand.db.close();
   }
 }
 
@@ -161,6 +171,7 @@ function rows(
   const floor = pairedFigures(result.floor);
   const inCommit = perCommit(result.inCommit);
   const around = perCommit(result.aroundCommit);
+  const handRolled = pairedFigures(result.handRolled);
   return [
     judge({
       id,
@@ -209,14 +220,18 @@ function rows(
       ...around,
       baselineName: 'the same block on the memory store (no disk between commits)',
     }),
+    judge({
+      id: `${id}-hand-rolled`,
+      name: `${name}: vs XState persisted by hand`,
+      unit: 'commits/s',
+      value: handRolled.value,
+      baseline: handRolled.baseline,
+      baselineName:
+        'a started XState actor per task, its getPersistedSnapshot() written as the raw rows after each send',
+      ratio: handRolled.ratio,
+      details: { blocks: handRolled.blocks },
+    }),
   ];
-}
-
-/** A started XState actor of the task chart, as a caller without durability has it. */
-function plainTask(id: string) {
-  return createActor(chart.machine, {
-    input: { taskId: id, backoff: { baseMs: 3_600_000, capMs: 3_600_000 } },
-  }).start();
 }
 
 /** One task after another, each send awaited: one commit (one fsync) per transition. */
@@ -238,6 +253,14 @@ export async function benchSequential(options: BenchOptions): Promise<BenchRow[]
         actor.stop();
       }
     },
+    (writer, round) => {
+      for (let i = 0; i < tasksPerBlock; i++) {
+        const task = new HandRolledTask(`seq-${round}-${i}`);
+        writer.commitTransition(task.created());
+        for (const event of TASK_EVENTS) writer.commitTransition(task.send(event));
+        task.stop();
+      }
+    },
     warm,
     rounds,
   );
@@ -253,7 +276,7 @@ export async function benchSequential(options: BenchOptions): Promise<BenchRow[]
     },
   );
   options.log(
-    `  sequential: ours ${out[0]?.value.toFixed(0)}/s, minimal ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}; vs store SQL ${out[1]?.ratio?.toFixed(2)}; vs floor ${out[2]?.ratio?.toFixed(2)}${split(out)}`,
+    `  sequential: ours ${out[0]?.value.toFixed(0)}/s, minimal ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}; vs store SQL ${out[1]?.ratio?.toFixed(2)}; vs floor ${out[2]?.ratio?.toFixed(2)}; vs XState persisted by hand ${out[5]?.ratio?.toFixed(2)}${split(out)}`,
   );
   return out;
 }
@@ -300,8 +323,25 @@ export async function benchGroupCommit(options: BenchOptions): Promise<BenchRow[
     plainStep = (plainStep + 1) % COMMITS_PER_TASK;
     if (plainStep === 0) for (const a of plainActors) a.stop();
   };
+  // The same rounds by hand: one transaction a round, as ours.
+  let handTasks: HandRolledTask[] = [];
+  let handStep = 0;
+  const handRolled = (writer: MinimalWriter, round: number): void => {
+    if (handStep === 0) {
+      handTasks = Array.from(
+        { length: tasks },
+        (_, i) => new HandRolledTask(`group-${round}-${i}`),
+      );
+      writer.commitTransitions(handTasks.map((t) => t.created()));
+    } else {
+      const event = TASK_EVENTS[handStep - 1] as EventObject;
+      writer.commitTransitions(handTasks.map((t) => t.send(event)));
+    }
+    handStep = (handStep + 1) % COMMITS_PER_TASK;
+    if (handStep === 0) for (const t of handTasks) t.stop();
+  };
   const warm = COMMITS_PER_TASK * Math.ceil(3_000 / (tasks * TASK_EVENTS.length));
-  const result = await interleaved(options, 'group', block, plain, warm, rounds);
+  const result = await interleaved(options, 'group', block, plain, handRolled, warm, rounds);
   const commitsPerRound = result.commits / rounds;
   const out = rows(
     'durable-group-commit',
@@ -316,7 +356,7 @@ export async function benchGroupCommit(options: BenchOptions): Promise<BenchRow[
     },
   );
   options.log(
-    `  group commit: ours ${out[0]?.value.toFixed(0)}/s, minimal batched ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}, ${commitsPerRound} commit(s) per round of ${tasks}; vs floor ${out[2]?.ratio?.toFixed(2)}${split(out)}`,
+    `  group commit: ours ${out[0]?.value.toFixed(0)}/s, minimal batched ${out[0]?.baseline?.toFixed(0)}/s, ratio ${out[0]?.ratio?.toFixed(2)}, ${commitsPerRound} commit(s) per round of ${tasks}; vs floor ${out[2]?.ratio?.toFixed(2)}; vs XState persisted by hand ${out[5]?.ratio?.toFixed(2)}${split(out)}`,
   );
   return out;
 }

@@ -9,9 +9,24 @@
 import Database from 'better-sqlite3';
 import type { ActorWrite } from '../../src/store/types.ts';
 
+/** One transition as a hand-written program has it: the actor's new row and its log row. */
+export interface MinimalTransition {
+  id: string;
+  /** 0 for a creation (the actor row inserted), else the version the row must still have. */
+  expectedVersion: number;
+  fromState: string | null;
+  state: string;
+  snapshot: string;
+  event: string;
+  at: number;
+}
+
 export interface MinimalWriter {
   commitOne(write: ActorWrite): void;
   commitBatch(writes: readonly ActorWrite[]): void;
+  /** The same rows as {@link commitOne}, from a hand-written program's own values. */
+  commitTransition(t: MinimalTransition): void;
+  commitTransitions(ts: readonly MinimalTransition[]): void;
   db: Database.Database;
 }
 
@@ -49,11 +64,28 @@ export function openMinimal(file: string): MinimalWriter {
     }
     insertTransition.run(t.actorId, t.seq, t.fromState, t.toState, t.event, t.at);
   };
+  const applyTransition = (t: MinimalTransition): void => {
+    const version = t.expectedVersion + 1;
+    if (t.expectedVersion === 0) {
+      insertActor.run(t.id, version, t.state, t.snapshot, t.at);
+    } else if (
+      update.run(version, t.state, t.snapshot, t.at, t.id, t.expectedVersion).changes !== 1
+    ) {
+      throw new Error(`minimal baseline: version conflict on ${t.id}`);
+    }
+    insertTransition.run(t.id, version, t.fromState, t.state, t.event, t.at);
+  };
   const one = db.transaction(apply);
   const batch = db.transaction((writes: readonly ActorWrite[]) => writes.forEach(apply));
+  const oneTransition = db.transaction(applyTransition);
+  const transitions = db.transaction((ts: readonly MinimalTransition[]) =>
+    ts.forEach(applyTransition),
+  );
   return {
     db,
     commitOne: (w) => one.immediate(w),
     commitBatch: (ws) => batch.immediate(ws),
+    commitTransition: (t) => oneTransition.immediate(t),
+    commitTransitions: (ts) => transitions.immediate(ts),
   };
 }

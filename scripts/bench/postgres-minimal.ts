@@ -19,6 +19,8 @@ import {
   type BenchRow,
   type PairedBlock,
 } from './common.ts';
+import { HandRolledTask } from './hand-rolled.ts';
+import type { MinimalTransition } from './minimal.ts';
 import { COMMITS_PER_TASK, TASK_EVENTS, createTask, runTask, type TaskActor } from './workload.ts';
 
 const MINIMAL_SCHEMA = `
@@ -58,6 +60,40 @@ async function minimalWrite(client: pg.Client, w: ActorWrite): Promise<void> {
   if (result.rowCount !== 1) throw new Error(`minimal baseline: version conflict on ${w.actorId}`);
 }
 
+/** The same statements for a hand-written program's rows (./hand-rolled.ts). */
+async function handWrite(client: pg.Client, t: MinimalTransition): Promise<void> {
+  const version = t.expectedVersion + 1;
+  const values = [
+    t.id,
+    version,
+    t.state,
+    t.snapshot,
+    t.at,
+    version,
+    t.fromState,
+    t.state,
+    t.event,
+    t.at,
+  ];
+  const result =
+    t.expectedVersion === 0
+      ? await client.query({ name: 'min_create', text: CREATE, values })
+      : await client.query({
+          name: 'min_update',
+          text: UPDATE,
+          values: [...values, t.expectedVersion],
+        });
+  if (result.rowCount !== 1) throw new Error(`hand-rolled baseline: version conflict on ${t.id}`);
+}
+
+/** One task of the workload by hand: a started XState actor, its rows written after each send. */
+async function handRolledTask(client: pg.Client, id: string): Promise<void> {
+  const task = new HandRolledTask(id);
+  await handWrite(client, task.created());
+  for (const event of TASK_EVENTS) await handWrite(client, task.send(event));
+  task.stop();
+}
+
 async function replay(client: pg.Client, batches: readonly ActorWrite[][]): Promise<number> {
   const start = now();
   for (const batch of batches) {
@@ -90,6 +126,8 @@ interface Paired {
   storeSql: PairedBlock[];
   inCommit: PairedBlock[];
   aroundCommit: PairedBlock[];
+  /** Against XState persisted by hand, the same statements (./hand-rolled.ts). */
+  handRolled: PairedBlock[];
   commits: number;
 }
 
@@ -100,6 +138,7 @@ async function paired(
   warm: number,
   rounds: number,
   split = false,
+  byHand?: (client: pg.Client, round: number) => Promise<void>,
 ): Promise<Paired> {
   const schema = `bench_${name}_${process.pid}`;
   const minimalSchema = `${schema}_minimal`;
@@ -132,7 +171,15 @@ async function paired(
     }
     await replay(client, batches);
     await replayStore(batches);
-    const result: Paired = { blocks: [], storeSql: [], inCommit: [], aroundCommit: [], commits: 0 };
+    for (let r = 0; r < warm; r++) await byHand?.(client, r);
+    const result: Paired = {
+      blocks: [],
+      storeSql: [],
+      inCommit: [],
+      aroundCommit: [],
+      handRolled: [],
+      commits: 0,
+    };
     const first = batches.length;
     for (let r = warm; r < warm + rounds; r++) {
       const from = batches.length;
@@ -144,6 +191,11 @@ async function paired(
       const fresh = batches.slice(from);
       const count = fresh.reduce((n, b) => n + b.length, 0);
       result.blocks.push({ count, oursMs, baseMs: await replay(client, fresh) });
+      if (byHand) {
+        const handStart = now();
+        await byHand(client, r);
+        result.handRolled.push({ count, oursMs, baseMs: now() - handStart });
+      }
       if (!memory) continue;
       const storeMs = await replayStore(fresh);
       const memoryStart = now();
@@ -194,13 +246,15 @@ export async function benchPostgresMinimal(
     Math.ceil(3_000 / TASK_EVENTS.length),
     quick ? 30 : 120,
     true,
+    (client, round) => handRolledTask(client, `hand-seq-${round}`),
   );
   const seq = pairedFigures(sequential.blocks);
   const storeSql = pairedFigures(sequential.storeSql);
   const inCommit = perCommit(sequential.inCommit);
   const around = perCommit(sequential.aroundCommit);
+  const byHand = pairedFigures(sequential.handRolled);
   log(
-    `  postgres per commit: ours ${seq.value.toFixed(0)}/s, minimal ${seq.baseline.toFixed(0)}/s, ratio ${seq.ratio.toFixed(2)}; vs store SQL ${storeSql.ratio.toFixed(2)}; per commit ${inCommit.value.toFixed(0)} µs in the store's commit calls (its statements alone ${inCommit.baseline.toFixed(0)}), ${around.value.toFixed(0)} µs around them (memory store ${around.baseline.toFixed(0)})`,
+    `  postgres per commit: ours ${seq.value.toFixed(0)}/s, minimal ${seq.baseline.toFixed(0)}/s, ratio ${seq.ratio.toFixed(2)}; vs store SQL ${storeSql.ratio.toFixed(2)}; vs XState persisted by hand ${byHand.ratio.toFixed(2)}; per commit ${inCommit.value.toFixed(0)} µs in the store's commit calls (its statements alone ${inCommit.baseline.toFixed(0)}), ${around.value.toFixed(0)} µs around them (memory store ${around.baseline.toFixed(0)})`,
   );
 
   const tasks = quick ? 64 : 256;
@@ -262,6 +316,17 @@ export async function benchPostgresMinimal(
       unit: 'µs per commit',
       ...around,
       baselineName: 'the same block on the memory store (no server between commits)',
+    }),
+    judge({
+      id: 'postgres-per-commit-hand-rolled',
+      name: 'PostgreSQL task workload, 1 commit per transition: vs XState persisted by hand',
+      unit: 'commits/s',
+      value: byHand.value,
+      baseline: byHand.baseline,
+      baselineName:
+        'a started XState actor per task, its getPersistedSnapshot() written with the raw statement after each send',
+      ratio: byHand.ratio,
+      details: { blocks: byHand.blocks },
     }),
     judge({
       id: 'postgres-group',
