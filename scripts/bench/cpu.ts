@@ -9,7 +9,8 @@
  * with no store code at all; the memory store with a bare fsync of a file of
  * its own between commits: what waiting on the disk costs the JavaScript after it;
  * and the same with a sleep as long as a raw commit instead of the fsync: no I/O,
- * only the wait.
+ * only the wait; and XState persisted by hand (./hand-rolled.ts) on SQLite, against
+ * the raw write and a started actor's sends measured apart.
  */
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
@@ -18,6 +19,7 @@ import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Store } from '../../src/store/types.ts';
 import type { ActorWrite } from '../../src/store/types.ts';
 import { judge, now, recordingStore, type BenchOptions, type BenchRow } from './common.ts';
+import { HandRolledTask, plainTask } from './hand-rolled.ts';
 import { openMinimal } from './minimal.ts';
 import { COMMITS_PER_TASK, TASK_EVENTS, chart, createTask, runTask } from './workload.ts';
 
@@ -122,6 +124,44 @@ async function sleepInterleavedCpu(tasks: number, sleepMs: number): Promise<numb
   return (await memoryTasksWith(memory, 'sleep', tasks, sleep)) / (tasks * COMMITS_PER_TASK);
 }
 
+/**
+ * Process CPU per commit of XState persisted by hand (./hand-rolled.ts) on SQLite
+ * (FULL), one commit per transition; and per transition of a started XState
+ * actor's sends alone (nothing persisted). Against the raw write + those sends,
+ * measured apart: what the same wait costs a program with none of the runtime's
+ * bookkeeping.
+ */
+function handRolledCpu(tasks: number, file: string): { hand: number; send: number } {
+  const writer = openMinimal(file);
+  const run = (prefix: string, count: number): number => {
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < count; i++) {
+      const task = new HandRolledTask(`${prefix}-${i}`);
+      writer.commitTransition(task.created());
+      for (const event of TASK_EVENTS) writer.commitTransition(task.send(event));
+      task.stop();
+    }
+    const used = process.cpuUsage(cpu);
+    return (used.user + used.system) / (count * COMMITS_PER_TASK);
+  };
+  const sends = (prefix: string, count: number): number => {
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < count; i++) {
+      const actor = plainTask(`${prefix}-${i}`);
+      for (const event of TASK_EVENTS) actor.send(event as never);
+      actor.stop();
+    }
+    const used = process.cpuUsage(cpu);
+    return (used.user + used.system) / (count * COMMITS_PER_TASK);
+  };
+  run('warm', 200);
+  sends('warm', 1_000);
+  const hand = run('hand', tasks);
+  const send = sends('send', tasks * 10);
+  writer.db.close();
+  return { hand, send };
+}
+
 function bareTasks(tasks: number): number {
   const start = now();
   for (let i = 0; i < tasks; i++) {
@@ -182,6 +222,13 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
   const sleepCpu = await sleepInterleavedCpu(
     Math.floor(batches.length / COMMITS_PER_TASK),
     rawMsPerCommit,
+  );
+  const byHand = handRolledCpu(
+    Math.floor(batches.length / COMMITS_PER_TASK),
+    `${options.dir}/cpu-hand-rolled.db`,
+  );
+  options.log(
+    `  XState persisted by hand: ${byHand.hand.toFixed(0)} µs CPU per commit, against raw minimal write + a started actor's send apart ${(rawCpu + byHand.send).toFixed(0)} µs (send ${byHand.send.toFixed(1)} µs)`,
   );
   options.log(
     `  memory store: ${memoryRate.toFixed(0)} commits/s (${memoryCpu.toFixed(1)} µs CPU each), bare XState ${bareRate.toFixed(0)}/s; SQLite ${onDisk.cpuMicrosPerCommit.toFixed(0)} µs CPU per commit, raw minimal write ${rawCpu.toFixed(0)} µs, the two interleaved ${mixedCpu.toFixed(0)} µs; the memory store with an fsync between commits ${fsyncCpu.toFixed(0)} µs, with a ${(rawMsPerCommit * 1000).toFixed(0)} µs sleep instead ${sleepCpu.toFixed(0)} µs`,
@@ -253,6 +300,17 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
       // What a commit cannot go below: the raw write's CPU and the memory store's.
       target: { on: 'value', op: '<=', value: Math.round(budget), unit: 'µs (raw + memory + 20)' },
       details: { commitsPerSecond: onDisk.commitsPerSecond, rawCpu, memoryCpu },
+    }),
+    judge({
+      id: 'cpu-per-commit-hand-rolled',
+      name: 'process CPU per commit, XState persisted by hand (SQLite FULL, fsync included)',
+      unit: 'µs',
+      value: byHand.hand,
+      // The same budget's shape for a program with no bookkeeping: raw + its sends.
+      baseline: rawCpu + byHand.send,
+      baselineName: "raw minimal write + a started XState actor's send, measured apart",
+      ratio: (rawCpu + byHand.send) / byHand.hand,
+      details: { rawCpu, sendCpu: byHand.send },
     }),
   ];
 }
