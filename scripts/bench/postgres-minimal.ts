@@ -35,55 +35,51 @@ const UPDATE = `WITH a AS (UPDATE actors SET version = $2, state = $3, snapshot 
     WHERE id = $1 AND version = $11 RETURNING id)
   INSERT INTO transitions SELECT id, $6, $7, $8, $9, $10 FROM a`;
 
-async function minimalWrite(client: pg.Client, w: ActorWrite): Promise<void> {
-  const { actor: a, transition: t } = w;
-  const values = [
-    a.id,
-    a.version,
-    a.state,
-    a.snapshot,
-    a.updatedAt,
-    t.seq,
-    t.fromState,
-    t.toState,
-    t.event,
-    t.at,
-  ];
+/**
+ * One write of the minimal statements: the actor row's values (id, version, state,
+ * snapshot, updated_at) and its log row's (seq, from, to, event, at), the
+ * compare-and-set against `expectedVersion` (0: a creation).
+ */
+async function writeMinimal(
+  client: pg.Client,
+  actor: readonly unknown[],
+  log: readonly unknown[],
+  expectedVersion: number,
+): Promise<void> {
+  const values = [...actor, ...log];
   const result =
-    w.expectedVersion === 0
+    expectedVersion === 0
       ? await client.query({ name: 'min_create', text: CREATE, values })
       : await client.query({
           name: 'min_update',
           text: UPDATE,
-          values: [...values, w.expectedVersion],
+          values: [...values, expectedVersion],
         });
-  if (result.rowCount !== 1) throw new Error(`minimal baseline: version conflict on ${w.actorId}`);
+  if (result.rowCount !== 1)
+    throw new Error(`minimal baseline: version conflict on ${String(actor[0])}`);
+}
+
+function minimalWrite(client: pg.Client, w: ActorWrite): Promise<void> {
+  const { actor: a, transition: t } = w;
+  const actor = [a.id, a.version, a.state, a.snapshot, a.updatedAt];
+  return writeMinimal(
+    client,
+    actor,
+    [t.seq, t.fromState, t.toState, t.event, t.at],
+    w.expectedVersion,
+  );
 }
 
 /** The same statements for a hand-written program's rows (./hand-rolled.ts). */
-async function handWrite(client: pg.Client, t: MinimalTransition): Promise<void> {
+function handWrite(client: pg.Client, t: MinimalTransition): Promise<void> {
   const version = t.expectedVersion + 1;
-  const values = [
-    t.id,
-    version,
-    t.state,
-    t.snapshot,
-    t.at,
-    version,
-    t.fromState,
-    t.state,
-    t.event,
-    t.at,
-  ];
-  const result =
-    t.expectedVersion === 0
-      ? await client.query({ name: 'min_create', text: CREATE, values })
-      : await client.query({
-          name: 'min_update',
-          text: UPDATE,
-          values: [...values, t.expectedVersion],
-        });
-  if (result.rowCount !== 1) throw new Error(`hand-rolled baseline: version conflict on ${t.id}`);
+  const actor = [t.id, version, t.state, t.snapshot, t.at];
+  return writeMinimal(
+    client,
+    actor,
+    [version, t.fromState, t.state, t.event, t.at],
+    t.expectedVersion,
+  );
 }
 
 /** One task of the workload by hand: a started XState actor, its rows written after each send. */
