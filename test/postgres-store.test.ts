@@ -341,6 +341,49 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(await one.listActors({ limit: 1000 })).toHaveLength(6 + 19 * 4);
     });
 
+    it('never deadlocks when each of two workers updates one actor and, in the same batch, creates the other, which exists', async () => {
+      // A creation decided before another process created the actor inserts an id
+      // that exists, and waits for the transaction updating it. With a batch's
+      // updates before its creations, these two batches waited on each other until
+      // PostgreSQL broke the deadlock by failing one of them whole.
+      const url = server.freshUrl();
+      const [one, two] = [open(url), open(url)];
+      for (let round = 0; round < 10; round++) {
+        const [x, y] = [`x-${round}`, `y-${round}`];
+        await one.commit([write(x, 1), write(y, 1)]);
+        const [a, b] = await Promise.all([
+          one.commit([write(x, 2), write(y, 1)]),
+          two.commit([write(y, 2), write(x, 1)]),
+        ]);
+        // Each update commits; each stale creation is refused by compare-and-set.
+        for (const [updated, created] of [a, b]) {
+          expect(updated).toBeNull();
+          expect(created).toBeInstanceOf(ConcurrencyError);
+          expect(created).toMatchObject({ expectedVersion: 0, actualVersion: expect.any(Number) });
+        }
+        expect((await one.loadActor(x))?.version).toBe(2);
+        expect((await one.loadActor(y))?.version).toBe(2);
+      }
+    });
+
+    it('creates a batch of actors in byte order of their ids, as every other statement locks them', async () => {
+      // The test database sorts text by ICU's en-US rules, where "a" comes before "Z";
+      // in byte order "Z" comes first, as actors.id and the JavaScript side sort them.
+      const url = server.freshUrl();
+      const store = open(url);
+      const ids = ['a-1', 'Z-1', 'é-1', 'B-1'];
+      const results = await store.commit(ids.map((id) => write(id, 1)));
+      expect(results).toEqual([null, null, null, null]);
+      const client = await raw(url);
+      const { rows } = await client.query<{ id: string }>('SELECT id FROM actors ORDER BY ctid');
+      expect(rows.map((r) => r.id)).toEqual(['B-1', 'Z-1', 'a-1', 'é-1']);
+      const icu = await client.query<{ id: string }>(
+        'SELECT id FROM unnest($1::text[]) AS u (id) ORDER BY id',
+        [ids],
+      );
+      expect(icu.rows.map((r) => r.id)).not.toEqual(['B-1', 'Z-1', 'a-1', 'é-1']);
+    });
+
     /** Waits until some statement of the server waits for a row lock. */
     async function blockedOnLock(client: pg.Client): Promise<void> {
       for (let i = 0; i < 500; i++) {

@@ -1,6 +1,6 @@
 /**
  * A PostgreSQL batch of writes as few statements as it takes: one for the actors
- * it updates and one for those it creates, per round of distinct actors, each
+ * it creates and one for those it updates, per round of distinct actors, each
  * passing the writes' columns as arrays. {@link phasesOf} is also the order in
  * which every batch of every process locks rows.
  */
@@ -48,9 +48,10 @@ const UPDATE_MANY = `WITH w AS (
   ${MANY_TRANSITIONS}`;
 
 /**
- * A batch's creations as one statement, inserted in actor-id order; an id that
- * exists is skipped (a miss). Parameters: as {@link UPDATE_MANY}'s first 21, then
- * the creation times and user ids.
+ * A batch's creations as one statement, inserted in actor-id order (bytes, as
+ * `actors.id` and every other statement order them: the parameter's own collation
+ * is the database's); an id that exists is skipped (a miss). Parameters: as
+ * {@link UPDATE_MANY}'s first 21, then the creation times and user ids.
  */
 const CREATE_MANY = `WITH w AS (
     SELECT * FROM ${MANY_ROWS}, $22::bigint[], $23::text[])
@@ -59,7 +60,7 @@ const CREATE_MANY = `WITH w AS (
     INSERT INTO actors (id, machine_id, chart_version, version, state, status, snapshot,
       created_at, updated_at, head_hash, next_due_at, user_id, state_since)
     SELECT id, machine_id, chart_version, version, state, status, snapshot, created_at,
-      updated_at, head_hash, next_due_at, user_id, at FROM w ORDER BY id
+      updated_at, head_hash, next_due_at, user_id, at FROM w ORDER BY id COLLATE "C"
     ON CONFLICT (id) DO NOTHING RETURNING id),
   ${MANY_TRANSITIONS}`;
 
@@ -83,11 +84,21 @@ export function manyStatement(
 /**
  * The order in which a batch locks rows, the same in every process so that no two
  * batches deadlock: round by round (the k-th write of each actor in round k, so an
- * actor's writes keep their order), and within a round the rows it updates in
- * actor-id order, then the actors it creates in actor-id order. (Mixing the two
- * in one actor-id order would not do: a batch that updated A then created B could
- * wait on B, created by a batch that waits on A.) Returns each round's updates and
- * creations; `sorted` is by actor, each actor's writes in batch order.
+ * actor's writes keep their order), and within a round the actors it creates in
+ * actor-id order, then the rows it updates in actor-id order.
+ *
+ * Creations go first because a creation can wait on an update: inserting an id
+ * that exists (a creation decided before another process created the actor)
+ * waits for the transaction updating that row, to learn whether the id stays
+ * taken. Were updates first, a batch that updated A and then created B (which
+ * exists) would wait for a batch updating B, which, having updated B, waits to
+ * create A: a deadlock. With creations first a batch holds no row of an existing
+ * actor while it creates, and its updates never wait on a creation under way (a
+ * row not yet committed is not there for them). A creation is always an actor's
+ * first write of a batch, so only round 0 has any. (Mixing the two in one
+ * actor-id order would not do either: a batch that updated A then created B could
+ * wait on B, created by a batch that waits on A.) Returns each round's creations
+ * and updates; `sorted` is by actor, each actor's writes in batch order.
  */
 export function phasesOf<T extends { write: S.ActorWrite }>(sorted: readonly T[]): T[][] {
   const rounds: Array<{ updates: T[]; creates: T[] }> = [];
@@ -99,5 +110,5 @@ export function phasesOf<T extends { write: S.ActorWrite }>(sorted: readonly T[]
     const round = (rounds[k] ??= { updates: [], creates: [] });
     (entry.write.expectedVersion === 0 ? round.creates : round.updates).push(entry);
   }
-  return rounds.flatMap((r) => [r.updates, r.creates]).filter((phase) => phase.length > 0);
+  return rounds.flatMap((r) => [r.creates, r.updates]).filter((phase) => phase.length > 0);
 }

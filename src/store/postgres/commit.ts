@@ -2,7 +2,7 @@
  * Applying ActorWrites to PostgreSQL: a lone write in one statement (the
  * compare-and-set of the actor row, its audit row, and the rows the transition
  * adds: ./statements.ts); a batch in one transaction of a statement per phase (its
- * updates, then its creations: {@link phasesOf}), or, when one of those fails on a
+ * creations, then its updates: {@link phasesOf}), or, when one of those fails on a
  * write's data, a statement per write. Writes with extra rows (messages, steps, a
  * parent) go alone, one statement each. Only what must survive a crash is written
  * here; read models are derived later (./read-models.ts).
