@@ -248,6 +248,46 @@ function storeConformance(target: StoreTarget): void {
         expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2, 3]);
       });
 
+      it('refuses an update at the expected version whose prevHash is not the head hash, and changes nothing', async () => {
+        await commitOk(store, write('a', 1));
+        const forged = write('a', 2);
+        forged.transition.prevHash = 'not-h1';
+        const [error] = await store.commit([forged]);
+        expect(error).toBeInstanceOf(ConcurrencyError);
+        expect(error).toMatchObject({ actorId: 'a', expectedVersion: 1, actualVersion: 1 });
+        expect((await store.loadActor('a'))?.headHash).toBe('h1');
+        expect((await store.history('a')).map((t) => t.seq)).toEqual([1]);
+      });
+
+      it('refuses the writes a batch made on top of a refused one, and commits the rest', async () => {
+        // Another writer moved "a" to version 2 first; this batch's 1 → 2 is refused,
+        // and its 2 → 3, made on top of it, finds version 2 written by someone else.
+        await commitOk(store, write('a', 1));
+        const theirs = write('a', 2, { snapshot: '{"theirs":true}' });
+        theirs.actor.headHash = 'theirs-2';
+        theirs.transition.hash = 'theirs-2';
+        await commitOk(store, theirs);
+        const [first, second, other] = await store.commit([
+          write('a', 2),
+          write('a', 3),
+          write('b', 1),
+        ]);
+        expect(first).toBeInstanceOf(ConcurrencyError);
+        expect(second).toBeInstanceOf(ConcurrencyError);
+        expect(other).toBeNull();
+        const row = await store.loadActor('a');
+        expect([row?.version, row?.snapshot, row?.headHash]).toEqual([
+          2,
+          '{"theirs":true}',
+          'theirs-2',
+        ]);
+        expect((await store.history('a')).map((t) => [t.seq, t.prevHash, t.hash])).toEqual([
+          [1, 'h0', 'h1'],
+          [2, 'h1', 'theirs-2'],
+        ]);
+        expect((await store.loadActor('b'))?.version).toBe(1);
+      });
+
       it('returns an empty result for an empty batch', async () => {
         expect(await store.commit([])).toEqual([]);
       });

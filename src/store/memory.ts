@@ -61,7 +61,14 @@ export class MemoryStore implements S.Store {
       );
       if (lost) return lost;
     }
-    if (expectedVersion === 0 ? current !== undefined : current?.version !== expectedVersion) {
+    if (
+      expectedVersion === 0
+        ? current !== undefined
+        : current?.version !== expectedVersion ||
+          // The chain's own compare-and-set: a write made on top of another that was
+          // refused finds its version written by someone else.
+          current.headHash !== write.transition.prevHash
+    ) {
       if (current === undefined) return rules.actorMissing(actorId);
       return new ConcurrencyError({ actorId, expectedVersion, actualVersion: current.version });
     }

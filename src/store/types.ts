@@ -171,9 +171,12 @@ export interface ActorLog {
 export interface ActorFacet {
   /**
    * Applies each write atomically, all in one transaction where the store can
-   * (group commit). Returns, per write, `null` on success or the error that
-   * rejected that write alone (ConcurrencyError on a version conflict or a message
-   * already delivered, LeaseLostError on a fenced write without the lease). A
+   * (group commit). An update is written only at its expected version and on the
+   * head of the actor's chain (its transition's `prevHash` is the row's
+   * `headHash`), so a write made on top of one that was refused is refused too.
+   * Returns, per write, `null` on success or the error that rejected that write
+   * alone (ConcurrencyError on a version or chain conflict or a message already
+   * delivered, LeaseLostError on a fenced write without the lease). A
    * failure of the whole transaction rejects the promise with a StoreError and
    * nothing is written.
    */

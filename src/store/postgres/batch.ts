@@ -26,8 +26,8 @@ const MANY_TRANSITIONS = `t AS (
 
 /**
  * A batch's updates of distinct actors as one statement: the rows are locked first,
- * in actor-id order, then updated where the version (and, when fenced, the lease)
- * still holds, and the audit rows of those inserted. Its rows are the ids it
+ * in actor-id order, then updated where the version and head hash (and, when
+ * fenced, the lease) still hold, and the audit rows of those inserted. Its rows are the ids it
  * updated. Parameters: one array per column, the writes in actor-id order, then
  * the expected versions, lease owners and lease times ({@link manyStatement}).
  */
@@ -42,7 +42,7 @@ const UPDATE_MANY = `WITH w AS (
       updated_at = w.updated_at, head_hash = w.head_hash, next_due_at = w.next_due_at,
       state_since = CASE WHEN x.state = w.state THEN x.state_since ELSE w.at END
     FROM w JOIN lk ON lk.id = w.id
-    WHERE x.id = w.id AND x.version = w.expected
+    WHERE x.id = w.id AND x.version = w.expected AND x.head_hash = w.prev_hash
       AND (w.owner IS NULL OR (x.owner = w.owner AND x.lease_until >= w.lease_now))
     RETURNING x.id),
   ${MANY_TRANSITIONS}`;

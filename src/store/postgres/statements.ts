@@ -43,8 +43,10 @@ const CREATE_ACTOR = `WITH a AS (
     ON CONFLICT (id) DO NOTHING RETURNING id)${TRANSITION}`;
 
 /**
- * Update: compare-and-set on version $22; a fenced write also needs owner $23's
- * unexpired lease at $24. No index of `actors` holds a column a send changes, so
+ * Update: compare-and-set on version $22 and on the head hash the transition
+ * follows ($18, its prev_hash: a write made on top of another that was refused
+ * finds its version written by someone else); a fenced write also needs owner
+ * $23's unexpired lease at $24. No index of `actors` holds a column a send changes, so
  * with the table's fillfactor the update stays a heap-only tuple. `guard` is a
  * further condition (the consumed message still there).
  */
@@ -53,7 +55,7 @@ const updateActor = (fenced: boolean, guard = '') => `
     UPDATE actors SET machine_id = $2, chart_version = $3, version = $4, state = $5,
       status = $6, snapshot = $7, updated_at = $8, head_hash = $9, next_due_at = $10,
       state_since = CASE WHEN state = $5 THEN state_since ELSE $16::bigint END
-    WHERE id = $1 AND version = $22
+    WHERE id = $1 AND version = $22 AND head_hash = $18::text
       ${fenced ? 'AND owner = $23 AND lease_until >= $24' : ''}${guard}
     RETURNING id)`;
 const UPDATE_ACTOR = `WITH${updateActor(false)}${TRANSITION}`;

@@ -48,9 +48,13 @@ const UNKNOWN_PREVIOUS = STATE_CHANGES | STATUS_CHANGES | CHART_CHANGES | 8;
  * The UPDATE of the actor row, setting only the columns that change. SQLite
  * rewrites an index entry when the UPDATE names one of its columns, whether or not
  * the value changes; no index of `actors` holds a column a send changes, and this
- * keeps it so should one be added. Parameters, in order: version, snapshot,
- * updated_at, head_hash, next_due_at, then those of the columns it sets, then id
- * and the expected version ({@link updateParams}).
+ * keeps it so should one be added. The row is written only at the expected
+ * version and head hash (the transition's `prevHash`): a write computed on top of
+ * another that was refused (an earlier one of the same batch, say) finds the
+ * version it expects written by someone else, and the chain refuses it.
+ * Parameters, in order: version, snapshot, updated_at, head_hash, next_due_at,
+ * then those of the columns it sets, then id, the expected version and the
+ * expected head hash ({@link updateParams}).
  */
 function updateActorSql(changes: number): string {
   const set = [
@@ -73,7 +77,7 @@ function updateActorSql(changes: number): string {
     if (changes & STATUS_CHANGES) set.push('status = ?');
     if (changes & CHART_CHANGES) set.push('chart_version = ?');
   }
-  return `UPDATE actors SET ${set.join(', ')} WHERE id = ? AND version = ?`;
+  return `UPDATE actors SET ${set.join(', ')} WHERE id = ? AND version = ? AND head_hash = ?`;
 }
 
 /** What an UPDATE of the actor row for `write` sets (see {@link updateActorSql}). */
@@ -105,7 +109,7 @@ function updateParams(write: ActorWrite, changes: number): unknown[] {
     if (changes & STATUS_CHANGES) params.push(actor.status);
     if (changes & CHART_CHANGES) params.push(actor.chartVersion);
   }
-  params.push(actor.id, write.expectedVersion);
+  params.push(actor.id, write.expectedVersion, write.transition.prevHash);
   return params;
 }
 
