@@ -577,6 +577,18 @@ function storeConformance(target: StoreTarget): void {
         expect((await store.childrenOf('b')).map((row) => row.id)).toEqual(['kid']);
       });
 
+      it("keeps one actor's batch order when only some of its writes have messages", async () => {
+        await commitOk(store, write('a', 1), write('r', 1));
+        const results = await store.commit([
+          write('a', 2),
+          { ...write('a', 3), messagesOut: [out('r', 0)] },
+          write('a', 4),
+        ]);
+        expect(results).toEqual([null, null, null]);
+        expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2, 3, 4]);
+        expect((await pending('r')).map((m) => [m.from, m.fromSeq])).toEqual([['a', 3]]);
+      });
+
       it('delivers a message once: a second write consuming it conflicts and writes nothing', async () => {
         const [id] = await sent();
         await commitOk(store, { ...write('r', 2), consumeMessage: id });

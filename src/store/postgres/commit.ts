@@ -4,7 +4,8 @@
  * adds: ./statements.ts); a batch in one transaction of a statement per phase (its
  * creations, then its updates: {@link phasesOf}), or, when one of those fails on a
  * write's data, a statement per write. Writes with extra rows (messages, steps, a
- * parent) go alone, one statement each. Only what must survive a crash is written
+ * parent) go alone, one statement each, and so do the other writes of their
+ * actors (in batch order). Only what must survive a crash is written
  * here; read models are derived later (./read-models.ts).
  */
 import type { PoolClient } from 'pg';
@@ -47,10 +48,14 @@ export class PostgresCommitter {
     const state = { inFlight: single };
     return this.conn.run('commit', single, async () => {
       // Writes that deliver or send messages, begin steps or link a parent go alone,
-      // each one statement with its extra rows.
-      const plain = order.filter(({ write }) => !hasExtras(write));
+      // each one statement with its extra rows; so do the other writes of their
+      // actors, which must keep their place in batch order among them.
+      const alone = new Set<string>();
+      for (const { write } of order) if (hasExtras(write)) alone.add(write.actorId);
+      const plain =
+        alone.size === 0 ? order : order.filter(({ write }) => !alone.has(write.actorId));
       await this.commitEachAlone(
-        order.filter(({ write }) => hasExtras(write)),
+        alone.size === 0 ? [] : order.filter(({ write }) => alone.has(write.actorId)),
         results,
       );
       const outcome = await this.commitPlain(plain, results, state);
