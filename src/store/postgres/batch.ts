@@ -95,7 +95,8 @@ export function manyStatement(
  * create A: a deadlock. With creations first a batch holds no row of an existing
  * actor while it creates, and its updates never wait on a creation under way (a
  * row not yet committed is not there for them). A creation is always an actor's
- * first write of a batch, so only round 0 has any. (Mixing the two in one
+ * first write of a batch, so only round 0 has any (the committer sends the writes
+ * of an actor written more than once alone, ./commit.ts). (Mixing the two in one
  * actor-id order would not do either: a batch that updated A then created B could
  * wait on B, created by a batch that waits on A.) Returns each round's creations
  * and updates; `sorted` is by actor, each actor's writes in batch order.

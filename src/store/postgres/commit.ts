@@ -49,9 +49,17 @@ export class PostgresCommitter {
     return this.conn.run('commit', single, async () => {
       // Writes that deliver or send messages, begin steps or link a parent go alone,
       // each one statement with its extra rows; so do the other writes of their
-      // actors, which must keep their place in batch order among them.
+      // actors, which must keep their place in batch order among them, and every
+      // write of an actor the batch writes more than once (never the runtime's):
+      // each is then refused, or explained, as the actor stands at its place in
+      // the batch, and a creation that is not an actor's first write holds no
+      // other row's lock while it waits (see phasesOf).
       const alone = new Set<string>();
-      for (const { write } of order) if (hasExtras(write)) alone.add(write.actorId);
+      let previous: string | undefined;
+      for (const { write } of order) {
+        if (hasExtras(write) || write.actorId === previous) alone.add(write.actorId);
+        previous = write.actorId;
+      }
       const plain =
         alone.size === 0 ? order : order.filter(({ write }) => !alone.has(write.actorId));
       await this.commitEachAlone(
