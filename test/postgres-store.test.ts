@@ -94,6 +94,20 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
     return store as PostgresStore;
   }
 
+  /** Waits until some statement of the server waits for a row lock. */
+  async function blockedOnLock(client: pg.Client): Promise<void> {
+    for (let i = 0; i < 500; i++) {
+      // Inside a transaction the activity view is read once and then cached: read it anew.
+      await client.query('SELECT pg_stat_clear_snapshot()');
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+      );
+      if ((rows[0]?.n ?? 0) > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error('no statement ever waited for the lock');
+  }
+
   /** A raw superuser connection, in the schema of `url` when it names one. */
   async function raw(url?: string): Promise<pg.Client> {
     const schema = url === undefined ? undefined : new URL(url).searchParams.get('schema');
@@ -384,18 +398,6 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(icu.rows.map((r) => r.id)).not.toEqual(['B-1', 'Z-1', 'a-1', 'é-1']);
     });
 
-    /** Waits until some statement of the server waits for a row lock. */
-    async function blockedOnLock(client: pg.Client): Promise<void> {
-      for (let i = 0; i < 500; i++) {
-        const { rows } = await client.query<{ n: number }>(
-          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-        );
-        if ((rows[0]?.n ?? 0) > 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      throw new Error('no statement ever waited for the lock');
-    }
-
     it.each([
       ['an update', 'r', 2],
       ['a creation (a spawned child)', 'kid', 1],
@@ -543,6 +545,108 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(denied.message).not.toContain('hunter2');
       const missing = await rejection(open(server.url({}, 'no_such_db')).loadActor('a'));
       expect(missing).toMatchObject({ kind: 'cantopen' });
+    });
+
+    /**
+     * Runs `commit` while a raw transaction holds the row `held` locks, waits
+     * until the store's statement waits for it, then locks `wanted`, which that
+     * statement holds: a deadlock. The store's backend detects it first
+     * (`deadlock_timeout` 1 s; the raw session's is a minute) and rolls its own
+     * transaction back, which lets the raw one lock `wanted`; the raw one then
+     * rolls back. So the raw lock returning proves the store's attempt was
+     * rolled back for a deadlock.
+     */
+    async function deadlocked<T>(
+      url: string,
+      held: string,
+      wanted: string,
+      commit: () => Promise<T>,
+    ) {
+      const client = await raw(url);
+      await client.query("SET deadlock_timeout = '60s'");
+      await client.query('BEGIN');
+      await client.query(held);
+      const pending = commit();
+      await blockedOnLock(client);
+      await client.query(wanted);
+      await client.query('ROLLBACK');
+      return pending;
+    }
+
+    it.each([
+      ['a batch (one statement)', [] as string[]],
+      // Its statement fails on c's data: the batch then runs a statement per write
+      // in one transaction, and that transaction deadlocks.
+      ['a batch with an update PostgreSQL cannot store (a statement per write)', ['c']],
+    ])(
+      'runs %s PostgreSQL rolled back for a deadlock again, and commits it; with conflict_retries=0 it fails as conflict, writing nothing',
+      async (_, bad) => {
+        // The batch locks a, then waits for b, which the raw transaction holds.
+        const lockA = `SELECT 1 FROM actors WHERE id = 'a' FOR UPDATE`;
+        const lockB = `SELECT 1 FROM actors WHERE id = 'b' FOR UPDATE`;
+        const ids = ['a', 'b', ...bad];
+        const batch = () =>
+          ids.map((id) => write(id, 2, bad.includes(id) ? '{"value":"\u0000"}' : undefined));
+        const controlUrl = server.freshUrl({ conflict_retries: '0' });
+        const url = server.freshUrl();
+        const [control, store] = [open(controlUrl), open(url)];
+        for (const s of [control, store]) await s.commit(ids.map((id) => write(id, 1)));
+        const before = { a: await persisted(control, 'a'), b: await persisted(control, 'b') };
+
+        const failed = await deadlocked(controlUrl, lockB, lockA, () =>
+          rejection(control.commit(batch())),
+        );
+        expect(failed).toMatchObject({ operation: 'commit', kind: 'conflict' });
+        expect((failed.cause as { code?: string }).code).toBe('40P01');
+        expect({ a: await persisted(control, 'a'), b: await persisted(control, 'b') }).toEqual(
+          before,
+        );
+
+        const results = await deadlocked(url, lockB, lockA, () => store.commit(batch()));
+        expect(results.slice(0, 2)).toEqual([null, null]);
+        for (const error of results.slice(2)) {
+          expect(error).toMatchObject({ name: 'StoreError', kind: 'invalid_data', actorId: 'c' });
+        }
+        expect((await store.history('a')).map((t) => t.seq)).toEqual([1, 2]);
+        expect((await store.history('b')).map((t) => t.seq)).toEqual([1, 2]);
+        for (const id of bad) expect((await store.loadActor(id))?.version).toBe(1);
+      },
+    );
+
+    it('runs a lone write PostgreSQL rolled back for a deadlock again, and commits it; with conflict_retries=0 it fails as conflict, naming the actor', async () => {
+      // A write delivering a message locks the message, then its actor's row.
+      const setUp = async (store: Store) => {
+        await store.commit([write('p', 1), write('r', 1)]);
+        await store.commit([
+          { ...write('p', 2), messagesOut: [{ to: 'r', kind: 'event', body: '{}', idx: 0 }] },
+        ]);
+        const [message] = await store.pendingMessages({ limit: 1 });
+        if (message === undefined) throw new Error('no message was written');
+        return {
+          delivery: { ...write('r', 2), consumeMessage: message.id },
+          lockMessage: `SELECT 1 FROM messages WHERE id = ${message.id} FOR UPDATE`,
+        };
+      };
+      const lockR = `SELECT 1 FROM actors WHERE id = 'r' FOR UPDATE`;
+      const controlUrl = server.freshUrl({ conflict_retries: '0' });
+      const url = server.freshUrl();
+      const [control, store] = [open(controlUrl), open(url)];
+
+      const refused = await setUp(control);
+      const failed = await deadlocked(controlUrl, lockR, refused.lockMessage, () =>
+        rejection(control.commit([refused.delivery])),
+      );
+      expect(failed).toMatchObject({ operation: 'commit', kind: 'conflict', actorId: 'r' });
+      expect((await control.loadActor('r'))?.version).toBe(1);
+      expect(await control.pendingMessages({ limit: 10 })).toHaveLength(1);
+
+      const delivered = await setUp(store);
+      const results = await deadlocked(url, lockR, delivered.lockMessage, () =>
+        store.commit([delivered.delivery]),
+      );
+      expect(results).toEqual([null]);
+      expect((await store.loadActor('r'))?.version).toBe(2);
+      expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
     });
 
     it('fails a commit that outlives statement_timeout as timeout, writing nothing, then recovers', async () => {

@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConcurrencyError, LeaseLostError, StoreError } from '../src/core/errors.ts';
+import { InvalidOptionsError } from '../src/core/options.ts';
 import { openStore, parseStoreUrl } from '../src/store/open.ts';
+import { openPostgresStore } from '../src/store/postgres/store.ts';
 import type {
   ActorRow,
   ActorStatus,
@@ -1419,14 +1421,33 @@ describe('openStore', () => {
   it('parses postgres URL parameters and passes the others to pg', () => {
     expect(
       parseStoreUrl(
-        'postgres://u:p@h/db?statement_timeout=250&connect_timeout=3&pool_max=4&schema=app_1&sslmode=disable',
+        'postgres://u:p@h/db?statement_timeout=250&connect_timeout=3&pool_max=4&conflict_retries=0&schema=app_1&sslmode=disable',
       ),
     ).toEqual({
       kind: 'postgres',
       connectionString: 'postgres://u:p@h/db?sslmode=disable',
-      options: { statementTimeoutMs: 250, connectTimeoutMs: 3_000, poolMax: 4, schema: 'app_1' },
+      options: {
+        statementTimeoutMs: 250,
+        connectTimeoutMs: 3_000,
+        poolMax: 4,
+        conflictRetries: 0,
+        schema: 'app_1',
+      },
     });
   });
+
+  it.each([-1, 1.5, Number.NaN, '3'])(
+    'refuses conflictRetries %s as an option of the PostgreSQL store, and takes 0',
+    async (retries) => {
+      const url = 'postgres://u:p@db.invalid/db';
+      const error = thrownBy(() =>
+        openPostgresStore(url, { conflictRetries: retries as unknown as number }),
+      );
+      expect(error).toBeInstanceOf(InvalidOptionsError);
+      expect((error as Error).message).toContain('conflictRetries');
+      await openPostgresStore(url, { conflictRetries: 0 }).close();
+    },
+  );
 
   it.each([
     'mysql://admin:hunter2@host/db',
@@ -1441,6 +1462,8 @@ describe('openStore', () => {
     'postgres://admin:hunter2@host/db?statement_timeout=soon',
     'postgres://admin:hunter2@host/db?pool_max=0',
     'postgres://admin:hunter2@host/db?connect_timeout=-1',
+    'postgres://admin:hunter2@host/db?conflict_retries=-1',
+    'postgres://admin:hunter2@host/db?conflict_retries=many',
     'postgres://admin:hunter2@host/db?schema=Robert%27);DROP',
   ])('refuses %s as a bad_url', (url) => {
     const error = thrownBy(() => openStore(url));

@@ -5,7 +5,9 @@
  * creations, then its updates: {@link phasesOf}), or, when one of those fails on a
  * write's data, a statement per write. Writes with extra rows (messages, steps, a
  * parent) go alone, one statement each, and so do the other writes of their
- * actors (in batch order). Only what must survive a crash is written
+ * actors (in batch order). A transaction or lone statement that PostgreSQL
+ * rolls back for a deadlock or a serialization failure runs again (up to
+ * `conflictRetries` times). Only what must survive a crash is written
  * here; read models are derived later (./read-models.ts).
  */
 import type { PoolClient } from 'pg';
@@ -19,7 +21,9 @@ import {
   failedOnData,
   ignore,
   ownFailure,
+  retryingConflicts,
   toStoreError,
+  transientConflict,
   type PostgresConnection,
   type Queryable,
 } from './connection.ts';
@@ -29,6 +33,11 @@ import { hasExtras, writeStatement } from './statements.ts';
 export class PostgresCommitter {
   constructor(
     private readonly conn: PostgresConnection,
+    /**
+     * How often a transaction or lone statement that PostgreSQL rolled back for a
+     * deadlock or a serialization failure runs again (PostgresStoreOptions.conflictRetries).
+     */
+    private readonly conflictRetries: number,
     /** Called after every commit that reached the database (read-model refresh). */
     private readonly committed: () => void,
   ) {}
@@ -109,10 +118,19 @@ export class PostgresCommitter {
         // A write that loses its race writes nothing, so no savepoints are needed
         // unless a statement fails (a constraint, bad data): then the batch runs
         // again with a savepoint per write, and that write alone is rolled back.
-        const misses =
-          (await this.applyBatch(client, order, results, state, false)) ??
-          (await this.applyBatch(client, order, results, state, true)) ??
-          [];
+        const misses = await retryingConflicts(this.conflictRetries, async () => {
+          try {
+            return (
+              (await this.applyBatch(client, order, results, state, false)) ??
+              (await this.applyBatch(client, order, results, state, true)) ??
+              []
+            );
+          } catch (error) {
+            // Rolled back whole by the server: end the aborted transaction to run it again.
+            if (transientConflict(error)) await client.query('ROLLBACK');
+            throw error;
+          }
+        });
         // Explained after COMMIT: the batch's row locks are not held for it.
         await this.explainMisses(client, misses, results);
         client.removeListener('error', ignore);
@@ -169,7 +187,10 @@ export class PostgresCommitter {
     results: Array<Error | null>,
   ): Promise<void> {
     try {
-      if (!(await this.applyWrite(this.conn.pool, entry.write))) {
+      const pool = this.conn.pool;
+      if (
+        !(await retryingConflicts(this.conflictRetries, () => this.applyWrite(pool, entry.write)))
+      ) {
         await this.explainMisses(this.conn.pool, [entry], results);
       }
     } catch (error) {
@@ -191,6 +212,24 @@ export class PostgresCommitter {
     phases: ReadonlyArray<ReadonlyArray<{ write: S.ActorWrite; index: number }>>,
     results: Array<Error | null>,
   ): Promise<boolean> {
+    let misses: Array<{ write: S.ActorWrite; index: number }> | undefined;
+    try {
+      misses = await retryingConflicts(this.conflictRetries, () => this.applyManyOnce(phases));
+    } catch (error) {
+      throw toStoreError(error, 'commit');
+    }
+    if (misses === undefined) return false;
+    await this.explainMisses(this.conn.pool, misses, results);
+    return true;
+  }
+
+  /**
+   * One attempt of {@link applyMany}: the writes that matched nothing, or
+   * undefined, having written nothing, when a statement failed for some write's data.
+   */
+  private async applyManyOnce(
+    phases: ReadonlyArray<ReadonlyArray<{ write: S.ActorWrite; index: number }>>,
+  ): Promise<Array<{ write: S.ActorWrite; index: number }> | undefined> {
     const misses: Array<{ write: S.ActorWrite; index: number }> = [];
     const client = phases.length > 1 ? await this.conn.pool.connect() : undefined;
     client?.on('error', ignore);
@@ -217,14 +256,13 @@ export class PostgresCommitter {
     } catch (error) {
       broken = breaksConnection(error);
       if (client && !broken) await client.query('ROLLBACK').catch(() => (broken = true));
-      if (failedOnData(error)) return false;
-      throw toStoreError(error, 'commit');
+      if (failedOnData(error)) return undefined;
+      throw error;
     } finally {
       client?.removeListener('error', ignore);
       client?.release(broken ? new Error('connection broken') : undefined);
     }
-    await this.explainMisses(this.conn.pool, misses, results);
-    return true;
+    return misses;
   }
 
   /**

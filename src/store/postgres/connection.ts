@@ -128,6 +128,34 @@ export function failedOnData(error: unknown): boolean {
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
+/**
+ * A failure after which PostgreSQL rolled back the whole transaction (or lone
+ * statement) and the same work may succeed if run again: a deadlock (`40P01`) or a
+ * serialization failure (`40001`).
+ */
+export function transientConflict(error: unknown): boolean {
+  const code =
+    typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  return code === '40P01' || code === '40001';
+}
+
+/**
+ * Runs `attempt`, and again up to `retries` times while it fails with a
+ * {@link transientConflict}, each time after a random wait that doubles (up to
+ * 2, 4, 8… ms), so that the transactions that collided do not meet again in
+ * step. Any other failure, or the last one, is thrown as it is.
+ */
+export async function retryingConflicts<T>(retries: number, attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (tries >= retries || !transientConflict(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 ** (tries + 1)));
+    }
+  }
+}
+
 export function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }

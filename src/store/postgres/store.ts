@@ -86,6 +86,13 @@ export class PostgresStore implements S.Store {
   constructor(url: string, options: PostgresStoreOptions = {}) {
     requireArg('PostgresStore', 'url', typeof url === 'string', 'a postgres:// URL');
     requireOptions('PostgresStore', options);
+    const retries = options.conflictRetries;
+    requireArg(
+      'PostgresStore',
+      'options.conflictRetries',
+      retries === undefined || (Number.isSafeInteger(retries) && retries >= 0),
+      'a whole number ≥ 0',
+    );
     this.location = redact(url, options.schema);
     this.schema = options.schema;
     this.conn = new PostgresConnection(url, options);
@@ -100,7 +107,7 @@ export class PostgresStore implements S.Store {
       this.readModels.refresh(),
     );
     this.announcer = new CommitAnnouncer(this.pool);
-    this.committer = new PostgresCommitter(this.conn, () => {
+    this.committer = new PostgresCommitter(this.conn, retries ?? 3, () => {
       this.refreshes.soon();
       this.announcer.committed();
     });
