@@ -73,6 +73,8 @@ interface Shape {
   previous: boolean;
   /** Updates: claim another creation time (the stores keep the first). */
   otherCreatedAt: boolean;
+  /** Another machine id than the actor's own (the stores store the new one). */
+  otherMachine: boolean;
   userId: 'u1' | 'u2' | undefined;
   parent: Id | undefined;
   /** The transition row records a chart version and a snapshot hash. */
@@ -160,6 +162,7 @@ const shapeArb: fc.Arbitrary<Shape> = fc.record({
   ),
   previous: fc.boolean(),
   otherCreatedAt: fc.boolean(),
+  otherMachine: fc.boolean(),
   userId: rarely(fc.constantFrom('u1' as const, 'u2' as const), 1),
   parent: rarely(idArb, 4),
   recorded: fc.boolean(),
@@ -413,7 +416,7 @@ function build(writer: Writer, op: Op, clock: number, index: number): Built {
     expectedVersion,
     actor: {
       id,
-      machineId: id.startsWith('kid') ? 'child' : 'parent',
+      machineId: shape.otherMachine ? 'other' : id.startsWith('kid') ? 'child' : 'parent',
       chartVersion,
       version,
       state,

@@ -106,11 +106,14 @@ export interface ActorWrite {
   /** Creation only: the actor that spawned this one (its parent). */
   parentId?: string | undefined;
   /**
-   * Updates only: the stored row's state, status and chart version as the runtime
-   * read them (compare-and-set guarantees they are current when the write matches).
-   * The store rewrites only what changed. Absent: everything is rewritten.
+   * Updates only: the stored row's state, status, chart version and machine id as
+   * the runtime read them (compare-and-set guarantees they are current when the
+   * write matches). The store rewrites only what changed (the machine id too when
+   * `previous` leaves it out). Absent: everything is rewritten.
    */
-  previous?: Pick<ActorRow, 'state' | 'status' | 'chartVersion'> | undefined;
+  previous?:
+    | (Pick<ActorRow, 'state' | 'status' | 'chartVersion'> & { machineId?: string | undefined })
+    | undefined;
   /**
    * Fencing for owner duties (timer firings, recovery actions): when set, the write
    * fails with LeaseLostError unless `owner` holds the actor's lease and it has not

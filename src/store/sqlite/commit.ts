@@ -41,8 +41,9 @@ const BEGIN_STEP = `INSERT INTO steps (key, actor_id, name, status, result, star
 const STATE_CHANGES = 1;
 const STATUS_CHANGES = 2;
 const CHART_CHANGES = 4;
+const MACHINE_CHANGES = 8;
 /** The row's previous values are unknown: every column that may change is set. */
-const UNKNOWN_PREVIOUS = STATE_CHANGES | STATUS_CHANGES | CHART_CHANGES | 8;
+const UNKNOWN_PREVIOUS = STATE_CHANGES | STATUS_CHANGES | CHART_CHANGES | MACHINE_CHANGES | 16;
 
 /**
  * The UPDATE of the actor row, setting only the columns that change. SQLite
@@ -70,12 +71,14 @@ function updateActorSql(changes: number): string {
       'state = ?',
       'status = ?',
       'chart_version = ?',
+      'machine_id = ?',
       'state_since = CASE WHEN state = ? THEN state_since ELSE ? END',
     );
   } else {
     if (changes & STATE_CHANGES) set.push('state = ?', 'state_since = ?');
     if (changes & STATUS_CHANGES) set.push('status = ?');
     if (changes & CHART_CHANGES) set.push('chart_version = ?');
+    if (changes & MACHINE_CHANGES) set.push('machine_id = ?');
   }
   return `UPDATE actors SET ${set.join(', ')} WHERE id = ? AND version = ? AND head_hash = ?`;
 }
@@ -88,7 +91,9 @@ function changesOf(write: ActorWrite): number {
   return (
     (previous.state !== actor.state ? STATE_CHANGES : 0) |
     (previous.status !== actor.status ? STATUS_CHANGES : 0) |
-    (previous.chartVersion !== actor.chartVersion ? CHART_CHANGES : 0)
+    (previous.chartVersion !== actor.chartVersion ? CHART_CHANGES : 0) |
+    // Absent from `previous` (written by hand): set, as when nothing is known.
+    (previous.machineId !== actor.machineId ? MACHINE_CHANGES : 0)
   );
 }
 
@@ -103,11 +108,19 @@ function updateParams(write: ActorWrite, changes: number): unknown[] {
     write.nextDueAt ?? null,
   ];
   if (changes === UNKNOWN_PREVIOUS) {
-    params.push(actor.state, actor.status, actor.chartVersion, actor.state, write.transition.at);
+    params.push(
+      actor.state,
+      actor.status,
+      actor.chartVersion,
+      actor.machineId,
+      actor.state,
+      write.transition.at,
+    );
   } else {
     if (changes & STATE_CHANGES) params.push(actor.state, write.transition.at);
     if (changes & STATUS_CHANGES) params.push(actor.status);
     if (changes & CHART_CHANGES) params.push(actor.chartVersion);
+    if (changes & MACHINE_CHANGES) params.push(actor.machineId);
   }
   params.push(actor.id, write.expectedVersion, write.transition.prevHash);
   return params;
