@@ -649,6 +649,60 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
     });
 
+    it('runs a commit and a message drop again on a server whose transactions are serializable when a concurrent update made them fail; with conflict_retries=0 they fail as conflict', async () => {
+      await server.sql('CREATE DATABASE serial_db');
+      await server.sql(
+        `ALTER DATABASE serial_db SET default_transaction_isolation = 'serializable'`,
+      );
+      const other = new pg.Client({ connectionString: server.url({}, 'serial_db') });
+      other.on('error', () => undefined);
+      await other.connect();
+      raws.push(other);
+      // The other transaction updates the row the store's statement waits for,
+      // then commits: at serializable, that statement fails with 40001.
+      const concurrently = async <T>(row: string, statement: () => Promise<T>) => {
+        await other.query('BEGIN');
+        await other.query(row);
+        const pending = statement();
+        await blockedOnLock(other);
+        await other.query('COMMIT');
+        return pending;
+      };
+      const outcomes = async (
+        store: Store,
+        a: string,
+        settle: <T>(p: Promise<T>) => Promise<unknown>,
+      ) => {
+        await store.commit([write(a, 1)]);
+        await store.commit([
+          { ...write(a, 2), messagesOut: [{ to: 'b', kind: 'event', body: '{}', idx: 0 }] },
+        ]);
+        const message = (await store.pendingMessages({ limit: 10 })).find((m) => m.from === a);
+        if (message === undefined) throw new Error('no message was written');
+        return {
+          commit: await concurrently(
+            `UPDATE actors SET updated_at = updated_at WHERE id = '${a}'`,
+            () => settle(store.commit([write(a, 3)])),
+          ),
+          drop: await concurrently(`UPDATE messages SET body = body WHERE id = ${message.id}`, () =>
+            settle(store.dropMessage(message.id)),
+          ),
+        };
+      };
+      const control = open(server.url({ conflict_retries: '0' }, 'serial_db'));
+      const refused = await outcomes(control, 'a', (p) => rejection(p));
+      expect(refused.commit).toMatchObject({ operation: 'commit', kind: 'conflict', actorId: 'a' });
+      expect(refused.drop).toMatchObject({ operation: 'commit', kind: 'conflict' });
+      expect(((refused.drop as StoreError).cause as { code?: string }).code).toBe('40001');
+
+      const store = open(server.url({}, 'serial_db'));
+      const served = await outcomes(store, 'c', (p) => p);
+      expect(served).toEqual({ commit: [null], drop: true });
+      expect((await store.history('c')).map((t) => t.seq)).toEqual([1, 2, 3]);
+      // The control's message stays; this one was dropped.
+      expect((await store.pendingMessages({ limit: 10 })).map((m) => m.from)).toEqual(['a']);
+    });
+
     it('fails a commit that outlives statement_timeout as timeout, writing nothing, then recovers', async () => {
       const url = server.freshUrl({ statement_timeout: '200' });
       const store = open(url);

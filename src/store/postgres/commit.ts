@@ -33,11 +33,6 @@ import { hasExtras, writeStatement } from './statements.ts';
 export class PostgresCommitter {
   constructor(
     private readonly conn: PostgresConnection,
-    /**
-     * How often a transaction or lone statement that PostgreSQL rolled back for a
-     * deadlock or a serialization failure runs again (PostgresStoreOptions.conflictRetries).
-     */
-    private readonly conflictRetries: number,
     /** Called after every commit that reached the database (read-model refresh). */
     private readonly committed: () => void,
   ) {}
@@ -118,7 +113,7 @@ export class PostgresCommitter {
         // A write that loses its race writes nothing, so no savepoints are needed
         // unless a statement fails (a constraint, bad data): then the batch runs
         // again with a savepoint per write, and that write alone is rolled back.
-        const misses = await retryingConflicts(this.conflictRetries, async () => {
+        const misses = await retryingConflicts(this.conn.conflictRetries, async () => {
           try {
             return (
               (await this.applyBatch(client, order, results, state, false)) ??
@@ -189,7 +184,9 @@ export class PostgresCommitter {
     try {
       const pool = this.conn.pool;
       if (
-        !(await retryingConflicts(this.conflictRetries, () => this.applyWrite(pool, entry.write)))
+        !(await retryingConflicts(this.conn.conflictRetries, () =>
+          this.applyWrite(pool, entry.write),
+        ))
       ) {
         await this.explainMisses(this.conn.pool, [entry], results);
       }
@@ -214,7 +211,7 @@ export class PostgresCommitter {
   ): Promise<boolean> {
     let misses: Array<{ write: S.ActorWrite; index: number }> | undefined;
     try {
-      misses = await retryingConflicts(this.conflictRetries, () => this.applyManyOnce(phases));
+      misses = await retryingConflicts(this.conn.conflictRetries, () => this.applyManyOnce(phases));
     } catch (error) {
       throw toStoreError(error, 'commit');
     }

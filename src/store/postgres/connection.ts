@@ -197,6 +197,11 @@ export function redact(url: string, schema: string | undefined): string {
 /** The pool, its readiness (connected, schema migrated) and how operations run on it. */
 export class PostgresConnection {
   readonly pool: pg.Pool;
+  /**
+   * How often a statement or transaction that PostgreSQL rolled back for a
+   * deadlock or a serialization failure runs again (PostgresStoreOptions.conflictRetries).
+   */
+  readonly conflictRetries: number;
   private ready: Promise<void> | undefined;
   closed = false;
 
@@ -205,6 +210,7 @@ export class PostgresConnection {
     private readonly options: PostgresStoreOptions,
   ) {
     const driver = loadDriver();
+    this.conflictRetries = options.conflictRetries ?? 3;
     this.pool = new driver.Pool({
       connectionString: url,
       max: options.poolMax ?? 10,
@@ -224,8 +230,16 @@ export class PostgresConnection {
     this.pool.on('error', ignore);
   }
 
-  /** Runs `work` in a transaction on one pooled connection. */
-  async inTransaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in a transaction on one pooled connection; again, from BEGIN,
+   * when PostgreSQL rolled it back for a deadlock or a serialization failure
+   * (`work` only queries through the function it is given).
+   */
+  inTransaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    return retryingConflicts(this.conflictRetries, () => this.transactionOnce(work));
+  }
+
+  private async transactionOnce<T>(work: (query: Query) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     client.on('error', ignore);
     let broken = false;
@@ -292,20 +306,25 @@ export class PostgresConnection {
     }
   }
 
-  /** One statement on the pool (autocommit); its rows. */
-  async query<R extends QueryResultRow>(
-    text: string | QueryConfig,
-    values?: unknown[],
-  ): Promise<R[]> {
-    const result: QueryResult<R> =
-      typeof text === 'string'
-        ? await this.pool.query<R>(text, values)
-        : await this.pool.query<R>(text);
-    return result.rows;
+  /**
+   * One statement on the pool (autocommit), run again when PostgreSQL rolled it
+   * back for a deadlock or a serialization failure; its rows.
+   */
+  query<R extends QueryResultRow>(text: string | QueryConfig, values?: unknown[]): Promise<R[]> {
+    return retryingConflicts(this.conflictRetries, async () => {
+      const result: QueryResult<R> =
+        typeof text === 'string'
+          ? await this.pool.query<R>(text, values)
+          : await this.pool.query<R>(text);
+      return result.rows;
+    });
   }
 
-  /** One statement on the pool; how many rows it changed. */
-  async change(text: string, values: unknown[]): Promise<number> {
-    return (await this.pool.query(text, values)).rowCount ?? 0;
+  /** One statement on the pool, as {@link query}; how many rows it changed. */
+  change(text: string, values: unknown[]): Promise<number> {
+    return retryingConflicts(
+      this.conflictRetries,
+      async () => (await this.pool.query(text, values)).rowCount ?? 0,
+    );
   }
 }

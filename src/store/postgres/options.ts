@@ -10,11 +10,12 @@ export interface PostgresStoreOptions {
   /** Milliseconds to wait for a connection (`connect_timeout=`, seconds in the URL). Default 10000. */
   connectTimeoutMs?: number | undefined;
   /**
-   * How many times a commit's transaction (or lone statement) that PostgreSQL
-   * rolled back for a deadlock or a serialization failure (SQLSTATE `40P01`,
-   * `40001`) is run again, after a short random wait, before the commit fails
-   * with kind `conflict` (`conflict_retries=`). Such a failure wrote nothing, so
-   * running it again is safe. Default 3; 0 never retries.
+   * How many times a statement or transaction of the store (a commit's, or any
+   * other: a message dropped, a lease taken, a read model refreshed) that
+   * PostgreSQL rolled back for a deadlock or a serialization failure (SQLSTATE
+   * `40P01`, `40001`) is run again, after a short random wait, before the
+   * operation fails with kind `conflict` (`conflict_retries=`). Such a failure
+   * wrote nothing, so running it again is safe. Default 3; 0 never retries.
    */
   conflictRetries?: number | undefined;
   /** Connections in the pool (`pool_max=`). Default 10. */

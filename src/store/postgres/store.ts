@@ -99,15 +99,14 @@ export class PostgresStore implements S.Store {
     this.pool = this.conn.pool;
     this.notifications = new CommitNotifications(this.pool);
     this.readModels = new PostgresReadModels(
-      async <R>(text: string, values?: unknown[]) =>
-        (await this.pool.query(text, values)).rows as R[],
+      <R>(text: string, values?: unknown[]) => this.conn.query(text, values) as Promise<R[]>,
       (work) => this.conn.inTransaction(work),
     );
     this.refreshes = new RefreshSchedule(options.readModelRefreshMs ?? 250, () =>
       this.readModels.refresh(),
     );
     this.announcer = new CommitAnnouncer(this.pool);
-    this.committer = new PostgresCommitter(this.conn, retries ?? 3, () => {
+    this.committer = new PostgresCommitter(this.conn, () => {
       this.refreshes.soon();
       this.announcer.committed();
     });
@@ -353,8 +352,7 @@ export class PostgresStore implements S.Store {
 
   dropMessage(id: number): Promise<boolean> {
     return this.run('commit', undefined, async () => {
-      const deleted = await this.pool.query('DELETE FROM messages WHERE id = $1', [id]);
-      return deleted.rowCount === 1;
+      return (await this.conn.change('DELETE FROM messages WHERE id = $1', [id])) === 1;
     });
   }
 
@@ -397,7 +395,7 @@ export class PostgresStore implements S.Store {
 
   recordRejection(row: S.RejectionRow): Promise<void> {
     return this.run('commit', row.actorId, async () => {
-      await this.pool.query(
+      await this.conn.change(
         `INSERT INTO rejections (actor_id, machine_id, state, event_type, reason, at)
          VALUES ($1, $2, $3, $4, $5, $6)`,
         [row.actorId, row.machineId, row.state, row.eventType, row.reason, row.at],
@@ -436,9 +434,7 @@ export class PostgresStore implements S.Store {
     return this.run('commit', undefined, async () => {
       let deleted = 0;
       if (query.before !== undefined) {
-        deleted +=
-          (await this.pool.query('DELETE FROM rejections WHERE at < $1', [query.before]))
-            .rowCount ?? 0;
+        deleted += await this.conn.change('DELETE FROM rejections WHERE at < $1', [query.before]);
       }
       if (query.keep !== undefined) {
         // The newest row past `keep`: it and everything older go (one indexed range).
@@ -448,13 +444,10 @@ export class PostgresStore implements S.Store {
         );
         const row = edge[0];
         if (row) {
-          deleted +=
-            (
-              await this.pool.query(
-                'DELETE FROM rejections WHERE at < $1 OR (at = $1 AND id <= $2)',
-                [row.at, row.id],
-              )
-            ).rowCount ?? 0;
+          deleted += await this.conn.change(
+            'DELETE FROM rejections WHERE at < $1 OR (at = $1 AND id <= $2)',
+            [row.at, row.id],
+          );
         }
       }
       return deleted;
