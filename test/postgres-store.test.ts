@@ -317,7 +317,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
      * Two workers that never run a statement again: a deadlock between their
      * batches fails one of them (kind `conflict`) instead of being hidden by a retry.
      */
-    const unretried = () => server.freshUrl({ conflict_retries: '0' });
+    const unretried = () => server.freshUrl({ rollback_retries: '0' });
 
     it('never deadlocks when two workers batch the same actors in opposite orders', async () => {
       const url = unretried();
@@ -585,7 +585,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       // in one transaction, and that transaction deadlocks.
       ['a batch with an update PostgreSQL cannot store (a statement per write)', ['c']],
     ])(
-      'runs %s PostgreSQL rolled back for a deadlock again, and commits it; with conflict_retries=0 it fails as conflict, writing nothing',
+      'runs %s PostgreSQL rolled back for a deadlock again, and commits it; with rollback_retries=0 it fails as conflict, writing nothing',
       async (_, bad) => {
         // The batch locks a, then waits for b, which the raw transaction holds.
         const lockA = `SELECT 1 FROM actors WHERE id = 'a' FOR UPDATE`;
@@ -593,7 +593,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
         const ids = ['a', 'b', ...bad];
         const batch = () =>
           ids.map((id) => write(id, 2, bad.includes(id) ? '{"value":"\u0000"}' : undefined));
-        const controlUrl = server.freshUrl({ conflict_retries: '0' });
+        const controlUrl = server.freshUrl({ rollback_retries: '0' });
         const url = server.freshUrl();
         const [control, store] = [open(controlUrl), open(url)];
         for (const s of [control, store]) await s.commit(ids.map((id) => write(id, 1)));
@@ -619,7 +619,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       },
     );
 
-    it('runs a lone write PostgreSQL rolled back for a deadlock again, and commits it; with conflict_retries=0 it fails as conflict, naming the actor', async () => {
+    it('runs a lone write PostgreSQL rolled back for a deadlock again, and commits it; with rollback_retries=0 it fails as conflict, naming the actor', async () => {
       // A write delivering a message locks the message, then its actor's row.
       const setUp = async (store: Store) => {
         await store.commit([write('p', 1), write('r', 1)]);
@@ -634,7 +634,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
         };
       };
       const lockR = `SELECT 1 FROM actors WHERE id = 'r' FOR UPDATE`;
-      const controlUrl = server.freshUrl({ conflict_retries: '0' });
+      const controlUrl = server.freshUrl({ rollback_retries: '0' });
       const url = server.freshUrl();
       const [control, store] = [open(controlUrl), open(url)];
 
@@ -655,7 +655,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
     });
 
-    it('runs a commit and a message drop again on a server whose transactions are serializable when a concurrent update made them fail; with conflict_retries=0 they fail as conflict', async () => {
+    it('runs a commit and a message drop again on a server whose transactions are serializable when a concurrent update made them fail; with rollback_retries=0 they fail as conflict', async () => {
       await server.sql('CREATE DATABASE serial_db');
       await server.sql(
         `ALTER DATABASE serial_db SET default_transaction_isolation = 'serializable'`,
@@ -695,7 +695,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
           ),
         };
       };
-      const control = open(server.url({ conflict_retries: '0' }, 'serial_db'));
+      const control = open(server.url({ rollback_retries: '0' }, 'serial_db'));
       const refused = await outcomes(control, 'a', (p) => rejection(p));
       expect(refused.commit).toMatchObject({ operation: 'commit', kind: 'conflict', actorId: 'a' });
       expect(refused.drop).toMatchObject({ operation: 'commit', kind: 'conflict' });

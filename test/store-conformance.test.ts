@@ -1421,7 +1421,7 @@ describe('openStore', () => {
   it('parses postgres URL parameters and passes the others to pg', () => {
     expect(
       parseStoreUrl(
-        'postgres://u:p@h/db?statement_timeout=250&connect_timeout=3&pool_max=4&conflict_retries=0&schema=app_1&sslmode=disable',
+        'postgres://u:p@h/db?statement_timeout=250&connect_timeout=3&pool_max=4&rollback_retries=0&schema=app_1&sslmode=disable',
       ),
     ).toEqual({
       kind: 'postgres',
@@ -1430,22 +1430,22 @@ describe('openStore', () => {
         statementTimeoutMs: 250,
         connectTimeoutMs: 3_000,
         poolMax: 4,
-        conflictRetries: 0,
+        rollbackRetries: 0,
         schema: 'app_1',
       },
     });
   });
 
   it.each([-1, 1.5, Number.NaN, '3'])(
-    'refuses conflictRetries %s as an option of the PostgreSQL store, and takes 0',
+    'refuses rollbackRetries %s as an option of the PostgreSQL store, and takes 0',
     async (retries) => {
       const url = 'postgres://u:p@db.invalid/db';
       const error = thrownBy(() =>
-        openPostgresStore(url, { conflictRetries: retries as unknown as number }),
+        openPostgresStore(url, { rollbackRetries: retries as unknown as number }),
       );
       expect(error).toBeInstanceOf(InvalidOptionsError);
-      expect((error as Error).message).toContain('conflictRetries');
-      await openPostgresStore(url, { conflictRetries: 0 }).close();
+      expect((error as Error).message).toContain('rollbackRetries');
+      await openPostgresStore(url, { rollbackRetries: 0 }).close();
     },
   );
 
@@ -1462,8 +1462,8 @@ describe('openStore', () => {
     'postgres://admin:hunter2@host/db?statement_timeout=soon',
     'postgres://admin:hunter2@host/db?pool_max=0',
     'postgres://admin:hunter2@host/db?connect_timeout=-1',
-    'postgres://admin:hunter2@host/db?conflict_retries=-1',
-    'postgres://admin:hunter2@host/db?conflict_retries=many',
+    'postgres://admin:hunter2@host/db?rollback_retries=-1',
+    'postgres://admin:hunter2@host/db?rollback_retries=many',
     'postgres://admin:hunter2@host/db?schema=Robert%27);DROP',
   ])('refuses %s as a bad_url', (url) => {
     const error = thrownBy(() => openStore(url));

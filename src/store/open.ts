@@ -43,7 +43,7 @@ function badUrl(detail: string): StoreError {
  * - `memory:`;
  * - `postgres://…` / `postgresql://…`, with optional query parameters
  *   `statement_timeout=<ms>`, `connect_timeout=<s>`, `pool_max=<n>`,
- *   `conflict_retries=<n>`, `schema=<name>` (lower-case identifier); any other parameter (`sslmode`,
+ *   `rollback_retries=<n>`, `schema=<name>` (lower-case identifier); any other parameter (`sslmode`,
  *   `application_name`, …) is passed to `pg` as is.
  *
  * @example
@@ -111,8 +111,8 @@ function parsePostgresUrl(url: string): StoreUrl {
       options.connectTimeoutMs = integer(name, value, 1) * 1000;
     } else if (name === 'pool_max') {
       options.poolMax = integer(name, value, 1);
-    } else if (name === 'conflict_retries') {
-      options.conflictRetries = integer(name, value, 0);
+    } else if (name === 'rollback_retries') {
+      options.rollbackRetries = integer(name, value, 0);
     } else if (name === 'schema') {
       if (!SCHEMA_NAME.test(value)) {
         throw badUrl('schema must be a lower-case identifier ([a-z_][a-z0-9_]*, ≤ 63 characters)');

@@ -7,7 +7,7 @@
  * parent) go alone, one statement each, and so do the other writes of their
  * actors (in batch order). A transaction or lone statement that PostgreSQL
  * rolls back for a deadlock or a serialization failure runs again (up to
- * `conflictRetries` times). Only what must survive a crash is written
+ * `rollbackRetries` times). Only what must survive a crash is written
  * here; read models are derived later (./read-models.ts).
  */
 import type { PoolClient } from 'pg';
@@ -113,7 +113,7 @@ export class PostgresCommitter {
         // A write that loses its race writes nothing, so no savepoints are needed
         // unless a statement fails (a constraint, bad data): then the batch runs
         // again with a savepoint per write, and that write alone is rolled back.
-        const misses = await retryingConflicts(this.conn.conflictRetries, async () => {
+        const misses = await retryingConflicts(this.conn.rollbackRetries, async () => {
           try {
             return (
               (await this.applyBatch(client, order, results, state, false)) ??
@@ -184,7 +184,7 @@ export class PostgresCommitter {
     try {
       const pool = this.conn.pool;
       if (
-        !(await retryingConflicts(this.conn.conflictRetries, () =>
+        !(await retryingConflicts(this.conn.rollbackRetries, () =>
           this.applyWrite(pool, entry.write),
         ))
       ) {
@@ -211,7 +211,7 @@ export class PostgresCommitter {
   ): Promise<boolean> {
     let misses: Array<{ write: S.ActorWrite; index: number }> | undefined;
     try {
-      misses = await retryingConflicts(this.conn.conflictRetries, () => this.applyManyOnce(phases));
+      misses = await retryingConflicts(this.conn.rollbackRetries, () => this.applyManyOnce(phases));
     } catch (error) {
       throw toStoreError(error, 'commit');
     }

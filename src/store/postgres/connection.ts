@@ -199,9 +199,9 @@ export class PostgresConnection {
   readonly pool: pg.Pool;
   /**
    * How often a statement or transaction that PostgreSQL rolled back for a
-   * deadlock or a serialization failure runs again (PostgresStoreOptions.conflictRetries).
+   * deadlock or a serialization failure runs again (PostgresStoreOptions.rollbackRetries).
    */
-  readonly conflictRetries: number;
+  readonly rollbackRetries: number;
   private ready: Promise<void> | undefined;
   closed = false;
 
@@ -210,7 +210,7 @@ export class PostgresConnection {
     private readonly options: PostgresStoreOptions,
   ) {
     const driver = loadDriver();
-    this.conflictRetries = options.conflictRetries ?? 3;
+    this.rollbackRetries = options.rollbackRetries ?? 3;
     this.pool = new driver.Pool({
       connectionString: url,
       max: options.poolMax ?? 10,
@@ -236,7 +236,7 @@ export class PostgresConnection {
    * (`work` only queries through the function it is given).
    */
   inTransaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
-    return retryingConflicts(this.conflictRetries, () => this.transactionOnce(work));
+    return retryingConflicts(this.rollbackRetries, () => this.transactionOnce(work));
   }
 
   private async transactionOnce<T>(work: (query: Query) => Promise<T>): Promise<T> {
@@ -311,7 +311,7 @@ export class PostgresConnection {
    * back for a deadlock or a serialization failure; its rows.
    */
   query<R extends QueryResultRow>(text: string | QueryConfig, values?: unknown[]): Promise<R[]> {
-    return retryingConflicts(this.conflictRetries, async () => {
+    return retryingConflicts(this.rollbackRetries, async () => {
       const result: QueryResult<R> =
         typeof text === 'string'
           ? await this.pool.query<R>(text, values)
@@ -323,7 +323,7 @@ export class PostgresConnection {
   /** One statement on the pool, as {@link query}; how many rows it changed. */
   change(text: string, values: unknown[]): Promise<number> {
     return retryingConflicts(
-      this.conflictRetries,
+      this.rollbackRetries,
       async () => (await this.pool.query(text, values)).rowCount ?? 0,
     );
   }

@@ -14,10 +14,12 @@ export interface PostgresStoreOptions {
    * other: a message dropped, a lease taken, a read model refreshed) that
    * PostgreSQL rolled back for a deadlock or a serialization failure (SQLSTATE
    * `40P01`, `40001`) is run again, after a short random wait, before the
-   * operation fails with kind `conflict` (`conflict_retries=`). Such a failure
+   * operation fails with kind `conflict` (`rollback_retries=`). Such a failure
    * wrote nothing, so running it again is safe. Default 3; 0 never retries.
+   * (Not the runtime's `conflictRetries`, which sends an event again after its
+   * compare-and-set lost a race.)
    */
-  conflictRetries?: number | undefined;
+  rollbackRetries?: number | undefined;
   /** Connections in the pool (`pool_max=`). Default 10. */
   poolMax?: number | undefined;
   /**

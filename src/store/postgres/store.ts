@@ -86,10 +86,10 @@ export class PostgresStore implements S.Store {
   constructor(url: string, options: PostgresStoreOptions = {}) {
     requireArg('PostgresStore', 'url', typeof url === 'string', 'a postgres:// URL');
     requireOptions('PostgresStore', options);
-    const retries = options.conflictRetries;
+    const retries = options.rollbackRetries;
     requireArg(
       'PostgresStore',
-      'options.conflictRetries',
+      'options.rollbackRetries',
       retries === undefined || (Number.isSafeInteger(retries) && retries >= 0),
       'a whole number ≥ 0',
     );
