@@ -5,6 +5,7 @@
  * connection killed mid-transaction, a server that goes away and comes back.
  */
 import pg from 'pg';
+import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/open.ts';
@@ -18,7 +19,7 @@ import {
   migratePostgres,
   postgresSchemaVersion,
 } from '../src/store/postgres/schema.ts';
-import type { Store } from '../src/store/types.ts';
+import type { Store, StoreRetry } from '../src/store/types.ts';
 import { postgresAvailable, startPostgres, type PostgresServer } from './support/postgres.ts';
 import { write } from './support/writes.ts';
 
@@ -579,6 +580,14 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       return pending;
     }
 
+    /** What the control's and the store's onRetry hear, in order. */
+    function retriesTold(control: Store, store: Store): Array<[string, StoreRetry]> {
+      const told: Array<[string, StoreRetry]> = [];
+      control.onRetry?.((retry) => told.push(['control', retry]));
+      store.onRetry?.((retry) => told.push(['store', retry]));
+      return told;
+    }
+
     it.each([
       ['a batch (one statement)', [] as string[]],
       // Its statement fails on c's data: the batch then runs a statement per write
@@ -596,6 +605,7 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
         const controlUrl = server.freshUrl({ rollback_retries: '0' });
         const url = server.freshUrl();
         const [control, store] = [open(controlUrl), open(url)];
+        const told = retriesTold(control, store);
         for (const s of [control, store]) await s.commit(ids.map((id) => write(id, 1)));
         const before = { a: await persisted(control, 'a'), b: await persisted(control, 'b') };
 
@@ -610,6 +620,9 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
 
         const results = await deadlocked(url, lockB, lockA, () => store.commit(batch()));
         expect(results.slice(0, 2)).toEqual([null, null]);
+        expect(told).toEqual([
+          ['store', { code: '40P01', attempt: 1, detail: 'deadlock detected' }],
+        ]);
         for (const error of results.slice(2)) {
           expect(error).toMatchObject({ name: 'StoreError', kind: 'invalid_data', actorId: 'c' });
         }
@@ -637,6 +650,12 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       const controlUrl = server.freshUrl({ rollback_retries: '0' });
       const url = server.freshUrl();
       const [control, store] = [open(controlUrl), open(url)];
+      const told = retriesTold(control, store);
+      // The runtime logs each run again at WARN.
+      const logged: string[] = [];
+      const runtime = getRuntime(store, {
+        logger: pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) }),
+      });
 
       const refused = await setUp(control);
       const failed = await deadlocked(controlUrl, lockR, refused.lockMessage, () =>
@@ -653,6 +672,16 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect(results).toEqual([null]);
       expect((await store.loadActor('r'))?.version).toBe(2);
       expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
+      expect(told).toEqual([['store', { code: '40P01', attempt: 1, detail: 'deadlock detected' }]]);
+      await runtime.close();
+      expect(logged.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([
+        {
+          level: 40,
+          code: '40P01',
+          attempt: 1,
+          msg: 'the store ran a statement again: the database rolled it back',
+        },
+      ]);
     });
 
     it('runs a commit and a message drop again on a server whose transactions are serializable when a concurrent update made them fail; with rollback_retries=0 they fail as conflict', async () => {
@@ -696,14 +725,24 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
         };
       };
       const control = open(server.url({ rollback_retries: '0' }, 'serial_db'));
+      const store = open(server.url({}, 'serial_db'));
+      const told = retriesTold(control, store);
       const refused = await outcomes(control, 'a', (p) => rejection(p));
       expect(refused.commit).toMatchObject({ operation: 'commit', kind: 'conflict', actorId: 'a' });
       expect(refused.drop).toMatchObject({ operation: 'commit', kind: 'conflict' });
       expect(((refused.drop as StoreError).cause as { code?: string }).code).toBe('40001');
 
-      const store = open(server.url({}, 'serial_db'));
       const served = await outcomes(store, 'c', (p) => p);
       expect(served).toEqual({ commit: [null], drop: true });
+      const serialization = {
+        code: '40001',
+        attempt: 1,
+        detail: 'could not serialize access due to concurrent update',
+      };
+      expect(told).toEqual([
+        ['store', serialization],
+        ['store', serialization],
+      ]);
       expect((await store.history('c')).map((t) => t.seq)).toEqual([1, 2, 3]);
       // The control's message stays; this one was dropped.
       expect((await store.pendingMessages({ limit: 10 })).map((m) => m.from)).toEqual(['a']);

@@ -142,7 +142,13 @@ export class DurableRuntime {
     });
     for (const chart of options.charts ?? []) this.registerChart(chart);
     if (options.maxLiveActors !== undefined) this.limitLiveActors(options.maxLiveActors);
+    this.unlistenRetries = store.onRetry?.((retry) =>
+      this.logger.warn(retry, 'the store ran a statement again: the database rolled it back'),
+    );
   }
+
+  /** Stops logging the store's runs again (Store.onRetry), once closed. */
+  private readonly unlistenRetries: (() => void) | undefined;
 
   // ---- charts and observers ----------------------------------------------------
 
@@ -591,6 +597,7 @@ export class DurableRuntime {
     this.timers.close();
     await this.leases.close();
     for (const actor of [...this.live.values()]) actor.detach();
+    this.unlistenRetries?.();
     this.onClose?.();
   }
 

@@ -580,6 +580,16 @@ export interface RememberedRequest {
   now: number;
 }
 
+/** A statement or transaction a store runs again after the database rolled it back (Store.onRetry). */
+export interface StoreRetry {
+  /** The database's code for why: `40P01` (deadlock), `40001` (serialization failure). */
+  code: string;
+  /** Which time it runs again: 1 the first. */
+  attempt: number;
+  /** The database's message. */
+  detail: string;
+}
+
 /** Every facet of the contract, and what belongs to the store as a whole. */
 export interface Store
   extends
@@ -607,5 +617,12 @@ export interface Store
    * followers poll. Returns the unsubscribe.
    */
   onCommits?(listener: () => void): () => void;
+  /**
+   * Calls `listener` each time the store runs a statement or transaction again
+   * because the database rolled it back (PostgreSQL: a deadlock or a
+   * serialization failure; see its `rollbackRetries`); absent where the store
+   * never does. The runtime logs each at WARN. Returns the unsubscribe.
+   */
+  onRetry?(listener: (retry: StoreRetry) => void): () => void;
   close(): Promise<void>;
 }

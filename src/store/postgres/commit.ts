@@ -21,7 +21,6 @@ import {
   failedOnData,
   ignore,
   ownFailure,
-  retryingConflicts,
   toStoreError,
   transientConflict,
   type PostgresConnection,
@@ -113,7 +112,7 @@ export class PostgresCommitter {
         // A write that loses its race writes nothing, so no savepoints are needed
         // unless a statement fails (a constraint, bad data): then the batch runs
         // again with a savepoint per write, and that write alone is rolled back.
-        const misses = await retryingConflicts(this.conn.rollbackRetries, async () => {
+        const misses = await this.conn.retrying(async () => {
           try {
             return (
               (await this.applyBatch(client, order, results, state, false)) ??
@@ -183,11 +182,7 @@ export class PostgresCommitter {
   ): Promise<void> {
     try {
       const pool = this.conn.pool;
-      if (
-        !(await retryingConflicts(this.conn.rollbackRetries, () =>
-          this.applyWrite(pool, entry.write),
-        ))
-      ) {
+      if (!(await this.conn.retrying(() => this.applyWrite(pool, entry.write)))) {
         await this.explainMisses(this.conn.pool, [entry], results);
       }
     } catch (error) {
@@ -211,7 +206,7 @@ export class PostgresCommitter {
   ): Promise<boolean> {
     let misses: Array<{ write: S.ActorWrite; index: number }> | undefined;
     try {
-      misses = await retryingConflicts(this.conn.rollbackRetries, () => this.applyManyOnce(phases));
+      misses = await this.conn.retrying(() => this.applyManyOnce(phases));
     } catch (error) {
       throw toStoreError(error, 'commit');
     }

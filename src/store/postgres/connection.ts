@@ -14,6 +14,7 @@ import {
 } from '../../core/errors.ts';
 import { requireOptional } from '../../core/optional.ts';
 import { wrapStoreError } from '../store-error.ts';
+import type { StoreRetry } from '../types.ts';
 import type { PostgresStoreOptions } from './options.ts';
 import { migratePostgres } from './schema.ts';
 
@@ -145,12 +146,22 @@ export function transientConflict(error: unknown): boolean {
  * 2, 4, 8… ms), so that the transactions that collided do not meet again in
  * step. Any other failure, or the last one, is thrown as it is.
  */
-export async function retryingConflicts<T>(retries: number, attempt: () => Promise<T>): Promise<T> {
+export async function retryingConflicts<T>(
+  retries: number,
+  attempt: () => Promise<T>,
+  /** Told before each run again. */
+  retrying?: (retry: StoreRetry) => void,
+): Promise<T> {
   for (let tries = 0; ; tries++) {
     try {
       return await attempt();
     } catch (error) {
       if (tries >= retries || !transientConflict(error)) throw error;
+      retrying?.({
+        code: (error as { code: string }).code,
+        attempt: tries + 1,
+        detail: error instanceof Error ? error.message : String(error),
+      });
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 ** (tries + 1)));
     }
   }
@@ -202,6 +213,8 @@ export class PostgresConnection {
    * deadlock or a serialization failure runs again (PostgresStoreOptions.rollbackRetries).
    */
   readonly rollbackRetries: number;
+  /** Told of every run again (Store.onRetry). */
+  readonly retryListeners = new Set<(retry: StoreRetry) => void>();
   private ready: Promise<void> | undefined;
   closed = false;
 
@@ -236,7 +249,7 @@ export class PostgresConnection {
    * (`work` only queries through the function it is given).
    */
   inTransaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
-    return retryingConflicts(this.rollbackRetries, () => this.transactionOnce(work));
+    return this.retrying(() => this.transactionOnce(work));
   }
 
   private async transactionOnce<T>(work: (query: Query) => Promise<T>): Promise<T> {
@@ -260,6 +273,19 @@ export class PostgresConnection {
       client.release(broken ? new Error('connection broken') : undefined);
     }
   }
+
+  /**
+   * Runs `attempt`, and again after a deadlock or serialization failure, up to
+   * {@link rollbackRetries} times ({@link retryingConflicts}), telling the
+   * {@link retryListeners}.
+   */
+  retrying<T>(attempt: () => Promise<T>): Promise<T> {
+    return retryingConflicts(this.rollbackRetries, attempt, this.told);
+  }
+
+  private readonly told = (retry: StoreRetry): void => {
+    for (const listener of this.retryListeners) listener(retry);
+  };
 
   /** Connects and migrates once; rejects with the raw connection error (see `run`). */
   ensureReady(): Promise<void> {
@@ -311,7 +337,7 @@ export class PostgresConnection {
    * back for a deadlock or a serialization failure; its rows.
    */
   query<R extends QueryResultRow>(text: string | QueryConfig, values?: unknown[]): Promise<R[]> {
-    return retryingConflicts(this.rollbackRetries, async () => {
+    return this.retrying(async () => {
       const result: QueryResult<R> =
         typeof text === 'string'
           ? await this.pool.query<R>(text, values)
@@ -322,9 +348,6 @@ export class PostgresConnection {
 
   /** One statement on the pool, as {@link query}; how many rows it changed. */
   change(text: string, values: unknown[]): Promise<number> {
-    return retryingConflicts(
-      this.rollbackRetries,
-      async () => (await this.pool.query(text, values)).rowCount ?? 0,
-    );
+    return this.retrying(async () => (await this.pool.query(text, values)).rowCount ?? 0);
   }
 }

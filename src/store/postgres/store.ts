@@ -487,6 +487,12 @@ export class PostgresStore implements S.Store {
     });
   }
 
+  /** Each statement or transaction run again after a deadlock or serialization failure. */
+  onRetry(listener: (retry: S.StoreRetry) => void): () => void {
+    this.conn.retryListeners.add(listener);
+    return () => void this.conn.retryListeners.delete(listener);
+  }
+
   /** Commits by any process sharing the database (LISTEN/NOTIFY). */
   onCommits(listener: () => void): () => void {
     return this.notifications.subscribe(listener);
