@@ -137,6 +137,9 @@ async function newTask(store: Store, id: string): Promise<TaskActor> {
 async function pairedChild(args: PairedChildArgs): Promise<void> {
   const batches: ActorWrite[][] = [];
   const store = recordingStore(openStore(args.durableUrl), batches);
+  // Statements the store ran again after a deadlock or serialization failure.
+  let retried = 0;
+  store.onRetry?.(() => retried++);
   const raw = new pg.Client({
     connectionString: args.serverUrl,
     options: `-c search_path=${args.rawSchema}`,
@@ -177,7 +180,11 @@ async function pairedChild(args: PairedChildArgs): Promise<void> {
       );
       sent += Number(n);
       const ms = now() - start;
-      reply({ ms, count: batches.slice(from).reduce((sum, b) => sum + b.length, 0) });
+      reply({
+        ms,
+        count: batches.slice(from).reduce((sum, b) => sum + b.length, 0),
+        retried,
+      });
     } else if (command === 'raw') {
       const start = now();
       const pending = batches.slice(replayed);
@@ -219,7 +226,8 @@ async function contendChild(args: ContendChildArgs): Promise<void> {
   const actors = await Promise.all(args.actorIds.map((id) => newTask(store, id)));
   reply({ ready: true });
   await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
-  const stats = { transitions: 0, conflicts: 0, invalid: 0 };
+  const stats = { transitions: 0, conflicts: 0, invalid: 0, retried: 0 };
+  store.onRetry?.(() => stats.retried++);
   const end = now() + args.durationMs;
   // One lane per actor: a worker keeps every shared actor busy, as its peers do.
   await Promise.all(
@@ -347,25 +355,29 @@ async function benchPaired(
     const warm = Math.ceil(3_000 / (perBlock * lanes));
     const rounds = options.quick ? 10 : 40;
     const blocks: PairedBlock[] = [];
+    let rollbackRetries = 0;
     const phase = async (line: string) => {
       for (const c of children) c.send(line);
       const results = await Promise.all(
-        children.map((c) => c.next<{ ms: number; count: number }>()),
+        children.map((c) => c.next<{ ms: number; count: number; retried?: number }>()),
       );
       return {
         ms: Math.max(...results.map((r) => r.ms)),
         count: results.reduce((sum, r) => sum + r.count, 0),
+        retried: results.reduce((sum, r) => sum + (r.retried ?? 0), 0),
       };
     };
     for (let r = 0; r < warm + rounds; r++) {
       const ours = await phase(`durable ${perBlock}`);
+      // Each durable reply carries its worker's running count: the last is the total.
+      rollbackRetries = ours.retried;
       const base = await phase('raw');
       if (r >= warm) blocks.push({ count: ours.count, oursMs: ours.ms, baseMs: base.ms });
     }
     const figures = pairedFigures(blocks);
     const inFlight = lanes > 1 ? `, ${lanes} tasks in flight` : '';
     options.log(
-      `  ${workers} worker(s)${inFlight}: ours ${figures.value.toFixed(0)}/s, raw pg ${figures.baseline.toFixed(0)}/s, ratio ${figures.ratio.toFixed(2)}`,
+      `  ${workers} worker(s)${inFlight}: ours ${figures.value.toFixed(0)}/s, raw pg ${figures.baseline.toFixed(0)}/s, ratio ${figures.ratio.toFixed(2)}, ${rollbackRetries} statement(s) run again`,
     );
     return judge({
       id: lanes > 1 ? `postgres-durable-${lanes}-in-flight` : `postgres-durable-${workers}w`,
@@ -382,7 +394,7 @@ async function benchPaired(
           : `raw pg, the same rows and statements, one commit each, ${workers} process(es)`,
       ratio: figures.ratio,
       target: { on: 'ratio', op: '>=', value: lanes > 1 ? 0.7 : 0.8 },
-      details: { workers, lanes, perBlock, ...figures },
+      details: { workers, lanes, perBlock, rollbackRetries, ...figures },
     });
   } finally {
     await Promise.all(children.map((c) => c.close()));
@@ -403,20 +415,23 @@ async function benchContention(options: PostgresBenchOptions): Promise<BenchRow>
     await Promise.all(children.map((c) => c.next()));
     for (const c of children) c.send('go');
     const results = await Promise.all(
-      children.map((c) => c.next<{ transitions: number; conflicts: number; invalid: number }>()),
+      children.map((c) =>
+        c.next<{ transitions: number; conflicts: number; invalid: number; retried: number }>(),
+      ),
     );
     const total = results.reduce(
       (sum, r) => ({
         transitions: sum.transitions + r.transitions,
         conflicts: sum.conflicts + r.conflicts,
         invalid: sum.invalid + r.invalid,
+        rollbackRetries: sum.rollbackRetries + r.retried,
       }),
-      { transitions: 0, conflicts: 0, invalid: 0 },
+      { transitions: 0, conflicts: 0, invalid: 0, rollbackRetries: 0 },
     );
     const rate = (total.transitions / durationMs) * 1000;
     const conflictRate = total.conflicts / Math.max(1, total.transitions + total.conflicts);
     options.log(
-      `  contention: ${rate.toFixed(0)} transitions/s, ${total.conflicts} conflicts (${(conflictRate * 100).toFixed(1)}% of attempts), ${total.invalid} re-choices`,
+      `  contention: ${rate.toFixed(0)} transitions/s, ${total.conflicts} conflicts (${(conflictRate * 100).toFixed(1)}% of attempts), ${total.invalid} re-choices, ${total.rollbackRetries} statement(s) run again`,
     );
     return judge({
       id: 'postgres-contention',

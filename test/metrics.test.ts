@@ -6,7 +6,7 @@ import { getRuntime } from '../src/durable/open.ts';
 import { type DurableRuntime } from '../src/durable/runtime.ts';
 import { createMetrics, type AgentchartsMetrics } from '../src/observe/metrics.ts';
 import { openStore } from '../src/store/open.ts';
-import type { ActorWrite, Store } from '../src/store/types.ts';
+import type { ActorWrite, Store, StoreRetry } from '../src/store/types.ts';
 import { StoreError } from '../src/core/errors.ts';
 
 const T0 = Date.parse('2026-03-01T09:00:00.000Z');
@@ -254,6 +254,38 @@ describe('metrics after real durable sends', () => {
         target: 'running',
       }),
     ).toBeUndefined();
+  });
+
+  test("count the store's runs again after a rollback, by code, until stop()", async () => {
+    const inner = openStore('sqlite::memory:');
+    const listeners = new Set<(retry: StoreRetry) => void>();
+    const store = Object.create(inner) as Store;
+    store.onRetry = (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    };
+    const retried = (code: string, attempt = 1) => {
+      for (const l of listeners) l({ code, attempt, detail: 'rolled back' });
+    };
+    const { runtime, metrics } = open(store);
+    // The runtime listens too (it logs each at WARN); the metrics add one listener.
+    expect(listeners.size).toBe(2);
+    retried('40P01');
+    retried('40P01', 2);
+    retried('40001');
+    const { value } = await scrape(metrics);
+    expect(value('agentcharts_store_rollback_retries_total', { code: '40P01' })).toBe(2);
+    expect(value('agentcharts_store_rollback_retries_total', { code: '40001' })).toBe(1);
+    // Counted whatever store the state distribution reads (`store: false` here).
+    const other = createMetrics(runtime, { store: false });
+    retried('40001');
+    expect(
+      (await scrape(other)).value('agentcharts_store_rollback_retries_total', { code: '40001' }),
+    ).toBe(1);
+    other.stop();
+    metrics.stop();
+    // Only the runtime's listener is left.
+    expect(listeners.size).toBe(1);
   });
 
   test('stop() detaches from the runtime and frees the names for another registry user', async () => {

@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { taskLifecycle } from '../machines/index.ts';
 import { createDurableActor } from '../src/durable/open.ts';
 import { getRuntime } from '../src/durable/open.ts';
+import { createMetrics } from '../src/observe/metrics.ts';
 import { ConcurrencyError, StoreError } from '../src/core/errors.ts';
 import { openStore } from '../src/store/open.ts';
 import { PostgresStore, classifyPostgresError } from '../src/store/postgres/store.ts';
@@ -656,6 +657,11 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       const runtime = getRuntime(store, {
         logger: pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) }),
       });
+      // And the metrics count each, by code.
+      const metrics = createMetrics(runtime, { store: false });
+      const rollbackRetries = async () =>
+        (await metrics.registry.getSingleMetric('agentcharts_store_rollback_retries_total')?.get())
+          ?.values;
 
       const refused = await setUp(control);
       const failed = await deadlocked(controlUrl, lockR, refused.lockMessage, () =>
@@ -673,6 +679,8 @@ describe.runIf(available)('PostgreSQL store against a real server', () => {
       expect((await store.loadActor('r'))?.version).toBe(2);
       expect(await store.pendingMessages({ limit: 10 })).toEqual([]);
       expect(told).toEqual([['store', { code: '40P01', attempt: 1, detail: 'deadlock detected' }]]);
+      expect(await rollbackRetries()).toMatchObject([{ labels: { code: '40P01' }, value: 1 }]);
+      metrics.stop();
       await runtime.close();
       expect(logged.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([
         {

@@ -15,6 +15,7 @@
  * | `agentcharts_invalid_transitions_total` | counter | machine, state, event |
  * | `agentcharts_invalid_events_total` | counter | machine, reason |
  * | `agentcharts_write_errors_total` | counter | error, kind |
+ * | `agentcharts_store_rollback_retries_total` | counter (stores that retry: PostgreSQL) | code |
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DurableRuntime } from '../durable/runtime.ts';
@@ -52,6 +53,8 @@ const HELP = {
   invalid_events_total: 'Events refused by their schema (InvalidEventError), by reason.',
   write_errors_total:
     'Transitions not committed (state unchanged), by error class and store error kind.',
+  store_rollback_retries_total:
+    'Statements or transactions the store ran again after the database rolled them back, by SQLSTATE (40P01 deadlock, 40001 serialization failure; Store.onRetry).',
   actors:
     'Actors per machine and state in the store (“Agent State Machine Design” state_distribution).',
 } as const;
@@ -164,6 +167,14 @@ export function createMetrics(
   const invalidTransitions = counter('invalid_transitions_total', ['machine', 'state', 'event']);
   const invalidEvents = counter('invalid_events_total', ['machine', 'reason']);
   const writeErrors = counter('write_errors_total', ['error', 'kind']);
+  // Registered where the runtime's store can run a statement again (PostgreSQL),
+  // whatever `store` says: the runs again are its commits', where `store` only picks
+  // what the state distribution counts.
+  let unlistenRetries: (() => void) | undefined;
+  if (runtime.store.onRetry !== undefined) {
+    const rollbackRetries = counter('store_rollback_retries_total', ['code']);
+    unlistenRetries = runtime.store.onRetry((retry) => rollbackRetries.inc({ code: retry.code }));
+  }
   if (store !== false) {
     gauge('actors', ['machine', 'state'], async function () {
       try {
@@ -256,6 +267,7 @@ export function createMetrics(
     metrics: () => registry.metrics(),
     stop: () => {
       unobserve();
+      unlistenRetries?.();
       for (const name of names) registry.removeSingleMetric(name);
       tracked.clear();
     },

@@ -621,7 +621,8 @@ export interface Store
    * Calls `listener` each time the store runs a statement or transaction again
    * because the database rolled it back (PostgreSQL: a deadlock or a
    * serialization failure; see its `rollbackRetries`); absent where the store
-   * never does. The runtime logs each at WARN. Returns the unsubscribe.
+   * never does. The runtime logs each at WARN, and `createMetrics` counts them
+   * (`agentcharts_store_rollback_retries_total`). Returns the unsubscribe.
    */
   onRetry?(listener: (retry: StoreRetry) => void): () => void;
   close(): Promise<void>;
