@@ -86,10 +86,16 @@ interface Ready {
   steps: number;
 }
 
+/** A killed worker's start, and the statements its store ran again (RETRY lines). */
+interface Round {
+  ready: Ready;
+  retried: number;
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Starts a worker, waits for it to finish recovering, lets it run `killAfterMs`, SIGKILLs it. */
-async function runUntilKilled(run: Run, round: number, killAfterMs: number): Promise<Ready> {
+async function runUntilKilled(run: Run, round: number, killAfterMs: number): Promise<Round> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', WORKER, run.dir, String(SEED), String(round)],
@@ -122,7 +128,7 @@ async function runUntilKilled(run: Run, round: number, killAfterMs: number): Pro
   if (signal !== 'SIGKILL') {
     throw new Error(`round ${round}: the worker ended by itself (code ${code}):\n${stderr}`);
   }
-  return ready;
+  return { ready, retried: stderr.match(/^RETRY /gm)?.length ?? 0 };
 }
 
 /** Checks the database as the kill left it (no recovery here: the next worker does it). */
@@ -209,9 +215,12 @@ async function crashRun(run: Run, name: string, kills: number): Promise<void> {
   };
   let reconciled = 0;
   let workerRecoverySends = 0;
+  let retried = 0;
   let last: CrashCheckResult | undefined;
   for (let round = 1; round <= kills; round++) {
-    const ready = await runUntilKilled(run, round, 30 + Math.floor(nextRandom() * 271));
+    const killed = await runUntilKilled(run, round, 30 + Math.floor(nextRandom() * 271));
+    const ready = killed.ready;
+    retried += killed.retried;
     reconciled += ready.steps;
     workerRecoverySends += ready.counts.sent;
     expect(ready.counts.failed, `round ${round}: actors the worker failed to recover`).toBe(0);
@@ -239,7 +248,8 @@ async function crashRun(run: Run, name: string, kills: number): Promise<void> {
       `(${stats.acks} acknowledged, ${stats.tornAcks} torn acks), ${stats.stepsDone} steps done ` +
       `(${stats.effects} effects, ${reconciled} reconciled after a kill), ${stats.timersFired} timers fired, ` +
       `${stats.recoverySends} recovery sends (${workerRecoverySends} by workers), ${stats.messages} messages ` +
-      `and ${stats.invokes} invoke outcomes delivered in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `and ${stats.invokes} invoke outcomes delivered, ${retried} statement(s) run again after a rollback, ` +
+      `in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
 }
 
