@@ -87,6 +87,7 @@ class Tally {
     this.add('transitions', result.transitions);
     this.add('kills', run.phases.length);
     this.add('clean restarts', run.restarts);
+    this.add('retried', run.retried);
     this.add('torn acks', result.tornAcks);
     this.add('sent before', result.sentBefore);
     for (const phase of run.phases) this.add(`phase ${phase}`);
@@ -102,7 +103,8 @@ class Tally {
       `(${this.get('too big')} more left out as too big), ${this.get('steps')} script steps, ` +
       `${this.get('transitions')} transitions committed, ${this.get('clean restarts')} clean ` +
       `restarts; ${this.get('sent before')} steps found committed before their ack and not ` +
-      `sent again, ${this.get('torn acks')} torn acks; interrupted steps at recovery: ` +
+      `sent again, ${this.get('torn acks')} torn acks, ${this.get('retried')} statements run ` +
+      `again after a rollback; interrupted steps at recovery: ` +
       `${this.list('recovered ') || 'none'}; ${this.excused.length} divergences after a ` +
       `restart with timers of two actors due and armed at once; ${this.failures.length} failing cases ` +
       `(${this.get('fail without kills')} of them without any kill too); ` +
