@@ -9,8 +9,9 @@
  * with no store code at all; the memory store with a bare fsync of a file of
  * its own between commits: what waiting on the disk costs the JavaScript after it;
  * and the same with a sleep as long as a raw commit instead of the fsync: no I/O,
- * only the wait; and XState persisted by hand (./hand-rolled.ts) on SQLite, against
- * the raw write and a started actor's sends measured apart.
+ * only the wait; and XState persisted by hand (./hand-rolled.ts), in memory against
+ * the memory store and on SQLite against the raw write and a started actor's
+ * sends measured apart.
  */
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
@@ -20,7 +21,7 @@ import type { Store } from '../../src/store/types.ts';
 import type { ActorWrite } from '../../src/store/types.ts';
 import { judge, now, recordingStore, type BenchOptions, type BenchRow } from './common.ts';
 import { HandRolledTask, plainTask } from './hand-rolled.ts';
-import { openMinimal } from './minimal.ts';
+import { openMinimal, type MinimalTransition } from './minimal.ts';
 import { COMMITS_PER_TASK, TASK_EVENTS, chart, createTask, runTask } from './workload.ts';
 
 interface Timed {
@@ -162,6 +163,35 @@ function handRolledCpu(tasks: number, file: string): { hand: number; send: numbe
   return { hand, send };
 }
 
+/**
+ * XState persisted by hand in memory: {@link HandRolledTask}'s rows (its
+ * `getPersistedSnapshot()` as JSON after each step) kept in a map, the last row
+ * of each actor and its log, as the memory store keeps them. What a memory store
+ * cannot go below: XState's step and one `JSON.stringify` of its snapshot.
+ */
+function handInMemoryTasks(tasks: number, prefix: string): Timed {
+  const actors = new Map<string, MinimalTransition>();
+  const log: MinimalTransition[] = [];
+  const keep = (row: MinimalTransition): void => {
+    actors.set(row.id, row);
+    log.push(row);
+  };
+  const start = now();
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < tasks; i++) {
+    const task = new HandRolledTask(`${prefix}-${i}`);
+    keep(task.created());
+    for (const event of TASK_EVENTS) keep(task.send(event));
+    task.stop();
+  }
+  const used = process.cpuUsage(cpu);
+  const commits = tasks * COMMITS_PER_TASK;
+  return {
+    commitsPerSecond: (commits / (now() - start)) * 1000,
+    cpuMicrosPerCommit: (used.user + used.system) / commits,
+  };
+}
+
 function bareTasks(tasks: number): number {
   const start = now();
   for (let i = 0; i < tasks; i++) {
@@ -178,19 +208,24 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
   const memory = openStore('memory:');
   await timedTasks(memory, 'warm', Math.ceil(3_000 / TASK_EVENTS.length)); // JIT
   bareTasks(1_000);
-  // Alternate blocks so drift in CPU share hits both alike; medians of the blocks.
+  handInMemoryTasks(1_000, 'warm');
+  // Alternate blocks so drift in CPU share hits all alike; medians of the blocks.
   const ours: Timed[] = [];
   const bare: number[] = [];
+  const hand: Timed[] = [];
   const blocks = 5;
   for (let b = 0; b < blocks; b++) {
     ours.push(await timedTasks(memory, `mem-${b}`, tasks / blocks));
     bare.push(bareTasks(tasks / blocks));
+    hand.push(handInMemoryTasks(tasks / blocks, `hand-${b}`));
   }
   await getRuntime(memory).close();
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
   const memoryRate = median(ours.map((t) => t.commitsPerSecond));
   const bareRate = median(bare);
   const memoryCpu = median(ours.map((t) => t.cpuMicrosPerCommit));
+  const handRate = median(hand.map((t) => t.commitsPerSecond));
+  const handCpu = median(hand.map((t) => t.cpuMicrosPerCommit));
 
   const batches: ActorWrite[][] = [];
   const inner = openSqliteStore(`${options.dir}/cpu.db`, { readModelRefreshMs: 0 });
@@ -231,7 +266,7 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
     `  XState persisted by hand: ${byHand.hand.toFixed(0)} µs CPU per commit, against raw minimal write + a started actor's send apart ${(rawCpu + byHand.send).toFixed(0)} µs (send ${byHand.send.toFixed(1)} µs)`,
   );
   options.log(
-    `  memory store: ${memoryRate.toFixed(0)} commits/s (${memoryCpu.toFixed(1)} µs CPU each), bare XState ${bareRate.toFixed(0)}/s; SQLite ${onDisk.cpuMicrosPerCommit.toFixed(0)} µs CPU per commit, raw minimal write ${rawCpu.toFixed(0)} µs, the two interleaved ${mixedCpu.toFixed(0)} µs; the memory store with an fsync between commits ${fsyncCpu.toFixed(0)} µs, with a ${(rawMsPerCommit * 1000).toFixed(0)} µs sleep instead ${sleepCpu.toFixed(0)} µs`,
+    `  memory store: ${memoryRate.toFixed(0)} commits/s (${memoryCpu.toFixed(1)} µs CPU each), bare XState ${bareRate.toFixed(0)}/s, XState persisted by hand in memory ${handRate.toFixed(0)}/s (${handCpu.toFixed(1)} µs CPU each); SQLite ${onDisk.cpuMicrosPerCommit.toFixed(0)} µs CPU per commit, raw minimal write ${rawCpu.toFixed(0)} µs, the two interleaved ${mixedCpu.toFixed(0)} µs; the memory store with an fsync between commits ${fsyncCpu.toFixed(0)} µs, with a ${(rawMsPerCommit * 1000).toFixed(0)} µs sleep instead ${sleepCpu.toFixed(0)} µs`,
   );
   return [
     judge({
@@ -244,6 +279,17 @@ export async function benchCpu(options: BenchOptions): Promise<BenchRow[]> {
       ratio: memoryRate / bareRate,
       target: { on: 'value', op: '>=', value: 40_000, unit: 'transitions/s' },
       details: { tasks, cpuMicrosPerCommit: memoryCpu },
+    }),
+    judge({
+      id: 'memory-store-hand-rolled',
+      name: 'memory store, task workload: vs XState persisted by hand in memory',
+      unit: 'transitions/s',
+      value: memoryRate,
+      baseline: handRate,
+      baselineName:
+        'a started XState actor per task, its getPersistedSnapshot() as JSON kept in a map after each step',
+      ratio: memoryRate / handRate,
+      details: { cpuMicrosPerCommit: memoryCpu, handCpuMicrosPerCommit: handCpu },
     }),
     judge({
       id: 'cpu-per-commit-memory',
