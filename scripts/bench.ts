@@ -13,8 +13,8 @@
  *   sketch (two commits per transition, WAL, FULL; skipped without `python3`) — ≥ 1;
  * - group commit of N concurrent sends vs the same rows batched raw — ≥ 0.5, and vs
  *   its floor (the batched rows + the same sends) — ≥ 0.7;
- * - the memory store's transitions/s (≥ 40,000) against bare XState transition(),
- *   and process CPU per commit on memory (≤ 25 µs) and on SQLite, and (for
+ * - the memory store's transitions/s (≥ 40,000) against bare XState transition()
+ *   and (for information) against XState persisted by hand in memory, and process CPU per commit on memory (≤ 25 µs) and on SQLite, and (for
  *   information) of the memory store and the raw write interleaved;
  * - WAL pages per commit by kind of send and for creation (≤ 4 each);
  * - strict in-memory send vs bare XState send — ≥ 0.85;
