@@ -141,6 +141,25 @@ describe('actor kinds a durable actor cannot persist', () => {
     expect((error as Error).message).toMatch(/fromPromise/);
   });
 
+  test('an invoked fromTransition is refused as transition logic, with its own hint (control: a callback is still a callback)', async () => {
+    const { fromTransition } = await import('xstate');
+    const machine = setup({
+      actors: { counter: fromTransition((n: number) => n + 1, 0) },
+    }).createMachine({
+      id: 'counting',
+      initial: 'a',
+      states: { a: { invoke: { id: 'count', src: 'counter' } } },
+    });
+    const error = await createDurableActor(machine, { id: 'y', store: open() }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UnsupportedActorError);
+    expect(error).toMatchObject({ kind: 'transition', actorId: 'count' });
+    expect((error as Error).message).toMatch(/child machine \(createMachine\)/);
+    const { actorKind } = await import('../src/durable/actor-kinds.ts');
+    expect(actorKind(fromCallback(() => () => {}))).toBe('callback');
+  });
+
   test('two different child machines sharing a machine id are refused before anything is written; one machine used twice is not', async () => {
     // A durable child is loaded by its machine's id (after a restart, by a timer,
     // by a message): one of two machines under one id would run the other's logic.

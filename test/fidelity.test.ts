@@ -3738,3 +3738,146 @@ describe('18. wildcard transitions take what XState gives them', () => {
     expect(actor.getSnapshot().value).toBe('b');
   });
 });
+
+describe('19. what a promise settles with reaches onDone and onError as XState gives it, where JSON carries it', () => {
+  class HttpError extends Error {
+    constructor(
+      message: string,
+      readonly code: number,
+      readonly config: { headers: Record<string, string> },
+    ) {
+      super(message);
+      this.name = 'HttpError';
+    }
+  }
+  const settling = (work: () => Promise<unknown>) =>
+    setup({
+      types: { context: {} as { got: unknown[] } },
+      actors: { work: fromPromise(work) },
+    }).createMachine({
+      id: 'settling',
+      initial: 'idle',
+      context: { got: [] },
+      states: {
+        idle: { on: { GO: 'working' } },
+        working: {
+          invoke: {
+            src: 'work',
+            onDone: {
+              target: 'done',
+              actions: assign({
+                got: ({ event }) => [
+                  'done',
+                  event.output === undefined ? 'undefined' : event.output,
+                ],
+              }),
+            },
+            onError: [
+              {
+                guard: ({ event }) => (event.error as { code?: unknown } | undefined)?.code === 429,
+                target: 'throttled',
+                actions: assign({ got: ({ event }) => ['throttled', event.error] }),
+              },
+              {
+                target: 'failed',
+                actions: assign({
+                  got: ({ event }) => [
+                    'failed',
+                    event.error === undefined ? 'undefined' : event.error,
+                  ],
+                }),
+              },
+            ],
+          },
+        },
+        done: {},
+        throttled: {},
+        failed: {},
+      },
+    });
+
+  async function both(machine: AnyStateMachine) {
+    const plainActor = createActor(machine).start();
+    plainActor.send({ type: 'GO' });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(machine, { id: 's1', store, schemas: false });
+    await actor.send({ type: 'GO' });
+    await getRuntime(store).drain();
+    return {
+      plain: plainActor.getSnapshot() as { value: unknown; context: { got: unknown[] } },
+      durable: actor.getSnapshot() as { value: unknown; context: { got: unknown[] } },
+      store,
+    };
+  }
+
+  test('a promise that resolves with undefined: event.output is undefined, live and after recovery', async () => {
+    const machine = settling(() => Promise.resolve(undefined));
+    const { plain: p, durable: d, store } = await both(machine);
+    expect(d.value).toBe('done');
+    expect(d.context).toEqual(p.context);
+    expect(d.context.got).toEqual(['done', 'undefined']);
+    const [step] = await store.listSteps({ actorId: 's1' });
+    expect(step?.result).toBeNull();
+    expect((await verify(store, { charts: [defineChart(machine)] })).problems).toEqual([]);
+  });
+
+  test("an error's code reaches the onError guard; its cause is kept; objects on it are not persisted", async () => {
+    const machine = settling(() =>
+      Promise.reject(
+        Object.assign(
+          new HttpError('slow down', 429, { headers: { authorization: 'Bearer secret' } }),
+          { cause: new Error('upstream said so') },
+        ),
+      ),
+    );
+    const { plain: p, durable: d, store } = await both(machine);
+    expect(p.value).toBe('throttled');
+    expect(d.value).toBe('throttled');
+    expect(d.context.got).toEqual([
+      'throttled',
+      {
+        name: 'HttpError',
+        message: 'slow down',
+        code: 429,
+        cause: { name: 'Error', message: 'upstream said so' },
+      },
+    ]);
+    const [step] = await store.listSteps({ actorId: 's1' });
+    expect(step?.result).not.toContain('secret');
+  });
+
+  test('control: an error without the code takes the other branch on both sides', async () => {
+    const machine = settling(() => Promise.reject(new HttpError('bad', 500, { headers: {} })));
+    const { plain: p, durable: d } = await both(machine);
+    expect([p.value, d.value]).toEqual(['failed', 'failed']);
+  });
+
+  test('a promise rejected with undefined: event.error is undefined, as in XState', async () => {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+    const machine = settling(() => Promise.reject(undefined));
+    const { plain: p, durable: d, store } = await both(machine);
+    expect(d.context).toEqual(p.context);
+    expect(d.context.got).toEqual(['failed', 'undefined']);
+    const [step] = await store.listSteps({ actorId: 's1' });
+    expect(step?.result).toBeNull();
+  });
+
+  test('what JSON changes, it changes (a Date arrives as its ISO string), as a Temporal activity result does', async () => {
+    const at = new Date(Date.UTC(2026, 10, 29));
+    const machine = settling(() => Promise.resolve({ at }));
+    const { durable: d } = await both(machine);
+    expect(d.context.got).toEqual(['done', { at: at.toISOString() }]);
+  });
+
+  test('outcomeOf reads a result of null as undefined, and a row written before as it was', async () => {
+    const { outcomeOf } = await import('../src/durable/invoke.ts');
+    expect(outcomeOf('done', null)).toEqual({ ok: true, output: undefined });
+    expect(outcomeOf('failed', null)).toEqual({ ok: false, error: undefined });
+    expect(outcomeOf('done', 'null')).toEqual({ ok: true, output: null });
+    expect(outcomeOf('failed', '{"error":{"name":"E","message":"m"}}')).toEqual({
+      ok: false,
+      error: { name: 'E', message: 'm' },
+    });
+  });
+});

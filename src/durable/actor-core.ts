@@ -45,9 +45,16 @@ export interface ActorCore {
         outcomesHeld: Set<{ place: number }>;
       }
     | undefined;
-  /** The actor's handle: delivers an invoke's outcome through its mailbox and send path. */
+  /**
+   * The actor's handle: delivers an invoke's outcome through its mailbox and send
+   * path, and sends what a user action sent to the actor after its step (./action-self.ts).
+   */
   handle:
-    { deliverOutcome(event: EventObject, key: string, at?: number): Promise<void> } | undefined;
+    | {
+        deliverOutcome(event: EventObject, key: string, at?: number): Promise<void>;
+        sendFromAction(event: EventObject): void;
+      }
+    | undefined;
 }
 
 export interface SendOptions {

@@ -30,6 +30,8 @@ function classify(logic: AnyActorLogic): ActorKind {
   };
   if (l.root !== undefined && typeof l.getStateNodeById === 'function') return 'machine';
   if (typeof l.config === 'function') {
+    // fromTransition's logic is the only one of a function that starts nothing.
+    if (typeof (l as { start?: unknown }).start !== 'function') return 'transition';
     // fromPromise settles on its resolve event; fromCallback/fromObservable have no such event.
     try {
       const settled = l.transition(

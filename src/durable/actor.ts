@@ -20,7 +20,7 @@ import type { LiveActor, TransitionNotice, TreeView } from './notices.ts';
 import type { DurableRuntime } from './runtime.ts';
 import { pendingTimer, type Rank } from './ledger.ts';
 import { movedElsewhere, reload } from './reload.ts';
-import { processEvent } from './send.ts';
+import { processEvent, takeActionSends } from './send.ts';
 import { resumeInvokes, type InvokeRecovery } from './invoke.ts';
 import {
   runStep,
@@ -217,6 +217,27 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
         await processEvent(this.core, event, 'invoke', { invoke: key, at });
       }, undefined),
     );
+  }
+
+  /**
+   * @internal Takes events a user action sent to this actor with `self.send`
+   * (./action-self.ts) after its step: those sent while the step's actions ran,
+   * right after it and ahead of anything queued since.
+   */
+  takeActionSends(events: readonly EventObject[]): Promise<void> {
+    return this.enqueue(async () => {
+      await takeActionSends(this.core, events, this.core.snapshot);
+    });
+  }
+
+  /**
+   * @internal An event a user action sends to this actor later (from a callback,
+   * after an await): in turn, as a caller's send goes.
+   */
+  sendFromAction(event: EventObject): void {
+    const turn = this.runtime.turnFor(this.id);
+    const take = () => this.takeActionSends([event]);
+    void (turn === undefined ? take() : turn.then(take));
   }
 
   /**

@@ -3,9 +3,11 @@
  * aborted, its messages posted, its effects run and its listeners told — none of
  * which can undo the commit. Also what a failed commit leaves behind.
  */
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { ConcurrencyError, LeaseLostError } from '../core/errors.ts';
 import type { ActorWrite } from '../store/types.ts';
 import type { ActorCore } from './actor-core.ts';
+import { actionSelf, runningActions, withActionSelf } from './action-self.ts';
 import type { TimerArm } from './placed-timers.ts';
 import { invokeStepName } from './actor-ids.ts';
 import type { Effects } from './effects.ts';
@@ -165,24 +167,33 @@ export function commitFailed(
 
 /**
  * Runs effects and tells listeners and observers; nothing here can undo the
- * committed transition. The notice is built only when someone listens.
+ * committed transition. The notice is built only when someone listens. Returns
+ * the events the effects sent to the actor itself (./action-self.ts), for the
+ * caller to take next; `before`: the snapshot they see as their actor's.
  */
 export function afterCommit(
   core: ActorCore,
   plan: Pick<Effects, 'effects' | 'emitted'>,
+  before: AnyMachineSnapshot,
   notice: () => TransitionNotice,
-): void {
+): EventObject[] | undefined {
   const runtime = core.runtime;
-  for (const effect of plan.effects) {
-    try {
-      effect.exec?.(effect.info, effect.params);
-    } catch (error) {
-      runtime.logger.error(
-        { actorId: core.id, action: effect.type, err: error },
-        'effect threw after commit',
-      );
-    }
-  }
+  const sent =
+    plan.effects.length === 0
+      ? undefined
+      : runningActions(core, before, () => {
+          const self = actionSelf(core);
+          for (const effect of plan.effects) {
+            try {
+              effect.exec?.(withActionSelf(effect.info, self), effect.params);
+            } catch (error) {
+              runtime.logger.error(
+                { actorId: core.id, action: effect.type, err: error },
+                'effect threw after commit',
+              );
+            }
+          }
+        });
   const at = runtime.clock.now();
   for (const event of plan.emitted) {
     for (const type of [event.type, '*']) {
@@ -198,7 +209,7 @@ export function afterCommit(
   }
   const logged = runtime.logger.isLevelEnabled('info');
   const listeners = core.listeners;
-  if (!listeners?.size && !logged && !runtime.observed('onTransition')) return;
+  if (!listeners?.size && !logged && !runtime.observed('onTransition')) return sent;
   const n = notice();
   if (logged) {
     runtime.logger.info(
@@ -225,4 +236,5 @@ export function afterCommit(
     }
   }
   runtime.notify('onTransition', n);
+  return sent;
 }

@@ -173,7 +173,7 @@ export async function createActor<TLogic extends AnyStateMachine>(
   postMessages(runtime, write, false, effects.base);
   // What the initial entry emitted reaches the runtime's observers (the actor's own
   // listeners cannot exist yet), as a plain actor's listeners attached before start.
-  afterCommit(core, effects, () => ({
+  const sent = afterCommit(core, effects, initial, () => ({
     actorId: options.id,
     machineId: machine.id,
     version: 1,
@@ -187,5 +187,14 @@ export async function createActor<TLogic extends AnyStateMachine>(
     snapshot: initial,
     previous: undefined,
   }));
+  // What its initial entry's actions sent to the actor itself, taken before it is
+  // handed out, as XState's `start()` takes it: after the children of its initial
+  // state started and what they sent it on start (XState starts them first). A
+  // child spawned in a cascade takes them at once (waiting for that cascade would
+  // wait for itself).
+  if (sent !== undefined) {
+    if (spawned === undefined) await runtime.turnFor(options.id);
+    await actor.takeActionSends(sent);
+  }
   return actor;
 }

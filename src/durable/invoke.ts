@@ -66,9 +66,12 @@ async function settle(logic: AnyActorLogic, args: DurablePromiseArgs<unknown>): 
   } catch (error) {
     return { ok: false, error: errorValue(error) };
   }
+  // A promise that resolves with nothing delivers nothing: `event.output` is
+  // undefined, as in XState (its step's result is null).
+  if (output === undefined) return { ok: true, output: undefined };
   let text: string | undefined;
   try {
-    text = JSON.stringify(output ?? null);
+    text = JSON.stringify(output);
   } catch {
     text = undefined; // a BigInt, a cycle
   }
@@ -292,7 +295,7 @@ async function finish(
       await store.finishStep(
         invoke.key,
         outcome.ok ? 'done' : 'failed',
-        JSON.stringify(outcome.ok ? (outcome.output ?? null) : { error: outcome.error }),
+        resultOf(outcome),
         clock.now(),
       );
     } catch (error) {
@@ -361,9 +364,18 @@ export function stopInvoke(core: ActorCore, key: string): void {
   running.abort();
 }
 
+/** A settled invoke's step result: null for `undefined` (resolved or rejected with it). */
+function resultOf(outcome: Outcome): string | null {
+  if (outcome.ok) return outcome.output === undefined ? null : JSON.stringify(outcome.output);
+  return outcome.error === undefined ? null : JSON.stringify({ error: outcome.error });
+}
+
 /** The recorded outcome of a settled invoke step, from its row's result. */
 export function outcomeOf(status: 'done' | 'failed', result: string | null): Outcome {
-  const parsed = JSON.parse(result ?? 'null') as unknown;
+  // Settled with `undefined` (a row written before held 'null' there instead).
+  if (result === null)
+    return status === 'done' ? { ok: true, output: undefined } : { ok: false, error: undefined };
+  const parsed = JSON.parse(result) as unknown;
   if (status === 'done') return { ok: true, output: parsed };
   const error = (parsed as { error?: unknown } | null)?.error;
   return { ok: false, error: error ?? parsed };

@@ -150,6 +150,14 @@ interface PureScope {
   stopped: AnyActorRef[];
   /** Where the current call collects its actions ({@link CREATED} marks too). */
   actions: unknown[] | undefined;
+  /**
+   * During a call, what `self.getSnapshot()` gives: the snapshot it starts from
+   * (undefined for an initial one), as a live XState actor's `self` gives its
+   * snapshot before the step to a guard or an `assign` computing it.
+   */
+  current: AnyMachineSnapshot | undefined;
+  /** Whether a call is under way (outside one, `self` is the inert actor it is). */
+  calling: boolean;
 }
 
 const scopes = new WeakMap<AnyStateMachine, PureScope>();
@@ -176,6 +184,9 @@ function scopeOf(machine: AnyStateMachine): PureScope {
   if (!pure) {
     const self = createActor(INERT, { id: machine.id });
     selves.add(self);
+    const inertSnapshot = self.getSnapshot.bind(self);
+    (self as { getSnapshot: () => unknown }).getSnapshot = () =>
+      pure?.calling === true ? pure.current : inertSnapshot();
     (self as unknown as { _parent: unknown })._parent = PARENT_REF;
     const keyed: AnyActorRef[] = [];
     // Every system id taken during a call is recorded, so the system holds none
@@ -240,6 +251,8 @@ function scopeOf(machine: AnyStateMachine): PureScope {
       finished: undefined,
       stopped: [],
       actions: undefined,
+      current: undefined,
+      calling: false,
     };
     scopes.set(machine, pure);
   }
@@ -275,6 +288,8 @@ function collecting<T>(
   pure.finished = finished;
   pure.actions = actions;
   pure.lookup = lookup;
+  pure.current = before;
+  pure.calling = true;
   try {
     return [step(scope), actions];
   } catch (error) {
@@ -287,6 +302,8 @@ function collecting<T>(
     pure.lookup = undefined;
     pure.stopped.length = 0;
     pure.actions = undefined;
+    pure.current = undefined;
+    pure.calling = false;
     if (keyed.length > 0) {
       for (const ref of keyed) system._unregister(ref);
       keyed.length = 0;
@@ -345,13 +362,48 @@ export function pureRestore(machine: AnyStateMachine, persisted: unknown): AnyMa
   return snapshot;
 }
 
-/** A JSON-safe form of what was thrown (or a promise rejected with). */
-export function errorValue(error: unknown): unknown {
-  if (error instanceof Error) return { name: error.name, message: error.message };
+/** How deep an error's `cause` chain is kept. */
+const MAX_CAUSES = 4;
+/** How many of an error's own fields are kept. */
+const MAX_ERROR_FIELDS = 16;
+
+/**
+ * A JSON-safe form of what was thrown (or a promise rejected with), as the actor
+ * and its log keep it. An `Error` becomes `{ name, message }` with its own fields
+ * whose values are strings, numbers, booleans or null (an HTTP error's `code` or
+ * `status`, which an `onError` guard reads), and its `cause` in the same form;
+ * objects on it are left out (a client's request config may hold credentials,
+ * and a response may be any size). `undefined` stays undefined; anything else
+ * is what JSON carries of it, or its string where JSON cannot.
+ */
+export function errorValue(error: unknown, depth = 0): unknown {
+  if (error === undefined) return undefined;
+  if (error instanceof Error) {
+    const value: Record<string, unknown> = { name: error.name, message: error.message };
+    let fields = 0;
+    for (const key of Object.keys(error)) {
+      if (fields >= MAX_ERROR_FIELDS) break;
+      if (key in value || key === 'cause' || key === 'stack' || key === '__proto__') continue;
+      const field = (error as unknown as Record<string, unknown>)[key];
+      const kind = typeof field;
+      if (field === null || kind === 'string' || kind === 'boolean') value[key] = field;
+      else if (kind === 'number') value[key] = Number.isFinite(field) ? field : null;
+      else continue;
+      fields++;
+    }
+    const cause = (error as { cause?: unknown }).cause;
+    if (cause !== undefined && depth < MAX_CAUSES) value['cause'] = errorValue(cause, depth + 1);
+    return value;
+  }
+  return jsonOrText(error);
+}
+
+/** What JSON carries of `value`, or its string where JSON cannot (a function, a BigInt, a cycle). */
+function jsonOrText(value: unknown): unknown {
   try {
-    const text = JSON.stringify(error);
-    return text === undefined ? String(error) : (JSON.parse(text) as unknown);
+    const text = JSON.stringify(value);
+    return text === undefined ? String(value) : (JSON.parse(text) as unknown);
   } catch {
-    return String(error);
+    return String(value);
   }
 }

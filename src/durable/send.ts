@@ -27,6 +27,7 @@ import {
   startInvokes,
   stepsBegun,
 } from './after-commit.ts';
+import { ACTION_SEND_METADATA } from './action-self.ts';
 import { encodeSnapshot } from './codec.ts';
 import { nextDue } from './ledger.ts';
 import { bySystemIdMarks } from './posted.ts';
@@ -177,7 +178,7 @@ export async function processEvent(
     );
     startInvokes(core, step.effects);
     postMessages(runtime, write, step.outcome === 'relayed', step.effects.base);
-    afterCommit(core, step.effects, () => ({
+    const sent = afterCommit(core, step.effects, previous, () => ({
       actorId: core.id,
       machineId: core.machine.id,
       version: write.actor.version,
@@ -191,10 +192,49 @@ export async function processEvent(
       snapshot: next,
       previous,
     }));
-    return next;
+    return sent === undefined ? next : await takeActionSends(core, sent, next);
   } finally {
     held.release?.();
   }
+}
+
+const ACTION_SEND: SendOptions = { internal: true, metadata: ACTION_SEND_METADATA };
+/** Events an action sends its actor are checked for JSON and type, not against the chart's schemas. */
+const NO_SCHEMAS = Object.freeze({});
+
+/**
+ * Takes, in order, events a user action sent to its own actor (`self.send`,
+ * ./action-self.ts). Each is the machine's own event, as a `raise` is: not held
+ * to the schemas a caller's events are, taken as a message is (one its state
+ * does not take is dropped, one whose transition throws fails the actor, as in
+ * XState). One that JSON would change, or of a type the machine never names, is
+ * logged and not taken. Resolves with the snapshot after the last (`last` when
+ * none committed).
+ */
+export async function takeActionSends(
+  core: ActorCore,
+  events: readonly EventObject[],
+  last: AnyMachineSnapshot,
+): Promise<AnyMachineSnapshot> {
+  for (const event of events) {
+    try {
+      const parsed = eventIn(core.machine, event, {
+        actorId: core.id,
+        schemas: NO_SCHEMAS,
+        maxBytes: core.maxEventBytes,
+      });
+      last = (await processEvent(core, parsed, 'message', ACTION_SEND)) ?? last;
+    } catch (error) {
+      const refused = error instanceof InvalidEventError;
+      core.runtime.logger[refused ? 'warn' : 'error'](
+        { actorId: core.id, eventType: (event as { type?: unknown }).type, err: error },
+        refused
+          ? 'event an action sent to its own actor was refused; not taken'
+          : 'event an action sent to its own actor was not committed',
+      );
+    }
+  }
+  return last;
 }
 
 function deliveryOf(source: EventSource, options: SendOptions): Delivery {

@@ -288,7 +288,7 @@ export class MemoryStore implements S.Store {
     });
   }
 
-  finishStep(key: string, status: S.StepEnd, result: string, at: number): Promise<void> {
+  finishStep(key: string, status: S.StepEnd, result: string | null, at: number): Promise<void> {
     return this.run('step', undefined, () => {
       const row = this.t.steps.get(key);
       if (row?.status !== 'executing') throw rules.stepMiss(key, row, 'executing');

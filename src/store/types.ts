@@ -275,7 +275,10 @@ export interface StepRow {
   actorId: string;
   name: string;
   status: StepStatus;
-  /** JSON text of the result (done) or of the error (failed); null while executing. */
+  /**
+   * JSON text of the result (done) or of the error (failed); null while executing,
+   * and for an invoked promise that settled with `undefined` (resolved or rejected).
+   */
   result: string | null;
   startedAt: number;
   finishedAt: number | null;
@@ -303,8 +306,8 @@ export interface StepFacet {
    * otherwise returns the existing row untouched with `created: false`.
    */
   beginStep(step: NewStep): Promise<{ row: StepRow; created: boolean }>;
-  /** Marks an executing step done or failed. */
-  finishStep(key: string, status: StepEnd, result: string, at: number): Promise<void>;
+  /** Marks an executing step done or failed; `result` null: it settled with `undefined`. */
+  finishStep(key: string, status: StepEnd, result: string | null, at: number): Promise<void>;
   /**
    * Claims the first run of a step a commit began (`executing`, 0 attempts):
    * attempts become 1 and `startedAt` is set. False when it was already started,

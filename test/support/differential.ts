@@ -243,6 +243,8 @@ export class PlainSide {
   private readonly queued = new Map<unknown, object[]>();
   private readonly consumed = new Map<unknown, string[]>();
   private readonly erroredWithSnapshot = new Set<unknown>();
+  /** Events an action sent with `self.send` (queued, never counted as consumed). */
+  private readonly selfSent = new WeakSet<object>();
   /** What the root emitted since it started (`actor.on('*')`), as JSON. */
   readonly emitted: unknown[] = [];
 
@@ -361,16 +363,24 @@ export class PlainSide {
       const queue = this.queued.get(event.actorRef);
       if (queue !== undefined && queue[0] === event.event) {
         queue.shift();
-        const list = this.consumed.get(event.actorRef) ?? [];
-        list.push(event.event.type);
-        this.consumed.set(event.actorRef, list);
+        if (!this.selfSent.has(event.event)) {
+          const list = this.consumed.get(event.actorRef) ?? [];
+          list.push(event.event.type);
+          this.consumed.set(event.actorRef, list);
+        }
       }
       if ((event.snapshot as { status?: string }).status === 'error') {
         this.erroredWithSnapshot.add(event.actorRef);
       }
       return;
     }
-    if (event.type !== '@xstate.event' || event.sourceRef === undefined) return;
+    if (event.type !== '@xstate.event') return;
+    // An action's self.send (the generated machines' only R from no actor) takes its
+    // place in the mailbox like a message, but is not an effect from another actor.
+    if (event.sourceRef === undefined) {
+      if (event.event.type !== 'R') return;
+      this.selfSent.add(event.event);
+    }
     const target = event.actorRef;
     if (this.status(target) !== 'active' || event.event.type === 'xstate.init') return;
     const queue = this.queued.get(target) ?? [];
@@ -385,7 +395,12 @@ export class PlainSide {
   private consumedBy(ref: AnyActorRef): string[] {
     const out = [...(this.consumed.get(ref) ?? [])];
     const threw = this.queued.get(ref)?.[0] as { type: string } | undefined;
-    if (this.status(ref) === 'error' && !this.erroredWithSnapshot.has(ref) && threw) {
+    if (
+      this.status(ref) === 'error' &&
+      !this.erroredWithSnapshot.has(ref) &&
+      threw &&
+      !this.selfSent.has(threw)
+    ) {
       out.push(threw.type);
     }
     return out;
@@ -669,11 +684,13 @@ export async function runBoth(
 async function consumedDurable(store: Store, actorId: string): Promise<string[]> {
   const out: string[] = [];
   for (const row of await store.history(actorId)) {
-    const meta = JSON.parse(row.metadata) as { source?: string; relay?: unknown };
+    const meta = JSON.parse(row.metadata) as { source?: string; relay?: unknown; by?: unknown };
     // A child spawned again starts over, as a new actor does in XState.
     if (row.eventType === 'xstate.init') out.length = 0;
     if (meta.source !== 'timer' && meta.source !== 'message' && meta.source !== 'invoke') continue;
     if (meta.relay !== undefined) continue; // sent on, not consumed
+    // An action's self.send: XState sees a send from outside (no source actor).
+    if (meta.by === 'self') continue;
     const event = JSON.parse(row.event) as { type: string };
     if (event.type === 'xstate.stop') continue;
     out.push(event.type);

@@ -68,6 +68,8 @@ export type Delay = number | DelayName;
 
 export type ActionSpec =
   | { do: 'inc' | 'add' | 'note' | 'reset' | 'boom' | 'raiseNow' | 'cancel' | 'cancelKid' }
+  /** A user action's `self.send({ type: 'R' })`: taken after the step, as XState's mailbox takes it. */
+  | { do: 'selfSend' }
   | { do: 'raiseLater'; event: 'T1' | 'T2'; delay: Delay; id: boolean }
   | { do: 'sendKid'; event: 'PONG' | 'GO' | 'FIN'; delay: Delay | null; id: boolean }
   | { do: 'respawn'; systemId: boolean }
@@ -553,6 +555,10 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
         ];
       case 'raiseNow':
         return [raise({ type: 'R' })];
+      case 'selfSend':
+        return [
+          ({ self }: { self: { send(event: { type: string }): void } }) => self.send({ type: 'R' }),
+        ];
       case 'raiseLater':
         return [
           raise({ type: a.event }, {
@@ -642,6 +648,11 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
         return (enqueue) => enqueue.assign({ n: 0 });
       case 'raiseNow':
         return (enqueue) => enqueue.raise({ type: 'R' });
+      case 'selfSend':
+        return (enqueue) =>
+          enqueue(({ self }: { self: { send(event: { type: string }): void } }) =>
+            self.send({ type: 'R' }),
+          );
       case 'raiseLater': {
         const options = { delay: a.delay, ...(a.id ? { id: 't1' } : {}) };
         return (enqueue) => enqueue.raise({ type: a.event }, options);
@@ -891,6 +902,15 @@ function actionArb(
     );
   }
   if (source === 'caller') plain.push(fc.constant<ActionSpec>({ do: 'raiseNow' }));
+  // A self.send of R from a caller's or a timer's transition: R is taken without a
+  // target. Not from entry or exit: R moves `n`, which an \`always\` may read to enter
+  // states again, whose entry would send R again, forever (on both sides); nor
+  // from what a wildcard does (drawn as a child's message is), which takes R.
+  // (A self.send from the entry of a state the machine starts in is taken after
+  // the first step's messages: docs/durability.md.)
+  if (source === 'caller' || source === 'effect') {
+    plain.push(fc.constant<ActionSpec>({ do: 'selfSend' }));
+  }
   if (source === 'effect' || source === 'message')
     plain.push(fc.constant<ActionSpec>({ do: 'boom' }));
   // Nor a send to the child on its message: a child that answers would ping-pong forever.

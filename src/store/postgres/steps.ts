@@ -32,7 +32,7 @@ export class PostgresSteps {
     return { row, created: false };
   }
 
-  async finish(key: string, status: S.StepEnd, result: string, at: number): Promise<void> {
+  async finish(key: string, status: S.StepEnd, result: string | null, at: number): Promise<void> {
     const updated = await this.conn.change(
       `UPDATE steps SET status = $1, result = $2, finished_at = $3
        WHERE key = $4 AND status = 'executing'`,

@@ -29,7 +29,7 @@ export class SqliteSteps {
     return { row, created: changes === 1 };
   }
 
-  finish(key: string, status: 'done' | 'failed', result: string, finishedAt: number): void {
+  finish(key: string, status: 'done' | 'failed', result: string | null, finishedAt: number): void {
     const { changes } = this.sql
       .get(
         `UPDATE steps SET status = ?, result = ?, finished_at = ?

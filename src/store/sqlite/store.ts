@@ -301,7 +301,7 @@ export class SqliteStore implements S.Store {
     return this.run('step', step.actorId, () => this.steps.begin(step));
   }
 
-  finishStep(key: string, status: S.StepEnd, result: string, at: number): Promise<void> {
+  finishStep(key: string, status: S.StepEnd, result: string | null, at: number): Promise<void> {
     return this.run('step', undefined, () => this.steps.finish(key, status, result, at));
   }
 
