@@ -2,7 +2,8 @@
  * `agentcharts/chart`: what a chart module needs, and nothing of Node, so that the
  * same chart file runs in the durable runtime, the CLI and a browser bundle
  * (`esbuild --platform=browser`): `defineChart`, `eventSchema`, `durablePromise`,
- * the metadata vocabulary (state classes, event kinds), versions and migrations,
+ * the properties a chart declares (`reachable`, `only`, …), the metadata
+ * vocabulary (state classes, event kinds), versions and migrations,
  * recovery policies, event validation and the strict actor.
  *
  * Everything here is also exported by `agentcharts`; a chart that imports this
@@ -49,6 +50,35 @@ export {
   type RecoveryPolicy,
   type RecoverySnapshot,
 } from './core/recovery.ts';
+
+// Properties a chart declares (proven by `agentcharts check`, which is not here)
+export {
+  PROPERTY_KINDS,
+  PropertyDefinitionError,
+  before,
+  bounded,
+  noDeadEnd,
+  only,
+  propertyTitle,
+  reachable,
+  terminates,
+  waitsHaveTimeout,
+  type BeforeProperty,
+  type BoundedProperty,
+  type ChartProperty,
+  type EventPatternLike,
+  type EventRef,
+  type NoDeadEndProperty,
+  type OnlyProperty,
+  type PropertyDefinitionFields,
+  type PropertyKind,
+  type PropertyOf,
+  type PropertyOptions,
+  type ReachableProperty,
+  type StateRef,
+  type TerminatesProperty,
+  type WaitsHaveTimeoutProperty,
+} from './core/properties.ts';
 
 // What states and events mean (chart metadata)
 export {

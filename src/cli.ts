@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { commandsFor, type RegisterCommand } from './commands/index.ts';
+import { oneLine } from './commands/format.ts';
 import { AgentchartsError } from './core/errors.ts';
 
 /** Builds the `agentcharts` program; every command lives in its own file under src/commands. */
@@ -33,7 +34,7 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     // Known failures get one clear line and a non-zero exit, never a stack trace.
-    const message = error instanceof Error ? error.message : String(error);
+    const message = oneLine(error instanceof Error ? error.message : String(error));
     const name = error instanceof AgentchartsError ? error.name : 'Error';
     process.stderr.write(`agentcharts: ${name}: ${message}\n`);
     process.exitCode = 1;

@@ -41,6 +41,21 @@ describe('agentcharts/chart in the browser', () => {
     expect(ours(out.metafile)).not.toContain('src/core/optional.ts');
   });
 
+  test('a chart that declares its properties bundles for the browser too', async () => {
+    const { out } = await bundle(`
+      import { createMachine } from 'xstate';
+      import { defineChart, only, reachable } from 'agentcharts/chart';
+      const machine = createMachine({ id: 'p', initial: 'a', states: { a: { on: { GO: 'b' } }, b: {} } });
+      export const chart = defineChart(machine, {
+        properties: [reachable('b'), only('a', 'b', { via: ['GO'] })],
+      });
+    `);
+    expect(out.errors).toEqual([]);
+    expect(ours(out.metafile).every((f) => /^src\/(core|strict)\/|^src\/chart\.ts$/.test(f))).toBe(
+      true,
+    );
+  });
+
   test('the walkthrough chart bundles within 45 kB gzip with xstate and zod', async () => {
     const { out, gzip } = await bundle(
       "export { chart } from './examples/your-own-chart/doc-review.ts';",

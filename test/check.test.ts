@@ -192,6 +192,17 @@ describe('a state space over the bound', () => {
     expect(() => assertProven(report, refutedOne)).toThrow(/counterexample:\n {2}INC → INC → INC/);
   });
 
+  test('a chart that declares no properties is not explored at all, however large its space (control: one property explores to the bound)', () => {
+    const report = checkChart(unbounded);
+    expect(report.properties).toEqual([]);
+    expect(report.states).toBe(0);
+    expect(report.notes.join('\n')).toMatch(
+      /no properties declared: its state space was not explored/,
+    );
+    const one = checkChart(unbounded, { limit: 40, properties: [terminates()] });
+    expect(one.states).toBe(40);
+  });
+
   test('a projection makes it finite, and the same properties proven', () => {
     const projected = defineChart(counter, {
       eventSamples: unbounded.eventSamples,

@@ -46,6 +46,12 @@ export const first = createMachine({ id: 'first', initial: 'a', states: { a: { o
 export const second = createMachine({ id: 'second', initial: 'x', states: { x: { type: 'final' } } });
 `,
   'throws.ts': "throw new Error('boom while loading');\n",
+  'syntax-error.ts':
+    'export const machine = { id: "broken", states: { a: { on: { GO: "b" }; } } };\n',
+  'bad-target.ts': `
+import { createMachine } from 'xstate';
+export const machine = createMachine({ id: 'bt', initial: 'a', states: { a: { on: { GO: 'nowhere' } } } });
+`,
   'counter.ts': `
 import { assign, setup } from 'xstate';
 export const machine = setup({
@@ -165,6 +171,17 @@ describe.concurrent('agentcharts paths', () => {
     expectCleanFailure(
       await cli('paths', fixture('throws.ts')),
       /ModuleLoadError: Cannot load module ".*throws.ts": boom while loading/,
+    );
+  });
+
+  test('a load failure keeps its reason: where a syntax error is, which target does not exist', async () => {
+    expectCleanFailure(
+      await cli('diagram', fixture('syntax-error.ts')),
+      /ModuleLoadError: Cannot load module ".*syntax-error.ts": Transform failed with 1 error: .*syntax-error.ts:1:\d+: ERROR: Expected "}" but found ";"/,
+    );
+    expectCleanFailure(
+      await cli('paths', fixture('bad-target.ts')),
+      /Invalid transition definition for state node 'bt.a': .*nowhere/,
     );
   });
 

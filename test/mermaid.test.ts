@@ -1,5 +1,5 @@
 import DOMPurify from 'dompurify';
-import { setup, and, not, stateIn, assign } from 'xstate';
+import { setup, and, not, stateIn, assign, createMachine } from 'xstate';
 import { describe, expect, test } from 'vitest';
 import { catalog } from '../machines/index.ts';
 import {
@@ -116,8 +116,41 @@ describe('Mermaid diagrams of a machine', () => {
   test('draw history states as H and H* pseudo-states that transitions target, with their default', () => {
     expect(lines).toContain('state "H*" as work_resume');
     expect(lines).toContain('state "H" as paused_hist');
-    expect(lines).toContain('paused --> work_resume : RESUME');
+    // Drawn at the composite the history state is in (Mermaid draws an edge only
+    // between states of one composite), the label naming it.
+    expect(lines).toContain('paused --> work : RESUME · to H*');
     expect(lines).toContain('paused_hist --> waiting');
+  });
+
+  test('draw an edge whose ends lie in different composites between the states of one composite, naming its real ends (Mermaid drew a nested end as a second box outside its composite)', () => {
+    const nested = createMachine({
+      id: 'doc',
+      initial: 'drafting',
+      states: {
+        drafting: {
+          initial: 'writing',
+          states: {
+            writing: { on: { CHECK: 'checking' } },
+            checking: { on: { OK: '#doc.reviewing' } },
+          },
+        },
+        reviewing: { on: { REQUEST_CHANGES: 'drafting.writing', PUBLISH: 'published' } },
+        published: { type: 'final' },
+      },
+    });
+    const drawn = toMermaid(nested)
+      .split('\n')
+      .map((l) => l.trim());
+    expect(drawn).toContain('drafting --> reviewing : OK · from checking');
+    expect(drawn).toContain('reviewing --> drafting : REQUEST_CHANGES · to writing');
+    expect(drawn).toContain('writing --> checking : CHECK'); // inside drafting, as it was
+    expect(drawn).toContain('reviewing --> published : PUBLISH');
+    // Every edge's ends are declared in the composite the edge is drawn in.
+    expect(
+      drawn.filter(
+        (l) => l.includes('-->') && /\b(writing|checking)\b/.test(l.split(':')[0] ?? ''),
+      ),
+    ).toEqual(['[*] --> writing', 'writing --> checking : CHECK']);
   });
 
   test('end final states in [*] inside their parent state', () => {
@@ -130,7 +163,7 @@ describe('Mermaid diagrams of a machine', () => {
   test('label guarded transitions with their guard, parameters and higher-order guards included, and the fallback with else', () => {
     expect(lines).toContain('idle --> work : GO [and(ready, not(locked))]');
     expect(lines).toContain('idle --> idle : GO [in(#workshop.idle)]');
-    expect(lines).toContain('idle --> polish : GO [isMode(fast)]');
+    expect(lines).toContain('idle --> work : GO [isMode(fast)] · to polish');
     expect(lines).toContain('idle --> killed : GO [else]');
   });
 

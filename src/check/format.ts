@@ -155,9 +155,12 @@ export function formatCheck(check: ChartCheck, prefix = ''): string {
       : `${totals.proven}/${totals.properties} proven${totals.refuted ? `, ${totals.refuted} refuted` : ''}${
           totals.unproven ? `, ${totals.unproven} unproven` : ''
         }`;
-  const space = `${check.states} states, ${check.transitions} transitions${
-    check.complete ? '' : ` (stopped at the bound of ${check.limit})`
-  }`;
+  const space =
+    totals.properties === 0 && check.states === 0
+      ? 'not explored'
+      : `${check.states} states, ${check.transitions} transitions${
+          check.complete ? '' : ` (stopped at the bound of ${check.limit})`
+        }`;
   const lines = [`${name}: ${verdict} · ${space} · ${check.ms} ms`];
   for (const p of check.properties) lines.push(...formatProperty(p));
   for (const note of check.notes) lines.push(`  note: ${note}`);

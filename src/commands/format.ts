@@ -38,3 +38,20 @@ export function table(
       .join('  ');
   return [line(header), ...rows.map(line)].join('\n');
 }
+
+/** Longest error line the CLI prints (a failure's reason, never a payload dump). */
+const MAX_ERROR_LINE = 1_000;
+
+/**
+ * An error message on one line: its non-empty lines joined (a transform's
+ * `file:line:col: ERROR: …`, XState's reason after "Invalid transition
+ * definition …:"), cut at {@link MAX_ERROR_LINE} characters.
+ */
+export function oneLine(message: string): string {
+  const line = message
+    .split('\n')
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0)
+    .join(' ');
+  return line.length > MAX_ERROR_LINE ? `${line.slice(0, MAX_ERROR_LINE)}…` : line;
+}

@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AgentchartsError } from '../core/errors.ts';
+import { oneLine } from './format.ts';
 
 /** The module could not be found or failed while loading. */
 export class ModuleLoadError extends AgentchartsError {
@@ -64,8 +65,7 @@ async function registerTsx(spec: string, cwd: string): Promise<void> {
 }
 
 function loadFailure(spec: string, error: unknown): ModuleLoadError {
-  const detail =
-    error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
+  const detail = error instanceof Error ? oneLine(error.message) || error.name : String(error);
   return new ModuleLoadError(spec, detail, { cause: error });
 }
 

@@ -104,7 +104,7 @@ export function registerServe(program: Command): void {
     )
     .option(
       '--keys <file>',
-      'JSON keys file: { "keys": [{ "id", "secret" | "secretEnv", "role": "approver" | "agent", "actors"? }] }',
+      'JSON keys file: { "keys": [{ "id", "secret" | "secretEnv", "role": "agent" | "approver" | "leader" | "operator" | a role a chart names, "actors"? }] }',
     )
     .option(
       '--token-file <file>',

@@ -48,7 +48,7 @@ export function openExistingStore(opts: StoreOptions): { store: Store; where: st
   if (parsed.kind === 'sqlite' && !existsSync(parsed.file)) {
     throw new CliOptionError(
       option,
-      `no database at ${resolve(parsed.file)} (run \`npm start\` to create one, or name another file)`,
+      `no database at ${resolve(parsed.file)}: name the file your app's store opens (--db <file>, or --store <url>)`,
     );
   }
   const store = openStore(url);

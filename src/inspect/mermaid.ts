@@ -151,6 +151,19 @@ function ancestors(node: AnyStateNode): AnyStateNode[] {
   return out;
 }
 
+/** How a lifted edge's label names the state it goes to (a history state by its mark). */
+function endName(node: AnyStateNode): string {
+  if (node.type !== 'history') return node.key;
+  return node.history === 'deep' ? 'H*' : 'H';
+}
+
+/** `node`, or its ancestor that is a child of `scope` (where an edge in `scope` can be drawn). */
+function liftTo(node: AnyStateNode, scope: AnyStateNode): AnyStateNode {
+  let n = node;
+  while (n.parent !== undefined && n.parent !== scope) n = n.parent;
+  return n.parent === scope ? n : node;
+}
+
 /** The deepest proper ancestor shared by both nodes, or null when one of them is the root. */
 function commonScope(a: AnyStateNode, b: AnyStateNode): AnyStateNode | null {
   const ofB = new Set(ancestors(b));
@@ -209,12 +222,17 @@ export function toMermaid(
         const targets = t.target && t.target.length > 0 ? t.target : [source];
         for (const target of targets) {
           if (target === root) targetsRoot = true;
-          edges.push({
-            scope: target === source ? (source.parent ?? null) : commonScope(source, target),
-            from: source,
-            to: target,
-            label,
-          });
+          const scope = target === source ? (source.parent ?? null) : commonScope(source, target);
+          // Mermaid draws an edge only between states of one composite: a state named
+          // from outside its own becomes a second box outside it. So an end nested
+          // deeper than the edge's scope is drawn at its ancestor there, and the
+          // label names the state it stands for.
+          const from = scope === null ? source : liftTo(source, scope);
+          const to = scope === null ? target : liftTo(target, scope);
+          const via =
+            (from === source ? '' : ` · from ${source.key}`) +
+            (to === target ? '' : ` · to ${endName(target)}`);
+          edges.push({ scope, from, to, label: via === '' ? label : cleanLabel(`${label}${via}`) });
         }
       }
     }

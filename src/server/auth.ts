@@ -31,7 +31,10 @@ export const DEFAULT_TOLERANCE_SECONDS = 300;
  * chart says so, `leader`), commands to `agent` unless the chart names others,
  * and timer-only or internal events to nobody.
  */
-export type KeyRole = (typeof ROLES)[number];
+export type KeyRole = (typeof ROLES)[number] | (string & {});
+
+/** A role a chart names beyond the built-in ones (`meta.events[type].roles`), as a key holds it. */
+const CUSTOM_ROLE = /^[a-z][a-z0-9_.-]{0,63}$/;
 
 /** One shared-secret key. */
 export interface ApiKey {
@@ -57,13 +60,33 @@ const keySchema = z.strictObject({
   secret: z.string().min(16).max(1024).optional(),
   /** Name of an environment variable holding the secret, instead of `secret`. */
   secretEnv: z.string().min(1).max(200).optional(),
-  role: z.enum(ROLES),
+  role: z.union([
+    z.enum(ROLES),
+    z
+      .string()
+      .regex(
+        CUSTOM_ROLE,
+        `one of ${ROLES.join(', ')}, or a role a chart names (lower case letters, digits and . _ -, up to 64)`,
+      ),
+  ]),
   actors: z.array(z.string().min(1).max(200)).max(10_000).optional(),
 });
 const keysFileSchema = z.union([
   z.strictObject({ keys: z.array(keySchema).min(1) }),
   z.array(keySchema).min(1),
 ]);
+
+/**
+ * What is wrong with a key's field: zod's code, and for a role what a role may
+ * be (never the value given: it could be a misplaced secret).
+ */
+function issueDetail(issue: z.core.$ZodIssue | undefined): string {
+  if (issue === undefined) return 'invalid';
+  if (issue.path.at(-1) === 'role') {
+    return `expected one of ${ROLES.join(', ')}, or a role a chart names (lower case letters, digits and . _ -, up to 64)`;
+  }
+  return issue.code;
+}
 
 /** A keys file or key list is malformed; names the key and field, never a secret. */
 export class KeyConfigError extends AgentchartsError {
@@ -88,7 +111,7 @@ export function validateKeys(keys: readonly ApiKey[]): ApiKey[] {
       const issue = parsed.error.issues[0];
       throw new KeyConfigError(
         `keys[${i}].${issue?.path.map(String).join('.') ?? ''}`,
-        issue?.code ?? 'invalid',
+        issueDetail(issue),
       );
     }
     if (parsed.data.secret === undefined) throw new KeyConfigError(`keys[${i}].secret`, 'missing');
@@ -115,10 +138,13 @@ export function loadKeysFile(file: string, env: NodeJS.ProcessEnv = process.env)
     const detail = error instanceof SyntaxError ? 'not valid JSON' : 'cannot be read';
     throw new KeyConfigError(file, detail);
   }
-  const parsed = keysFileSchema.safeParse(raw);
+  // The shape the file has decides the schema, so an issue names its key and field.
+  const parsed = (
+    Array.isArray(raw) ? keysFileSchema.options[1] : keysFileSchema.options[0]
+  ).safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new KeyConfigError(issue?.path.map(String).join('.') ?? '', issue?.code ?? 'invalid');
+    throw new KeyConfigError(issue?.path.map(String).join('.') ?? '', issueDetail(issue));
   }
   const list = Array.isArray(parsed.data) ? parsed.data : parsed.data.keys;
   const keys = list.map((k, i): ApiKey => {
