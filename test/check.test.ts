@@ -269,6 +269,35 @@ describe('invoked actors and failures while checking', () => {
     });
   });
 
+  test("a chart's typed properties may name an invoke's done and error events", () => {
+    // A type error before: only the machine's own event types and after:<delay> were names.
+    const typed = setup({
+      types: { events: {} as { type: 'CANCEL' } },
+      actors: { fetchRefund: fromPromise(() => Promise.resolve({ ok: true })) },
+    }).createMachine({
+      id: 'typed-fetcher',
+      initial: 'loading',
+      states: {
+        loading: {
+          invoke: { id: 'fetch', src: 'fetchRefund', onDone: 'done', onError: 'failed' },
+          on: { CANCEL: 'failed' },
+        },
+        done: { type: 'final' },
+        failed: { type: 'final' },
+      },
+    });
+    const chart = defineChart(typed, {
+      eventSamples: {
+        'xstate.done.actor.fetch': [{ type: 'xstate.done.actor.fetch', output: { ok: true } }],
+      },
+      properties: [
+        only('loading', 'done', { via: ['xstate.done.actor.fetch'] }),
+        only('loading', 'failed', { via: ['xstate.error.actor.fetch', 'CANCEL'] }),
+      ],
+    });
+    expect(checkChart(chart).properties.map((p) => p.status)).toEqual(['proven', 'proven']);
+  });
+
   test('a guard that throws is an ExplorationError naming the state, the event and the path', () => {
     const throwing = defineChart(
       machine.provide({

@@ -139,6 +139,10 @@ export type StateRef<TLogic extends AnyStateMachine> =
 export type EventRef<TLogic extends AnyStateMachine> =
   | EventFromLogic<TLogic>['type']
   | `after:${string}`
+  // An invoked actor's outcome, as the chart's samples name it (checked against
+  // the machine's invokes where the chart is defined).
+  | `xstate.done.actor.${string}`
+  | `xstate.error.actor.${string}`
   | {
       [T in EventFromLogic<TLogic>['type']]: { readonly type: T } & {
         readonly [
