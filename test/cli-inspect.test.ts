@@ -2,7 +2,7 @@ import { createWebSocketInspector } from '@statelyai/inspect';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +98,27 @@ describe('agentcharts inspect', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     child.kill('SIGINT');
     expect(await exited).toBe(0);
+  });
+
+  test('takes a module exporting a chart as its machine, as other commands do (control: an unknown name is refused)', async () => {
+    // Inside the repository, where the module finds xstate.
+    const modDir = join(root, 'test-artifacts', 'cli-inspect');
+    mkdirSync(modDir, { recursive: true });
+    writeFileSync(
+      join(modDir, 'light-chart.ts'),
+      `import { createMachine } from 'xstate';
+export const light = createMachine({ id: 'light', initial: 'green', states: { green: {} } });
+`,
+    );
+    // Taken as a chart: the command goes on to open its store, which does not exist.
+    expectCleanFailure(
+      await runCli(['inspect', '--no-open', './light-chart.ts', '--db', 'none.db'], modDir),
+      /no database at .*none\.db/,
+    );
+    expectCleanFailure(
+      await runCli(['inspect', '--no-open', 'no-such-chart', '--db', 'none.db'], modDir),
+      /unknown machine "no-such-chart"; known: agent-lifecycle, /,
+    );
   });
 
   test('an unreachable inspector UI is one clear line and exit 1', async () => {

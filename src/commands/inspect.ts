@@ -6,7 +6,8 @@ import { platform } from 'node:os';
 import type { Command } from 'commander';
 import { catalog } from '../../machines/index.ts';
 import type { ChartDefinition } from '../core/chart.ts';
-import { CHARTS_FLAGS, chartsFor, type ChartsOption } from './charts-option.ts';
+import { CHARTS_FLAGS, chartsFor, moduleCharts, type ChartsOption } from './charts-option.ts';
+import { looksLikePath } from './resolve-chart.ts';
 import { getRuntime } from '../durable/open.ts';
 import { importOptional } from '../core/optional.ts';
 import { inspectStore, type InspectorLike, type StoreInspection } from '../inspect/inspector.ts';
@@ -38,16 +39,30 @@ function integer(option: string, text: string, min: number, max: number): number
   return n;
 }
 
-/** The chart named on the command line, if any. */
-function chartNamed(machine: string, charts: readonly ChartDefinition[]): ChartDefinition {
+/**
+ * The chart named on the command line: a built-in or configured chart's name or
+ * machine id, or a module that exports one (`./order.ts`, as other commands take).
+ */
+async function chartNamed(
+  machine: string,
+  charts: readonly ChartDefinition[],
+): Promise<ChartDefinition> {
+  if (looksLikePath(machine)) {
+    const [first, ...more] = await moduleCharts(machine, process.cwd());
+    if (first === undefined || more.length > 0) {
+      throw new CliOptionError(
+        '<machine>',
+        `${machine} exports several charts (${[first, ...more].map((c) => c?.machine.id).join(', ')}); name one by its machine id, with the module in --charts`,
+      );
+    }
+    return first;
+  }
   const chart =
     (Object.hasOwn(catalog, machine) ? catalog[machine as keyof typeof catalog] : undefined) ??
     charts.find((c) => c.name === machine || c.machine.id === machine);
   if (!chart) {
-    throw new CliOptionError(
-      '<machine>',
-      `unknown machine "${machine}"; known: ${Object.keys(catalog).join(', ')}`,
-    );
+    const known = [...new Set(charts.map((c) => c.machine.id))].join(', ');
+    throw new CliOptionError('<machine>', `unknown machine "${machine}"; known: ${known}`);
   }
   return chart;
 }
@@ -123,7 +138,7 @@ export function registerInspect(program: Command): void {
     )
     .argument(
       '[machine]',
-      `also show this chart's durable actors from the store (${Object.keys(catalog).join(', ')})`,
+      `also show this chart's durable actors from the store: a chart's name (${Object.keys(catalog).join(', ')}, or one of your config's) or a module exporting one (./order.ts)`,
     )
     .option('--port <n>', 'port of the inspector', '8080')
     .option('--host <address>', 'address of the local inspector (keep loopback)', '127.0.0.1')
@@ -144,7 +159,7 @@ export function registerInspect(program: Command): void {
     .action(
       async (machine: string | undefined, opts: InspectOptions & ChartsOption): Promise<void> => {
         const charts = await chartsFor(opts);
-        const chart = machine === undefined ? undefined : chartNamed(machine, charts);
+        const chart = machine === undefined ? undefined : await chartNamed(machine, charts);
         const port = integer('--port', opts.port, 1, 65_535);
         const limit = integer('--limit', opts.limit, 1, 10_000);
         const pollMs = integer('--poll', opts.poll, 10, 3_600_000);
