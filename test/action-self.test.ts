@@ -7,7 +7,7 @@
  * before the fix (the action's `self` was XState's inert stand-in).
  */
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { assign, createActor, sendTo, setup, type AnyStateMachine } from 'xstate';
 import {
   createDurableActor,
@@ -17,25 +17,14 @@ import {
   openDurableActor,
   openStore,
   verify,
-  type Store,
 } from '../src/index.ts';
+import { closedAfterEach } from './support/stores.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 import * as z from 'zod';
 
 const dir = suiteTempDir('agentcharts-action-self-');
-const opened: Store[] = [];
-
-function track(store: Store): Store {
-  opened.push(store);
-  return store;
-}
-
-afterEach(async () => {
-  for (const store of opened.splice(0)) {
-    await getRuntime(store).close();
-    await store.close();
-  }
-});
+/** A store the test closes (its runtime first). */
+const track = closedAfterEach();
 
 /** The parts of a snapshot the comparison holds to. */
 function view(snapshot: { value: unknown; context: unknown; status: string }) {

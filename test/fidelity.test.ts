@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   assign,
   cancel,
@@ -46,23 +46,12 @@ import type { ActorWrite } from '../src/store/types.ts';
 import { hashTransition, sha256 } from '../src/durable/row.ts';
 import { StepClock } from './support/differential.ts';
 import { usePostgres } from './support/postgres.ts';
+import { closedAfterEach } from './support/stores.ts';
 import { suiteTempDir } from './support/temp-dir.ts';
 
 const dir = suiteTempDir('agentcharts-fidelity-');
-const opened: Store[] = [];
-
 /** A store the test closes (its runtime first). */
-function track(store: Store): Store {
-  opened.push(store);
-  return store;
-}
-
-afterEach(async () => {
-  for (const store of opened.splice(0)) {
-    await getRuntime(store).close();
-    await store.close();
-  }
-});
+const track = closedAfterEach();
 
 /** A memory store whose runtime runs on a manual clock. */
 function clocked(): { store: Store; clock: ManualClock } {
