@@ -116,6 +116,30 @@ describe('agentcharts check', () => {
     expect(r.stdout).not.toMatch(/proven {4}terminates/);
   });
 
+  test('--charts takes one module, repeatable: the chart named after it is an argument, not a module', async () => {
+    const door = 'test-artifacts/check-fixtures/door.ts';
+    // A variadic --charts took `door` for a second module ("no such file").
+    const named = await cli('check', '--charts', door, 'door');
+    expect(named.stderr).toBe('');
+    expect(named.code).toBe(1);
+    expect(named.stdout).toMatch(/1 chart, 4 properties: 2 proven, 2 refuted, 0 unproven/);
+    // Repeated, both modules' charts are known; the argument picks one of them.
+    const both = await cli(
+      'check',
+      '--charts',
+      door,
+      '--charts',
+      'test/fixtures/counter-chart.ts',
+      'door',
+    );
+    expect(both.code).toBe(1);
+    expect(both.stdout).toMatch(/^door: 2\/4 proven/m);
+    expect(both.stdout).toMatch(/1 chart, 4 properties/);
+    // The control: a name no module gives is still unknown, and the list names both modules' charts.
+    const unknown = await cli('check', '--charts', door, 'window');
+    expectCleanFailure(unknown, /ChartNotFoundError: Unknown machine "window".*door/);
+  });
+
   test('an unknown chart, a bad limit and a property naming a missing state are one clear line', async () => {
     expectCleanFailure(
       await cli('check', 'no-such-chart'),

@@ -1,7 +1,7 @@
 /**
  * The user's own charts, for every command that loads actors (verify, recover,
  * serve, status, inspect, mcp): those of `agentcharts.config.ts`, then those
- * of `--charts <module...>`. A module may export charts
+ * of each `--charts <module>`. A module may export charts
  * (`defineChart(…)`), a `charts` array, or bare machines (made charts with
  * `defineChart(machine)`); they join the six built-in charts, and a chart of the
  * same machine id replaces the built-in one.
@@ -19,19 +19,29 @@ export interface ChartsOption {
   charts?: string[];
 }
 
-/** The option's flags and help, for `.option(...CHARTS_FLAGS)`. */
+/**
+ * One module per `--charts`, repeated for several: a variadic `<module...>`
+ * would take the argument after it (`inspect --charts ./order.ts order`) as a
+ * second module.
+ */
+export function collectModules(module: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), module];
+}
+
+/** The option's flags, help and parser, for `.option(...CHARTS_FLAGS)`. */
 export const CHARTS_FLAGS = [
-  '--charts <module...>',
-  'modules exporting your own charts (defineChart results, a `charts` array, or machines), added to the built-in ones',
+  '--charts <module>',
+  'a module exporting your own charts (defineChart results, a `charts` array, or machines), added to the built-in ones; repeat for several',
+  collectModules,
 ] as const;
 
-/** Adds `--charts <module...>` to a command. */
+/** Adds `--charts <module>` (repeatable) to a command. */
 export function withChartsOption(command: Command): Command {
   return command.option(...CHARTS_FLAGS);
 }
 
 /**
- * Adds `--charts <module...>` to a command that reads stored actors, and loads
+ * Adds `--charts <module>` to a command that reads stored actors, and loads
  * the charts (the config's and `--charts`) before it runs, so that their
  * meanings (document names, state classes) are known.
  */

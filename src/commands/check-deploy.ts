@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { checkDeploy, type StrandedActor } from '../durable/check-deploy.ts';
 import { progressLine } from '../observe/progress.ts';
-import { chartsFor, moduleCharts } from './charts-option.ts';
+import { chartsFor, collectModules, moduleCharts } from './charts-option.ts';
 import { table } from './format.ts';
 import { CliOptionError } from './paths.ts';
 import { openExistingStore, storeCommand, type StoreOptions } from './store-option.ts';
@@ -36,7 +36,11 @@ export function registerCheckDeploy(program: Command): void {
     .description(
       'Dry-run new chart versions (--charts <module>) against every stored actor, writing nothing: states with no migration, migrations that throw or do not restore, lost timers and events; exit 1 when any actor would be stranded',
     )
-    .requiredOption('--charts <module...>', 'modules exporting the chart versions to deploy')
+    .requiredOption(
+      '--charts <module>',
+      'a module exporting the chart versions to deploy; repeat for several',
+      collectModules,
+    )
     .option('--json', 'print the report as JSON')
     .action(async (opts: StoreOptions & { charts: string[]; json?: boolean }): Promise<void> => {
       const next = (
