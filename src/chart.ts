@@ -124,6 +124,7 @@ export {
   InvalidInputError,
   InvalidOutputError,
   InvalidTransitionError,
+  type EventProblem,
   type InvalidEventReason,
 } from './core/errors.ts';
 export { InvalidOptionsError } from './core/options.ts';

@@ -25,6 +25,8 @@ export {
   type ChartMetadataFields,
   type ConcurrencyFields,
   type InvalidEventFields,
+  type EventProblem,
+  MAX_EVENT_PROBLEMS,
   type InvalidInputFields,
   type InvalidOutputFields,
   type InvalidTransitionFields,

@@ -111,7 +111,19 @@ describe('toolsFor', () => {
     // A payload that breaks the schema.
     expect(
       await call(toolsFor(actor, catalog), 'PAUSE_FOR_APPROVAL', { reason: 7, extra: true }),
-    ).toMatchObject({ ok: false, error: { kind: 'invalid_event' } });
+    ).toMatchObject({
+      ok: false,
+      // Both problems at once, so the model fixes them in one call.
+      error: {
+        kind: 'invalid_event',
+        reason: 'invalid_field',
+        field: 'reason',
+        more: [
+          { reason: 'missing_field', field: 'requestedAt' },
+          { reason: 'unexpected_field', field: 'extra' },
+        ],
+      },
+    });
     expect(actor.version).toBe(2);
     expect((await store.history('refund-4')).length).toBe(2);
   });

@@ -559,6 +559,24 @@ describe('the signed approval webhook (seed 001)', () => {
       reason: 'unexpected_field',
     });
     expect(JSON.stringify(extra.body)).not.toContain(secret);
+    expect(extra.body).not.toHaveProperty('more');
+
+    // Several problems: the first as field and reason, the others under `more`.
+    const several = await post(
+      '/api/events',
+      { actorId: 'refund-running', event: { type: 'TRANSIENT_ERROR', note: secret } },
+      AGENT,
+    );
+    expect(several).toMatchObject({
+      status: 400,
+      body: {
+        error: 'invalid_event',
+        field: 'event.error',
+        reason: 'missing_field',
+        more: [{ field: 'event.note', reason: 'unexpected_field' }],
+      },
+    });
+    expect(JSON.stringify(several.body)).not.toContain(secret);
 
     const missing = await post(
       '/api/events',

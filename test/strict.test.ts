@@ -5,6 +5,7 @@ import {
   InvalidEventError,
   InvalidInputError,
   InvalidTransitionError,
+  MAX_EVENT_PROBLEMS,
   createStrictActor,
   eventSchema,
   getMachineEventTypes,
@@ -107,6 +108,51 @@ describe('the strict actor', () => {
       expect(actor.getSnapshot()).toBe(before);
     },
   );
+
+  test('an event with several problems names them all, the first as reason and field', () => {
+    const actor = createStrictActor(machine, { input: { owner: 'o' } }).start();
+    let error: unknown;
+    try {
+      actor.send({ type: 'GO', note: 7, secret: 'hunter2', token: 'x' } as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidEventError);
+    expect(error).toMatchObject({
+      reason: 'missing_field',
+      field: 'amount',
+      more: [
+        { reason: 'invalid_field', field: 'note', detail: 'invalid_type' },
+        { reason: 'unexpected_field', field: 'secret' },
+        { reason: 'unexpected_field', field: 'token' },
+      ],
+    });
+    expect((error as Error).message).toBe(
+      'Invalid event "GO" for machine "strict-demo": missing_field at field "amount"; also invalid_field at field "note": invalid_type; unexpected_field at field "secret"; unexpected_field at field "token"',
+    );
+    // The control: one problem gives no `more`, and the message is as it was.
+    let one: unknown;
+    try {
+      actor.send({ type: 'GO' } as never);
+    } catch (e) {
+      one = e;
+    }
+    expect(one).toMatchObject({ reason: 'missing_field', field: 'amount' });
+    expect((one as { more?: unknown }).more).toBeUndefined();
+    expect((one as Error).message).toBe(
+      'Invalid event "GO" for machine "strict-demo": missing_field at field "amount"',
+    );
+    // Bounded: 50 stray keys give the first ten problems, not fifty.
+    const stray = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i]));
+    let many: unknown;
+    try {
+      actor.send({ type: 'GO', amount: 1, ...stray } as never);
+    } catch (e) {
+      many = e;
+    }
+    expect(many).toMatchObject({ reason: 'unexpected_field', field: 'k0' });
+    expect((many as { more: unknown[] }).more).toHaveLength(MAX_EVENT_PROBLEMS - 1);
+  });
 
   test("a key a polluted Object.prototype adds is not read as the event's own", () => {
     // The walk reads each object's own keys (as JSON.stringify does): what is

@@ -31,6 +31,8 @@ export type ToolResult =
         message: string;
         reason?: string | undefined;
         field?: string | undefined;
+        /** For an invalid payload: the schema's further problems, so the model fixes them in one go. */
+        more?: ReadonlyArray<{ reason: string; field?: string | undefined }> | undefined;
         state?: string | undefined;
         /** For a move not legal now: why (not in this state, which guards said no, not this role's). */
         why?: BlockedReason | { reason: 'role'; roles: readonly string[] } | undefined;
@@ -123,6 +125,9 @@ function refusal(error: unknown): Extract<ToolResult, { ok: false }>['error'] {
       message: error.message,
       reason: error.reason,
       field: error.field,
+      ...(error.more === undefined
+        ? {}
+        : { more: error.more.map(({ reason, field }) => ({ reason, field })) }),
     };
   }
   if (error instanceof InvalidTransitionError) {

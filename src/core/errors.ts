@@ -65,14 +65,39 @@ export interface MachineScope {
   actorId?: string | undefined;
 }
 
-/** The fields of an {@link InvalidEventError}. */
-export interface InvalidEventFields extends MachineScope {
-  eventType?: string | undefined;
+/** One thing wrong with an event: why, and the field when there is one. */
+export interface EventProblem {
   reason: InvalidEventReason;
   /** Dotted path of the offending field (`payload.amount`), when there is one. */
   field?: string | undefined;
   /** What is wrong with it, in words. */
   detail?: string | undefined;
+}
+
+/** The fields of an {@link InvalidEventError}: its first problem, and the others found with it. */
+export interface InvalidEventFields extends MachineScope, EventProblem {
+  eventType?: string | undefined;
+  /**
+   * The problems a schema found besides the first (at most
+   * {@link MAX_EVENT_PROBLEMS} in all), so a caller fixes them in one go; absent
+   * when the first is the only one.
+   */
+  more?: readonly EventProblem[] | undefined;
+}
+
+/** The most problems an {@link InvalidEventError} lists. */
+export const MAX_EVENT_PROBLEMS = 10;
+
+/** `reason at field "x": detail` of one problem. */
+function problemText(p: EventProblem): string {
+  return `${p.reason}${p.field !== undefined ? ` at field "${p.field}"` : ''}${detailOf(p)}`;
+}
+
+/** `; also …` listing an event's further problems, when it has any. */
+function moreProblems(f: InvalidEventFields): string {
+  return f.more === undefined || f.more.length === 0
+    ? ''
+    : `; also ${f.more.map(problemText).join('; ')}`;
 }
 
 /**
@@ -84,7 +109,7 @@ export class InvalidEventError
   extends /* @__PURE__ */ errorClass<InvalidEventFields>(
     'INVALID_EVENT',
     (f) =>
-      `Invalid event${f.eventType !== undefined ? ` "${f.eventType}"` : ''} for machine "${f.machineId}"${forActor(f)}: ${f.reason}${f.field !== undefined ? ` at field "${f.field}"` : ''}${detailOf(f)}`,
+      `Invalid event${f.eventType !== undefined ? ` "${f.eventType}"` : ''} for machine "${f.machineId}"${forActor(f)}: ${problemText(f)}${moreProblems(f)}`,
   )
 {
   override name = 'InvalidEventError';

@@ -29,12 +29,17 @@ export function typedErrorResponse(
     });
   }
   if (error instanceof InvalidEventError) {
-    const field = error.field ?? (error.reason === 'unknown_type' ? 'type' : '');
+    const field = (f: string | undefined): string =>
+      `${fieldPrefix}${f ?? ''}`.replace(/\.$/, '') || '(event)';
     return fail(c, 400, {
       error: 'invalid_event',
-      field: `${fieldPrefix}${field}`.replace(/\.$/, '') || '(event)',
+      field: field(error.field ?? (error.reason === 'unknown_type' ? 'type' : '')),
       reason: error.reason,
       eventType: error.eventType ?? null,
+      // The schema's further problems, so a client fixes them in one go.
+      ...(error.more === undefined
+        ? {}
+        : { more: error.more.map((p) => ({ field: field(p.field), reason: p.reason })) }),
     });
   }
   if (error instanceof ConcurrencyError) {

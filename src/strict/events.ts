@@ -1,6 +1,12 @@
 import * as z from 'zod';
 import type { AnyStateMachine, EventObject } from 'xstate';
-import { InvalidEventError, InvalidInputError, type InvalidEventReason } from '../core/errors.ts';
+import {
+  InvalidEventError,
+  InvalidInputError,
+  MAX_EVENT_PROBLEMS,
+  type EventProblem,
+  type InvalidEventReason,
+} from '../core/errors.ts';
 
 export type { ChartSchemas, EventFromSchemas, EventSchemas } from '../core/chart.ts';
 import { chartEvents, definedChart, type ChartSchemas, type EventSchemas } from '../core/chart.ts';
@@ -203,24 +209,43 @@ export function eventIn(
   const result = compiled(schema).safeParse(event);
   if (result.success) return result.data;
 
-  const issue = result.error.issues[0];
-  if (!issue) throw invalidEvent(machine, options, 'invalid_field', type);
-  if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0] ?? '';
-    throw invalidEvent(
-      machine,
-      options,
-      'unexpected_field',
-      type,
-      [...issue.path.map(String), key].join('.'),
-    );
+  const [first, ...more] = problemsOf(event, result.error.issues);
+  if (first === undefined) throw invalidEvent(machine, options, 'invalid_field', type);
+  throw new InvalidEventError({
+    machineId: machine.id,
+    actorId: options.actorId,
+    eventType: type,
+    ...first,
+    ...(more.length > 0 ? { more } : {}),
+  });
+}
+
+/**
+ * The problems of zod's issues, at most {@link MAX_EVENT_PROBLEMS}: a key the
+ * schema does not take is an unexpected field (one problem per key), a field
+ * absent from the event a missing one, any other an invalid one. zod's messages
+ * describe expected types ("expected number"), but for some codes they quote the
+ * received value, so only the issue code is reported.
+ */
+function problemsOf(event: unknown, issues: readonly z.core.$ZodIssue[]): EventProblem[] {
+  const problems: EventProblem[] = [];
+  for (const issue of issues) {
+    const path = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        problems.push({ reason: 'unexpected_field', field: [...path, key].join('.') });
+      }
+    } else {
+      const field = path.join('.') || undefined;
+      problems.push(
+        valueAt(event, issue.path) === undefined
+          ? { reason: 'missing_field', field }
+          : { reason: 'invalid_field', field, detail: issue.code },
+      );
+    }
+    if (problems.length >= MAX_EVENT_PROBLEMS) break;
   }
-  const field = issue.path.map(String).join('.') || undefined;
-  if (valueAt(event, issue.path) === undefined)
-    throw invalidEvent(machine, options, 'missing_field', type, field);
-  // zod's messages describe expected types ("expected number"); for some codes they
-  // quote the received value, so only the issue code is reported.
-  throw invalidEvent(machine, options, 'invalid_field', type, field, issue.code);
+  return problems.slice(0, MAX_EVENT_PROBLEMS);
 }
 
 /** Each schema's compiled clone, made the first time it parses. */
