@@ -91,6 +91,7 @@ export {
   type EventInfo,
   type EventKind,
   type EventMeta,
+  type NodeMeta,
   type RootMeta,
   type StateClass,
   type StateInfo,

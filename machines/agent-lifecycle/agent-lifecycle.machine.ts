@@ -13,6 +13,7 @@ import {
   type AgentState,
   type AgentStateChangedEvent,
 } from './agent-lifecycle.types.ts';
+import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
 
 /** Metadata of a task, cleared on `START` and `CLEANUP` so nothing leaks between tasks. */
 const EMPTY_TASK = {
@@ -121,6 +122,8 @@ function finishedState<const M extends StateMeta, const Entry>(meta: M, entry: E
  */
 export const machine = setup({
   types: {
+    meta: {} as NodeMeta,
+    transitionMeta: {} as TransitionMeta,
     context: {} as AgentLifecycleContext,
     events: {} as AgentLifecycleEvent,
     input: {} as AgentLifecycleInput,

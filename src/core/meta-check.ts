@@ -56,7 +56,7 @@ export interface StateMeta {
 /** One event's entry in the root `meta.events`. */
 export interface EventMeta {
   kind?: EventKind;
-  roles?: string[];
+  roles?: readonly string[];
   description?: string;
   /**
    * The payload field that names who sends the event (`approver`, `voterId`): from
@@ -80,6 +80,14 @@ export interface RootMeta {
   invokes?: Record<string, { rerun: 'safe' | 'reconcile' }>;
   [key: string]: unknown;
 }
+
+/**
+ * The `meta` of any state node, the root's included: give it to XState's
+ * `setup({ types: { meta: {} as NodeMeta, transitionMeta: {} as TransitionMeta } })`
+ * and a typo in a class, an event kind or an invoke's `rerun` is a type error,
+ * not only an error when the chart is defined.
+ */
+export type NodeMeta = RootMeta & StateMeta;
 
 /** An `after` transition's `meta`. */
 export interface TransitionMeta {
