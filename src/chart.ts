@@ -91,6 +91,7 @@ export {
   type EventInfo,
   type EventKind,
   type EventMeta,
+  metaTypes,
   type NodeMeta,
   type RootMeta,
   type StateClass,

@@ -1,22 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import { setup } from 'xstate';
-import {
-  ChartMetadataError,
-  defineChart,
-  type NodeMeta,
-  type TransitionMeta,
-} from '../src/index.ts';
+import { ChartMetadataError, defineChart, metaTypes } from '../src/index.ts';
 
 // XState's own meta typing: a chart's metadata typed by NodeMeta and TransitionMeta.
-const typed = setup({
-  types: {
-    events: {} as { type: 'GO' },
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
-  },
-});
+const typed = setup({ types: { events: {} as { type: 'GO' }, ...metaTypes } });
 
-describe('chart metadata typed through setup({ types: { meta } })', () => {
+describe('chart metadata typed through setup({ types: { ...metaTypes } })', () => {
   test('a typo in a class, an event kind or a rerun is a type error, as it is an error at definition', () => {
     const good = typed.createMachine({
       id: 'meta-good',

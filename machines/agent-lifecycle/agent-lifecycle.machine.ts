@@ -13,7 +13,7 @@ import {
   type AgentState,
   type AgentStateChangedEvent,
 } from './agent-lifecycle.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 /** Metadata of a task, cleared on `START` and `CLEANUP` so nothing leaks between tasks. */
 const EMPTY_TASK = {
@@ -122,8 +122,7 @@ function finishedState<const M extends StateMeta, const Entry>(meta: M, entry: E
  */
 export const machine = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     context: {} as AgentLifecycleContext,
     events: {} as AgentLifecycleEvent,
     input: {} as AgentLifecycleInput,

@@ -10,7 +10,7 @@ import {
   type AgentRuntimeOutput,
   type TerminalStateOutput,
 } from './agent-runtime.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 /** Used when the input does not say how many lost steps to re-plan. */
 export const DEFAULT_MAX_INTERRUPTIONS = 3;
@@ -51,8 +51,7 @@ function effect<T extends AgentRuntimeEmitted['type']>(
 
 export const machine = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     context: {} as AgentRuntimeContext,
     events: {} as AgentRuntimeEvent,
     input: {} as AgentRuntimeInput,

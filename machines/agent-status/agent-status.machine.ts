@@ -16,7 +16,7 @@ import {
   type TerminalStateOutput,
   type Timestamp,
 } from './agent-status.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 /**
  * The valid-transition list of “Agent Status Models” (`can_transition_to`), the contract of this
@@ -92,8 +92,7 @@ const TERMINAL: readonly AgentStatus[] = ['completed', 'failed', 'terminated'];
 
 export const machine = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     context: {} as AgentStatusContext,
     events: {} as AgentStatusEvent,
     input: {} as AgentStatusInput,

@@ -13,7 +13,7 @@ import {
   type WorkflowMode,
   type WorkspaceContext,
 } from './plan-workflow.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 type ArtifactAdded = Extract<GlobalEvent, { type: 'ARTIFACT_ADDED' }>;
 type CommentAdded = Extract<GlobalEvent, { type: 'ADD_COMMENT' }>;
@@ -198,8 +198,7 @@ export function startMode(
 
 export const machine = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     context: {} as PlanWorkflowContext,
     events: {} as PlanWorkflowEvent,
     // Every input field is optional, so an actor may be created without input. The

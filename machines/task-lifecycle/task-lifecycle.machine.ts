@@ -13,7 +13,7 @@ import {
   type TaskLifecycleEvent,
   type TaskLifecycleInput,
 } from './task-lifecycle.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 /** The task input failed its schema; names the field, never the value. */
 export class InvalidTaskInputError extends AgentchartsError {
@@ -133,8 +133,7 @@ const failFatally = { target: 'failed', actions: ['recordCheckpoint', 'recordErr
 
 export const machine = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     context: {} as TaskLifecycleContext,
     events: {} as TaskLifecycleEvent,
     input: {} as TaskLifecycleInput,

@@ -22,7 +22,7 @@ import {
   type TaskStatusReport,
   type TeamTaskEvent,
 } from './team-workflow.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 /** What the workflow hands a task when it spawns it. */
 export interface TeamTaskInput {
@@ -58,8 +58,7 @@ function report(context: TeamTaskContext, status: TaskStatusReport['status']): T
 
 export const teamTask = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     input: {} as TeamTaskInput,
     context: {} as TeamTaskContext,
     events: {} as TeamTaskEvent,

@@ -21,7 +21,7 @@ import {
   type TeamWorkflowInput,
   type Threshold,
 } from './team-workflow.types.ts';
-import type { NodeMeta, TransitionMeta } from '../../src/core/meta-check.ts';
+import { metaTypes } from '../../src/core/meta-check.ts';
 
 type Team = Pick<
   TeamWorkflowContext,
@@ -124,8 +124,7 @@ const settled = (t: TeamTask) => t.status === 'DONE' || t.status === 'FAILED';
 
 const teamSetup = setup({
   types: {
-    meta: {} as NodeMeta,
-    transitionMeta: {} as TransitionMeta,
+    ...metaTypes,
     context: {} as TeamWorkflowContext,
     events: {} as TeamWorkflowEvent,
     input: {} as TeamWorkflowInput,

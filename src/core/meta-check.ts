@@ -81,12 +81,7 @@ export interface RootMeta {
   [key: string]: unknown;
 }
 
-/**
- * The `meta` of any state node, the root's included: give it to XState's
- * `setup({ types: { meta: {} as NodeMeta, transitionMeta: {} as TransitionMeta } })`
- * and a typo in a class, an event kind or an invoke's `rerun` is a type error,
- * not only an error when the chart is defined.
- */
+/** The `meta` of any state node, the root's included (see {@link metaTypes}). */
 export type NodeMeta = RootMeta & StateMeta;
 
 /** An `after` transition's `meta`. */
@@ -95,6 +90,17 @@ export interface TransitionMeta {
   event?: string;
   [key: string]: unknown;
 }
+
+/**
+ * Chart metadata's types for XState's `setup`:
+ * `setup({ types: { context: {} as C, events: {} as E, ...metaTypes } })` makes a
+ * typo in a state's class, an event's kind or an invoke's `rerun` a type error,
+ * not only an error when the chart is defined.
+ */
+export const metaTypes: { meta: NodeMeta; transitionMeta: TransitionMeta } = {
+  meta: {},
+  transitionMeta: {},
+};
 
 /** What is wrong with a value, and where inside it. */
 interface Problem {

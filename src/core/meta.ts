@@ -37,6 +37,7 @@ export {
   STATE_CLASSES,
   type EventKind,
   type EventMeta,
+  metaTypes,
   type NodeMeta,
   type RootMeta,
   type StateClass,
