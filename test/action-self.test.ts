@@ -8,7 +8,15 @@
  */
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { assign, createActor, sendTo, setup, type AnyStateMachine } from 'xstate';
+import {
+  assign,
+  createActor,
+  fromPromise,
+  sendTo,
+  setup,
+  waitFor,
+  type AnyStateMachine,
+} from 'xstate';
 import {
   createDurableActor,
   defineChart,
@@ -16,6 +24,7 @@ import {
   getRuntime,
   openDurableActor,
   openStore,
+  recover,
   verify,
 } from '../src/index.ts';
 import { closedAfterEach } from './support/stores.ts';
@@ -325,4 +334,118 @@ test('sendTo(self) and self.send in one step both arrive, self.send first as in 
   await actor.send({ type: 'GO' });
   await getRuntime(store).drain();
   expect(view(actor.getSnapshot())).toEqual(view(plain.getSnapshot()));
+});
+
+/**
+ * A promise given the invoking actor's `self` in its input reports progress to it,
+ * as with XState: `input: ({ self }) => ({ parent: self })`, then
+ * `input.parent.send(…)` from the promise. Before, the durable promise got the
+ * pure transition's inert `self` (its sends went nowhere) and, run again after a
+ * restart, the ref's JSON (no `send` at all: the promise rejected).
+ */
+describe("the invoking actor's self in a promise's input", () => {
+  const reporting = (gate: { open: Promise<void> }) =>
+    setup({
+      types: {
+        context: {} as { progress: number[] },
+        events: {} as { type: 'PROGRESS'; n: number },
+      },
+      actors: {
+        work: fromPromise<string, { parent: { send(e: { type: 'PROGRESS'; n: number }): void } }>(
+          async ({ input }) => {
+            input.parent.send({ type: 'PROGRESS', n: 1 });
+            await gate.open;
+            input.parent.send({ type: 'PROGRESS', n: 2 });
+            return 'ok';
+          },
+        ),
+      },
+    }).createMachine({
+      id: 'reporting',
+      meta: { invokes: { work: { rerun: 'safe' } } },
+      initial: 'working',
+      context: { progress: [] },
+      states: {
+        working: {
+          invoke: {
+            id: 'work',
+            src: 'work',
+            input: ({ self }) => ({ parent: self }),
+            onDone: 'done',
+          },
+          on: {
+            PROGRESS: {
+              actions: assign({ progress: ({ context, event }) => [...context.progress, event.n] }),
+            },
+          },
+        },
+        done: { type: 'final' },
+      },
+    });
+
+  test('its sends reach the actor, in order, as in plain XState', async () => {
+    const machine = reporting({ open: Promise.resolve() });
+    const plain = createActor(machine).start();
+    await waitFor(plain, (s) => s.status === 'done');
+
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(machine, { id: 'w1', store, schemas: false });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await getRuntime(store).drain();
+    expect(view(actor.getSnapshot())).toEqual(view(plain.getSnapshot()));
+    expect(actor.getSnapshot().context.progress).toEqual([1, 2]);
+    const sources = (await store.history('w1')).map(
+      (r) => JSON.parse(r.metadata).by ?? r.eventType,
+    );
+    expect(sources).toEqual(['xstate.init', 'self', 'self', 'xstate.done.actor.work']);
+  });
+
+  test('a promise still running: each send is taken as it is made, the outcome after them', async () => {
+    let open = (): void => {};
+    const gate = { open: new Promise<void>((resolve) => (open = resolve)) };
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(reporting(gate), { id: 'w3', store, schemas: false });
+    // Reported while the promise waits: taken now, not held for its outcome.
+    // (drain() would wait for the promise itself.)
+    for (let i = 0; i < 400 && actor.getSnapshot().context.progress.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(actor.getSnapshot().context.progress).toEqual([1]);
+    expect(actor.getSnapshot().value).toBe('working');
+    open();
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await getRuntime(store).drain();
+    expect(view(actor.getSnapshot())).toEqual({
+      value: 'done',
+      context: { progress: [1, 2] },
+      status: 'done',
+    });
+  });
+
+  test('run again after a restart, from the input the ledger kept', async () => {
+    const file = join(dir(), 'reporting.db');
+    const first = openStore(`sqlite:${file}`);
+    first.finishStep = () => new Promise(() => {}); // dies before recording the outcome
+    const machine = reporting({ open: Promise.resolve() });
+    await createDurableActor(machine, { id: 'w2', store: first, schemas: false });
+    for (let i = 0; i < 200 && (await first.getStep('w2:invoke:work:1'))?.attempts !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await getRuntime(first).close();
+
+    const store = track(openStore(`sqlite:${file}`));
+    const report = await recover(store, { charts: [defineChart(machine)] });
+    expect(report.steps).toEqual([
+      expect.objectContaining({ key: 'w2:invoke:work:1', outcome: 'rerun' }),
+    ]);
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await getRuntime(store).drain();
+    const row = await store.loadActor('w2');
+    expect(row?.state).toBe('done');
+    // The first run settled at once, so its sends waited to be taken with its
+    // outcome, and died with it; the rerun's are taken, before its outcome.
+    expect(JSON.parse(row?.snapshot ?? '{}').context.progress).toEqual([1, 2]);
+    const events = (await store.history('w2')).map((r) => r.eventType);
+    expect(events).toEqual(['xstate.init', 'PROGRESS', 'PROGRESS', 'xstate.done.actor.work']);
+  });
 });

@@ -19,6 +19,7 @@
  */
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import type { ActorCore } from './actor-core.ts';
+import { isPureSelf } from './pure.ts';
 
 /** Metadata of a step an action's `self.send` made (its transition row's, with `source: 'send'`). */
 export const ACTION_SEND_METADATA = Object.freeze({ by: 'self' });
@@ -52,7 +53,7 @@ export function actionSelf(core: ActorCore): ActionSelf {
       send(event: EventObject): void {
         const now = running.get(core);
         if (now !== undefined) now.sent.push(event);
-        else core.handle?.sendFromAction(event);
+        else void core.handle?.sendFromAction(event);
       },
       getSnapshot(): AnyMachineSnapshot {
         return running.get(core)?.before ?? core.snapshot;
@@ -86,4 +87,100 @@ export function runningActions(
 /** The action's arguments with the durable actor's `self` in place of the stand-in. */
 export function withActionSelf(info: unknown, self: ActionSelf): unknown {
   return typeof info === 'object' && info !== null ? { ...info, self } : info;
+}
+
+/** How deep {@link withLiveSelf} looks into an input for the actor's `self`. */
+const INPUT_DEPTH = 32;
+
+/**
+ * The `self` a promise's input holds while one run of it goes on: its sends
+ * reach the actor in order and ahead of the run's outcome, as XState's mailbox
+ * takes a `parent.send` the promise made before it settled. Until
+ * {@link PromiseSelf.release} they are held (a promise that settles at once has
+ * them taken in its outcome's turn, just before the outcome); after it, each
+ * goes in turn as an action's later send does, and {@link PromiseSelf.sent}
+ * resolves once those sent so far are taken.
+ */
+export class PromiseSelf implements ActionSelf {
+  readonly id: string;
+  readonly sessionId: string;
+  private held: EventObject[] | undefined = [];
+  private taken: Promise<void> = Promise.resolve();
+
+  constructor(private readonly core: ActorCore) {
+    this.id = core.id;
+    this.sessionId = `#durable:${core.id}`;
+  }
+
+  send(event: EventObject): void {
+    if (this.held !== undefined) this.held.push(event);
+    else this.forward(event);
+  }
+
+  getSnapshot(): AnyMachineSnapshot {
+    return this.core.snapshot;
+  }
+
+  toJSON(): { xstate$$type: 1; id: string } {
+    return { xstate$$type: 1, id: this.core.id };
+  }
+
+  /** Stops holding: returns what was held (to take now), or forwards it when `forward`. */
+  release(forward: boolean): EventObject[] {
+    const held = this.held ?? [];
+    this.held = undefined;
+    if (!forward) return held;
+    for (const event of held) this.forward(event);
+    return [];
+  }
+
+  /** Resolves once every send forwarded so far has been taken (or refused). */
+  sent(): Promise<void> {
+    return this.taken;
+  }
+
+  private forward(event: EventObject): void {
+    const handle = this.core.handle;
+    if (handle === undefined) return;
+    this.taken = this.taken.then(() => handle.sendFromAction(event)).catch(() => {});
+  }
+}
+
+/**
+ * A promise's input with the invoking actor's `self` in it made live again
+ * (`input: ({ self }) => ({ parent: self })`, then `input.parent.send(…)` to report
+ * progress, as with XState): the step's input was computed by a pure transition
+ * with its inert `self`, and after a restart it comes from the ledger as the JSON
+ * XState writes for a ref (`{ xstate$$type: 1, id: <machine id> }`). Either is
+ * replaced by `self`. Other refs stay as they are (a child's ref is persisted as
+ * its id).
+ */
+export function withLiveSelf(core: ActorCore, input: unknown, self: ActionSelf): unknown {
+  return revive(core, input, self, 0);
+}
+
+function revive(core: ActorCore, value: unknown, self: ActionSelf, depth: number): unknown {
+  if (typeof value !== 'object' || value === null || depth > INPUT_DEPTH) return value;
+  if (isPureSelf(value) || isSelfJson(core, value)) return self;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    value.forEach((item, i) => {
+      const next = revive(core, item, self, depth + 1);
+      if (next !== item) (copy ??= [...value])[i] = next;
+    });
+    return copy ?? value;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const next = revive(core, item, self, depth + 1);
+    if (next !== item) (copy ??= { ...value })[key] = next;
+  }
+  return copy ?? value;
+}
+
+/** The JSON XState persists for the pure transition's `self`: exactly `{ xstate$$type: 1, id }`. */
+function isSelfJson(core: ActorCore, value: object): boolean {
+  const ref = value as { xstate$$type?: unknown; id?: unknown };
+  return ref.xstate$$type === 1 && ref.id === core.machine.id && Object.keys(value).length === 2;
 }

@@ -47,12 +47,13 @@ export interface ActorCore {
     | undefined;
   /**
    * The actor's handle: delivers an invoke's outcome through its mailbox and send
-   * path, and sends what a user action sent to the actor after its step (./action-self.ts).
+   * path, and takes what a user action or a promise sent the actor (./action-self.ts).
    */
   handle:
     | {
         deliverOutcome(event: EventObject, key: string, at?: number): Promise<void>;
-        sendFromAction(event: EventObject): void;
+        sendFromAction(event: EventObject): Promise<void>;
+        takeActionSends(events: readonly EventObject[]): Promise<void>;
       }
     | undefined;
 }

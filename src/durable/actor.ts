@@ -234,10 +234,10 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * @internal An event a user action sends to this actor later (from a callback,
    * after an await): in turn, as a caller's send goes.
    */
-  sendFromAction(event: EventObject): void {
+  sendFromAction(event: EventObject): Promise<void> {
     const turn = this.runtime.turnFor(this.id);
     const take = () => this.takeActionSends([event]);
-    void (turn === undefined ? take() : turn.then(take));
+    return turn === undefined ? take() : turn.then(take);
   }
 
   /**

@@ -14,6 +14,7 @@ import type { StepRow } from '../store/types.ts';
 import type { InvokeStart } from './effects.ts';
 import type { PendingInvoke } from './ledger.ts';
 import type { ActorCore } from './actor-core.ts';
+import { PromiseSelf, withLiveSelf } from './action-self.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
 import type { ReservedTurn } from './runtime.ts';
@@ -186,6 +187,9 @@ async function run(
   const start = takeTurn(core, 'start');
   let controller: AbortController;
   let running: Promise<Outcome>;
+  // The actor's `self` in the promise's input (action-self.ts): what it sends
+  // before the outcome is taken before the outcome.
+  let self: PromiseSelf;
   try {
     if (!claimed) {
       // Claiming is store work, not the invoke's own: `drain({ invokes: 'settled' })`
@@ -218,8 +222,9 @@ async function run(
     }
     controller = new AbortController();
     (core.invokes ??= new Map()).set(invoke.key, controller);
+    self = new PromiseSelf(core);
     running = settle(invoke.logic, {
-      input: invoke.input,
+      input: withLiveSelf(core, invoke.input, self),
       signal: controller.signal,
       key: invoke.key,
     });
@@ -241,11 +246,15 @@ async function run(
   let finishing: Promise<void>;
   try {
     const atOnce = reserved !== undefined && (await settlesAtOnce(running));
+    // Settled at once: what it sent on the way is taken in its outcome's turn, just
+    // before the outcome; otherwise it goes now, and the outcome waits for it.
+    const sentFirst = self.release(!atOnce);
     if (!atOnce) {
       reserved?.pass();
       handOver(); // a promise still running: not waited for
     }
     const outcome = await running;
+    await self.sent();
     const turn = takeTurn(core, 'outcome', atOnce ? reserved.place : Infinity);
     if (!turn.inOrder) reserved?.pass();
     core.invokes?.delete(invoke.key);
@@ -257,6 +266,7 @@ async function run(
       turn,
       turn.inOrder ? reserved : undefined,
       atOnce ? enteredAt : undefined,
+      sentFirst,
     );
     settling.add(finishing);
   } finally {
@@ -287,6 +297,8 @@ async function finish(
    * the record took.
    */
   at: number | undefined,
+  /** What the promise sent the actor before it settled at once, taken just before its outcome. */
+  sentFirst: readonly EventObject[],
 ): Promise<void> {
   const { store, clock, logger } = core.runtime;
   let recorded = outcome;
@@ -320,6 +332,7 @@ async function finish(
     // run under way, one result (and what it sets off) at a time (runtime.inTurn);
     // settled at once, in the turn its commit reserved.
     const deliver = async (): Promise<void> => {
+      if (sentFirst.length > 0) await core.handle?.takeActionSends(sentFirst);
       if (signal.aborted) return; // its state was left: recorded, never delivered
       await deliverOutcome(
         core,
