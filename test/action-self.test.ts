@@ -398,6 +398,7 @@ describe("the invoking actor's self in a promise's input", () => {
       (r) => JSON.parse(r.metadata).by ?? r.eventType,
     );
     expect(sources).toEqual(['xstate.init', 'self', 'self', 'xstate.done.actor.work']);
+    expect((await verify(store, { charts: [defineChart(machine)] })).problems).toEqual([]);
   });
 
   test('a promise still running: each send is taken as it is made, the outcome after them', async () => {
@@ -447,5 +448,6 @@ describe("the invoking actor's self in a promise's input", () => {
     expect(JSON.parse(row?.snapshot ?? '{}').context.progress).toEqual([1, 2]);
     const events = (await store.history('w2')).map((r) => r.eventType);
     expect(events).toEqual(['xstate.init', 'PROGRESS', 'PROGRESS', 'xstate.done.actor.work']);
+    expect((await verify(store, { charts: [defineChart(machine)] })).problems).toEqual([]);
   });
 });
