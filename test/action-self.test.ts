@@ -15,6 +15,7 @@ import {
   sendTo,
   setup,
   waitFor,
+  type AnyActorRef,
   type AnyStateMachine,
 } from 'xstate';
 import {
@@ -334,6 +335,54 @@ test('sendTo(self) and self.send in one step both arrive, self.send first as in 
   await actor.send({ type: 'GO' });
   await getRuntime(store).drain();
   expect(view(actor.getSnapshot())).toEqual(view(plain.getSnapshot()));
+});
+
+describe("the initial state's self.send, at creation", () => {
+  const sendToSelf = sendTo(({ self }: { self: AnyActorRef }) => self, { type: 'R2' });
+  const selfSend = ({ self }: { self: AnyActorRef }) => self.send({ type: 'R1' });
+  const note = (type: string) =>
+    assign({ log: ({ context }: { context: { log: string[] } }) => [...context.log, type] });
+  const starting = (selfFirst: boolean, promise: boolean) =>
+    setup({
+      types: {
+        context: {} as { log: string[] },
+        events: {} as { type: 'R1' } | { type: 'R2' },
+      },
+      actors: { quick: fromPromise(() => Promise.resolve(1)) },
+    }).createMachine({
+      id: 'starting',
+      context: { log: [] },
+      initial: 'a',
+      states: {
+        a: {
+          entry: selfFirst ? [selfSend, sendToSelf] : [sendToSelf, selfSend],
+          ...(promise ? { invoke: { src: 'quick', onDone: { actions: note('DONE') } } } : {}),
+          on: { R1: { actions: note('R1') }, R2: { actions: note('R2') } },
+        },
+      },
+    });
+
+  test.each([
+    [false, false],
+    [true, false],
+    [false, true],
+    [true, true],
+  ])(
+    "taken before the entry's sendTo(self) and a promise's outcome at once, as XState takes them (self.send first: %s, promise: %s)",
+    async (selfFirst, promise) => {
+      const machine = starting(selfFirst, promise);
+      const plain = createActor(machine).start();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const store = track(openStore('memory:'));
+      const actor = await createDurableActor(machine, { id: 's1', store, schemas: false });
+      await getRuntime(store).drain({ invokes: 'settled' });
+      await getRuntime(store).drain();
+      expect(plain.getSnapshot().context.log).toEqual(
+        promise ? ['R1', 'R2', 'DONE'] : ['R1', 'R2'],
+      );
+      expect(view(actor.getSnapshot())).toEqual(view(plain.getSnapshot()));
+    },
+  );
 });
 
 /**

@@ -189,11 +189,16 @@ export async function createActor<TLogic extends AnyStateMachine>(
   }));
   // What its initial entry's actions sent to the actor itself, taken before it is
   // handed out, as XState's `start()` takes it: after the children of its initial
-  // state started and what they sent it on start (XState starts them first). A
-  // child spawned in a cascade takes them at once (waiting for that cascade would
-  // wait for itself).
+  // state started and what they sent it on start (XState starts them first), and
+  // before what the entry sent itself with `sendTo` or a promise that settles at
+  // once (XState sends those after the entry). A root that started no child takes
+  // them at once, ahead of those; one that did waits for its first step's cascade
+  // (docs/durability.md). A child spawned in a cascade takes them at once (waiting
+  // for that cascade would wait for itself).
   if (sent !== undefined) {
-    if (spawned === undefined) await runtime.turnFor(options.id);
+    if (spawned === undefined && effects.messages.some((m) => m.kind === 'spawn')) {
+      await runtime.turnFor(options.id);
+    }
     await actor.takeActionSends(sent);
   }
   return actor;

@@ -906,8 +906,9 @@ function actionArb(
   // target. Not from entry or exit: R moves `n`, which an \`always\` may read to enter
   // states again, whose entry would send R again, forever (on both sides); nor
   // from what a wildcard does (drawn as a child's message is), which takes R.
-  // (A self.send from the entry of a state the machine starts in is taken after
-  // the first step's messages: docs/durability.md.)
+  // (A self.send from the entry of a state the machine starts in, when that state
+  // starts a child machine, is taken after the first step's messages:
+  // docs/durability.md.)
   if (source === 'caller' || source === 'effect') {
     plain.push(fc.constant<ActionSpec>({ do: 'selfSend' }));
   }
