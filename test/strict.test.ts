@@ -34,6 +34,16 @@ const machine = setup({
   },
 });
 
+/** What `run` throws (undefined when it returns). */
+function thrownBy(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
 describe('the strict actor', () => {
   test('sends a legal event and returns the new snapshot', () => {
     const actor = createStrictActor(machine, { id: 's1', input: { owner: 'o' } }).start();
@@ -111,12 +121,9 @@ describe('the strict actor', () => {
 
   test('an event with several problems names them all, the first as reason and field', () => {
     const actor = createStrictActor(machine, { input: { owner: 'o' } }).start();
-    let error: unknown;
-    try {
-      actor.send({ type: 'GO', note: 7, secret: 'hunter2', token: 'x' } as never);
-    } catch (e) {
-      error = e;
-    }
+    const error = thrownBy(() =>
+      actor.send({ type: 'GO', note: 7, secret: 'hunter2', token: 'x' } as never),
+    );
     expect(error).toBeInstanceOf(InvalidEventError);
     expect(error).toMatchObject({
       reason: 'missing_field',
@@ -131,12 +138,7 @@ describe('the strict actor', () => {
       'Invalid event "GO" for machine "strict-demo": missing_field at field "amount"; also invalid_field at field "note": invalid_type; unexpected_field at field "secret"; unexpected_field at field "token"',
     );
     // The control: one problem gives no `more`, and the message is as it was.
-    let one: unknown;
-    try {
-      actor.send({ type: 'GO' } as never);
-    } catch (e) {
-      one = e;
-    }
+    const one = thrownBy(() => actor.send({ type: 'GO' } as never));
     expect(one).toMatchObject({ reason: 'missing_field', field: 'amount' });
     expect((one as { more?: unknown }).more).toBeUndefined();
     expect((one as Error).message).toBe(
@@ -144,12 +146,7 @@ describe('the strict actor', () => {
     );
     // Bounded: 50 stray keys give the first ten problems, not fifty.
     const stray = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i]));
-    let many: unknown;
-    try {
-      actor.send({ type: 'GO', amount: 1, ...stray } as never);
-    } catch (e) {
-      many = e;
-    }
+    const many = thrownBy(() => actor.send({ type: 'GO', amount: 1, ...stray } as never));
     expect(many).toMatchObject({ reason: 'unexpected_field', field: 'k0' });
     expect((many as { more: unknown[] }).more).toHaveLength(MAX_EVENT_PROBLEMS - 1);
   });
