@@ -15,7 +15,6 @@ import {
   sendTo,
   setup,
   waitFor,
-  type AnyActorRef,
   type AnyStateMachine,
 } from 'xstate';
 import {
@@ -338,10 +337,6 @@ test('sendTo(self) and self.send in one step both arrive, self.send first as in 
 });
 
 describe("the initial state's self.send, at creation", () => {
-  const sendToSelf = sendTo(({ self }: { self: AnyActorRef }) => self, { type: 'R2' });
-  const selfSend = ({ self }: { self: AnyActorRef }) => self.send({ type: 'R1' });
-  const note = (type: string) =>
-    assign({ log: ({ context }: { context: { log: string[] } }) => [...context.log, type] });
   const starting = (selfFirst: boolean, promise: boolean) =>
     setup({
       types: {
@@ -349,15 +344,32 @@ describe("the initial state's self.send, at creation", () => {
         events: {} as { type: 'R1' } | { type: 'R2' },
       },
       actors: { quick: fromPromise(() => Promise.resolve(1)) },
+      actions: {
+        sendToSelf: sendTo(({ self }) => self, { type: 'R2' }),
+        selfSend: ({ self }) => self.send({ type: 'R1' }),
+        note: assign({
+          log: ({ context }, params: { type: string }) => [...context.log, params.type],
+        }),
+      },
     }).createMachine({
       id: 'starting',
       context: { log: [] },
       initial: 'a',
       states: {
         a: {
-          entry: selfFirst ? [selfSend, sendToSelf] : [sendToSelf, selfSend],
-          ...(promise ? { invoke: { src: 'quick', onDone: { actions: note('DONE') } } } : {}),
-          on: { R1: { actions: note('R1') }, R2: { actions: note('R2') } },
+          entry: selfFirst ? ['selfSend', 'sendToSelf'] : ['sendToSelf', 'selfSend'],
+          ...(promise
+            ? {
+                invoke: {
+                  src: 'quick',
+                  onDone: { actions: { type: 'note', params: { type: 'DONE' } } },
+                },
+              }
+            : {}),
+          on: {
+            R1: { actions: { type: 'note', params: { type: 'R1' } } },
+            R2: { actions: { type: 'note', params: { type: 'R2' } } },
+          },
         },
       },
     });
