@@ -511,4 +511,93 @@ describe("the invoking actor's self in a promise's input", () => {
     expect(events).toEqual(['xstate.init', 'PROGRESS', 'PROGRESS', 'xstate.done.actor.work']);
     expect((await verify(store, { charts: [defineChart(machine)] })).problems).toEqual([]);
   });
+
+  test("two promises' sends all come before the first outcome, as in XState: the one that leaves the state does not drop the other's", async () => {
+    const sender = (type: string) =>
+      fromPromise<number, { parent: { send(e: { type: string }): void } }>(({ input }) => {
+        input.parent.send({ type });
+        return Promise.resolve(1);
+      });
+    const machine = setup({
+      types: { context: {} as { log: string[] } },
+      actors: { p1: sender('FROM_P1'), p2: sender('FROM_P2') },
+      actions: {
+        note: assign({ log: ({ context, event }) => [...context.log, event.type] }),
+      },
+    }).createMachine({
+      id: 'two-senders',
+      context: { log: [] },
+      initial: 'idle',
+      states: {
+        idle: { on: { GO: 'working' } },
+        working: {
+          invoke: [
+            // p1's outcome leaves the state: FROM_P2 must have been taken before it.
+            {
+              id: 'p1',
+              src: 'p1',
+              input: ({ self }) => ({ parent: self }),
+              onDone: { target: 'next', actions: 'note' },
+            },
+            {
+              id: 'p2',
+              src: 'p2',
+              input: ({ self }) => ({ parent: self }),
+              onDone: { actions: 'note' },
+            },
+          ],
+          on: { FROM_P1: { actions: 'note' }, FROM_P2: { actions: 'note' } },
+        },
+        next: {},
+      },
+    });
+    const plain = createActor(machine).start();
+    plain.send({ type: 'GO' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+
+    const store = track(openStore('memory:'));
+    const actor = await createDurableActor(machine, { id: 'two', store, schemas: false });
+    await actor.send({ type: 'GO' });
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await getRuntime(store).drain();
+    expect(plain.getSnapshot().context.log).toEqual(['FROM_P1', 'FROM_P2', 'xstate.done.actor.p1']);
+    expect(view(actor.getSnapshot())).toEqual(view(plain.getSnapshot()));
+  });
+
+  test('a send made after the runtime closed is lost, and so the run is: its outcome is not recorded, recovery runs it again', async () => {
+    let open = (): void => {};
+    const gate = { open: new Promise<void>((resolve) => (open = resolve)) };
+    const machine = reporting(gate);
+    const file = join(dir(), 'closed.db');
+    const first = openStore(`sqlite:${file}`);
+    await createDurableActor(machine, { id: 'w4', store: first, schemas: false });
+    // Its first send is taken (the log has it) while it waits for the gate.
+    for (let i = 0; i < 400 && (await first.history('w4')).length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await getRuntime(first).close(); // the store stays open
+    open(); // the promise sends PROGRESS 2 (lost) and resolves
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await first.getStep('w4:invoke:work:1'))?.status).toBe('executing');
+    await first.close();
+
+    const store = track(openStore(`sqlite:${file}`));
+    const report = await recover(store, { charts: [defineChart(machine)] });
+    expect(report.steps).toEqual([
+      expect.objectContaining({ key: 'w4:invoke:work:1', outcome: 'rerun' }),
+    ]);
+    await getRuntime(store).drain({ invokes: 'settled' });
+    await getRuntime(store).drain();
+    const events = (await store.history('w4')).map((r) => r.eventType);
+    // The first run's 1 (taken before the close), then the rerun's 1 and 2, then its outcome:
+    // never an outcome whose run's sends are missing.
+    expect(events).toEqual([
+      'xstate.init',
+      'PROGRESS',
+      'PROGRESS',
+      'PROGRESS',
+      'xstate.done.actor.work',
+    ]);
+    expect((await verify(store, { charts: [defineChart(machine)] })).problems).toEqual([]);
+  });
 });

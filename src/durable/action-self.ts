@@ -92,20 +92,31 @@ export function withActionSelf(info: unknown, self: ActionSelf): unknown {
 /** How deep {@link withLiveSelf} looks into an input for the actor's `self`. */
 const INPUT_DEPTH = 32;
 
+/** What promises sent an actor through their input's `self`, not taken yet (in the order sent). */
+interface PromiseSends {
+  queue: Array<{ event: EventObject; from: PromiseSelf }>;
+  /** A take of the queue is scheduled. */
+  pumping: boolean;
+}
+
+const promiseSends = new WeakMap<ActorCore, PromiseSends>();
+
 /**
- * The `self` a promise's input holds while one run of it goes on: its sends
- * reach the actor in order and ahead of the run's outcome, as XState's mailbox
- * takes a `parent.send` the promise made before it settled. Until
- * {@link PromiseSelf.release} they are held (a promise that settles at once has
- * them taken in its outcome's turn, just before the outcome); after it, each
- * goes in turn as an action's later send does, and {@link PromiseSelf.sent}
- * resolves once those sent so far are taken.
+ * The `self` a promise's input holds during one run of it. Its sends join one
+ * queue per actor, shared by every promise the actor runs, in the order they are
+ * made: the queue is taken in the actor's turn, and before any promise outcome
+ * is delivered ({@link takePromiseSends}), so the sends promises make before an
+ * outcome reach the actor before it, as XState's mailbox takes a `parent.send`
+ * ahead of the outcome of a promise that settled after it (of this promise or
+ * another). A send made once the runtime is closed is lost; the run is then
+ * {@link PromiseSelf.lost}, and its outcome is not recorded (recovery settles the
+ * step), so the log never shows the outcome without the sends before it.
  */
 export class PromiseSelf implements ActionSelf {
   readonly id: string;
   readonly sessionId: string;
-  private held: EventObject[] | undefined = [];
-  private taken: Promise<void> = Promise.resolve();
+  /** A send of this run could not be taken (the runtime closed). */
+  lost = false;
 
   constructor(private readonly core: ActorCore) {
     this.id = core.id;
@@ -113,8 +124,23 @@ export class PromiseSelf implements ActionSelf {
   }
 
   send(event: EventObject): void {
-    if (this.held !== undefined) this.held.push(event);
-    else this.forward(event);
+    const core = this.core;
+    if (core.runtime.isClosed || core.handle === undefined) {
+      this.lost = true;
+      return;
+    }
+    let sends = promiseSends.get(core);
+    if (sends === undefined) promiseSends.set(core, (sends = { queue: [], pumping: false }));
+    sends.queue.push({ event, from: this });
+    if (sends.pumping) return;
+    sends.pumping = true;
+    const pumped = sends;
+    const take = (): Promise<void> => {
+      pumped.pumping = false;
+      return takePromiseSends(core);
+    };
+    const turn = core.runtime.turnFor(core.id);
+    void (turn === undefined ? take() : turn.then(take));
   }
 
   getSnapshot(): AnyMachineSnapshot {
@@ -124,25 +150,20 @@ export class PromiseSelf implements ActionSelf {
   toJSON(): { xstate$$type: 1; id: string } {
     return { xstate$$type: 1, id: this.core.id };
   }
+}
 
-  /** Stops holding: returns what was held (to take now), or forwards it when `forward`. */
-  release(forward: boolean): EventObject[] {
-    const held = this.held ?? [];
-    this.held = undefined;
-    if (!forward) return held;
-    for (const event of held) this.forward(event);
-    return [];
-  }
-
-  /** Resolves once every send forwarded so far has been taken (or refused). */
-  sent(): Promise<void> {
-    return this.taken;
-  }
-
-  private forward(event: EventObject): void {
-    const handle = this.core.handle;
-    if (handle === undefined) return;
-    this.taken = this.taken.then(() => handle.sendFromAction(event)).catch(() => {});
+/**
+ * Takes what promises sent `core` through their input's `self` and is not taken
+ * yet ({@link PromiseSelf}); a take that fails marks the runs they came from lost.
+ */
+export async function takePromiseSends(core: ActorCore): Promise<void> {
+  const sends = promiseSends.get(core);
+  if (sends === undefined || sends.queue.length === 0) return;
+  const taken = sends.queue.splice(0);
+  try {
+    await core.handle?.takeActionSends(taken.map((s) => s.event));
+  } catch {
+    for (const { from } of taken) from.lost = true;
   }
 }
 

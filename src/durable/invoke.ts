@@ -14,7 +14,7 @@ import type { StepRow } from '../store/types.ts';
 import type { InvokeStart } from './effects.ts';
 import type { PendingInvoke } from './ledger.ts';
 import type { ActorCore } from './actor-core.ts';
-import { PromiseSelf, withLiveSelf } from './action-self.ts';
+import { PromiseSelf, takePromiseSends, withLiveSelf } from './action-self.ts';
 import { actorKind, resolveActorLogic } from './actor-kinds.ts';
 import { errorValue } from './pure.ts';
 import type { ReservedTurn } from './runtime.ts';
@@ -246,15 +246,11 @@ async function run(
   let finishing: Promise<void>;
   try {
     const atOnce = reserved !== undefined && (await settlesAtOnce(running));
-    // Settled at once: what it sent on the way is taken in its outcome's turn, just
-    // before the outcome; otherwise it goes now, and the outcome waits for it.
-    const sentFirst = self.release(!atOnce);
     if (!atOnce) {
       reserved?.pass();
       handOver(); // a promise still running: not waited for
     }
     const outcome = await running;
-    await self.sent();
     const turn = takeTurn(core, 'outcome', atOnce ? reserved.place : Infinity);
     if (!turn.inOrder) reserved?.pass();
     core.invokes?.delete(invoke.key);
@@ -266,7 +262,7 @@ async function run(
       turn,
       turn.inOrder ? reserved : undefined,
       atOnce ? enteredAt : undefined,
-      sentFirst,
+      self,
     );
     settling.add(finishing);
   } finally {
@@ -297,12 +293,21 @@ async function finish(
    * the record took.
    */
   at: number | undefined,
-  /** What the promise sent the actor before it settled at once, taken just before its outcome. */
-  sentFirst: readonly EventObject[],
+  /** The actor's `self` in the promise's input: what it sent is taken before the outcome. */
+  self: PromiseSelf,
 ): Promise<void> {
   const { store, clock, logger } = core.runtime;
   let recorded = outcome;
   try {
+    if (self.lost) {
+      // A send it made could not be taken (the runtime closed): its outcome is not
+      // recorded either, and recovery settles the step as one interrupted.
+      logger.warn(
+        { actorId: core.id, key: invoke.key },
+        'invoke outcome not recorded: a send it made after the runtime closed was lost',
+      );
+      return;
+    }
     try {
       await store.finishStep(
         invoke.key,
@@ -332,7 +337,8 @@ async function finish(
     // run under way, one result (and what it sets off) at a time (runtime.inTurn);
     // settled at once, in the turn its commit reserved.
     const deliver = async (): Promise<void> => {
-      if (sentFirst.length > 0) await core.handle?.takeActionSends(sentFirst);
+      // What promises sent the actor before this outcome: taken ahead of it.
+      await takePromiseSends(core);
       if (signal.aborted) return; // its state was left: recorded, never delivered
       await deliverOutcome(
         core,

@@ -496,6 +496,11 @@ export class DurableRuntime {
   }
 
   /** Resolves when {@link close} is called. */
+  /** @internal Whether {@link close} was called (what is sent from now on is not taken). */
+  get isClosed(): boolean {
+    return this.closeCalled;
+  }
+  private closeCalled = false;
   private markClosing: () => void = noop;
   private readonly closing = new Promise<void>((resolve) => (this.markClosing = resolve));
 
@@ -590,6 +595,7 @@ export class DurableRuntime {
 
   /** Stops timers and polling, waits for pending commits. Does not close the store. */
   async close(): Promise<void> {
+    this.closeCalled = true;
     this.markClosing();
     this.courier.close();
     await this.committer.close();
