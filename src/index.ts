@@ -53,6 +53,7 @@ export { DEFAULT_MAX_EVENT_BYTES, getInputSchema, getMachineEventTypes } from '.
 
 // Durable actors
 export { DurableActor } from './durable/actor.ts';
+export { toPromise, waitFor, type DurableWaitForOptions } from './durable/wait-for.ts';
 export {
   createDurableActor,
   getRuntime,

@@ -27,6 +27,7 @@ import {
   recover,
   stateName,
   verify,
+  waitFor,
 } from 'agentcharts';
 import config from './agentcharts.config.ts';
 import { chart, events, machine } from './doc-review.ts';
@@ -64,11 +65,7 @@ if (process.argv[2] === '--until-killed') {
     `recover(): ${report.actors.length} unfinished actor(s), ${reruns} interrupted invoke(s) run again`,
   );
   const doc = await openDurableActor(store, id, { chart });
-  await new Promise<void>((done) => {
-    const check = () => doc.getSnapshot().matches('reviewing') && done();
-    doc.subscribe(check);
-    check();
-  });
+  await waitFor(doc, (snapshot) => snapshot.matches('reviewing'));
   const words = doc.getSnapshot().context.words;
   say(`${id}: ${stateName(machine.id, doc.state)}, ${words} words`);
 

@@ -341,19 +341,24 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   }
 
   /**
-   * Called after every committed transition of this actor (in this process), with
-   * a function or an observer: the shape XState's `Subscribable` has, so
-   * `useSelector(actor, (s) => s.value)` from `@xstate/react` follows it (it
-   * reads `getSnapshot()` on each notice).
+   * Called after every committed transition of this actor (in this process). A
+   * function gets the transition's notice (states, event, version, snapshot). An
+   * observer gets what XState's observers get: `next(snapshot)`, then
+   * `complete()` when the actor reaches its final state, or `error(error)` when
+   * it fails; so XState's `waitFor(actor, (s) => s.matches('done'))` and
+   * `toPromise(actor)` work on a durable actor, and `useSelector(actor, …)` from
+   * `@xstate/react` follows it (it reads `getSnapshot()` on each call).
    */
+  subscribe(listener: (notice: TransitionNotice) => void): Subscription;
+  subscribe(observer: Observer<SnapshotFrom<TLogic>>): Subscription;
   subscribe(
-    listener: ((notice: TransitionNotice) => void) | Observer<TransitionNotice>,
+    listener: ((notice: TransitionNotice) => void) | Observer<SnapshotFrom<TLogic>>,
   ): Subscription {
     const listeners = (this.core.listeners ??= new Set());
     const call =
       typeof listener === 'function'
         ? listener
-        : (notice: TransitionNotice) => listener.next?.(notice);
+        : (notice: TransitionNotice) => observe(listener, notice);
     listeners.add(call);
     return { unsubscribe: () => listeners.delete(call) };
   }
@@ -433,4 +438,15 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
   stop(): void {
     this.detach();
   }
+}
+
+/** One notice to an XState-shaped observer: the snapshot, then how the actor ended. */
+function observe<TSnapshot>(observer: Observer<TSnapshot>, notice: TransitionNotice): void {
+  const snapshot = notice.snapshot as unknown as TSnapshot;
+  if (notice.status === 'error') {
+    observer.error?.((notice.snapshot as { error?: unknown }).error);
+    return;
+  }
+  observer.next?.(snapshot);
+  if (notice.status === 'done') observer.complete?.();
 }
