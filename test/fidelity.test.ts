@@ -3510,6 +3510,47 @@ describe('17c. after downtime, overdue timers fire in the order XState fires the
   });
 });
 
+describe('17e. one move of the clock past two chained timers fires both, as XState', () => {
+  // a --after 50--> b --after 50--> c, and the clock moved 100 at once. XState takes
+  // the first timer at +50 and arms the second from there (due at +100): it fires in
+  // the same move. The durable step was taken at the clock's time when it committed
+  // (+100), so the second was due at +150 and the actor stayed in b.
+  const chained = setup({}).createMachine({
+    id: 'chained',
+    initial: 'a',
+    states: { a: { after: { 50: 'b' } }, b: { after: { 50: 'c' } }, c: {} },
+  });
+
+  test('both fire in one advance; the log takes each at its time', async () => {
+    const oracle = plain(chained);
+    oracle.clock.advance(100);
+    expect(oracle.actor.getSnapshot().value).toBe('c');
+
+    const { store, clock } = clocked();
+    const actor = await createDurableActor(chained, { id: 'ch', store });
+    clock.advance(100);
+    await getRuntime(store).drain();
+    expect(actor.getSnapshot().value).toBe('c');
+    const rows = await store.history('ch');
+    expect(rows.map((r) => [r.toState, r.at - 1_000_000])).toEqual([
+      ['a', 0],
+      ['b', 50],
+      ['c', 100],
+    ]);
+  });
+
+  test('control: a move short of the second timer stops in b', async () => {
+    const oracle = plain(chained);
+    oracle.clock.advance(99);
+    const { store, clock } = clocked();
+    const actor = await createDurableActor(chained, { id: 'ch2', store });
+    clock.advance(99);
+    await getRuntime(store).drain();
+    expect(oracle.actor.getSnapshot().value).toBe('b');
+    expect(actor.getSnapshot().value).toBe('b');
+  });
+});
+
 describe('17d. a timer armed again goes behind those armed since', () => {
   // Found by soak:diff seed 50101 (memory, case 9,901) on the build that ranked
   // wake-ups by arm time: re-arming a timer whose actor had no other wake-up left

@@ -173,7 +173,7 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
    * no longer pending (fired or cancelled) or not due yet (it is re-armed for its
    * due time).
    */
-  deliverTimer(timerId: string, current?: () => boolean): Promise<boolean> {
+  deliverTimer(timerId: string, current?: () => boolean, firedAt?: number): Promise<boolean> {
     return this.enqueue(() =>
       this.retryingConflicts(async () => {
         // Armed again or cleared since its wake-up fired (TimerScheduler.supersede).
@@ -201,6 +201,8 @@ export class DurableActor<TLogic extends AnyStateMachine> implements LiveActor {
         const done = await processEvent(core, timer.event, 'timer', {
           timer: timerId,
           fenced: true,
+          // Taken when its wake-up fired (never before it fell due).
+          ...(firedAt === undefined ? {} : { at: Math.max(firedAt, timer.due) }),
         });
         return done !== undefined;
       }, false),

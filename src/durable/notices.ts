@@ -94,7 +94,7 @@ export interface LiveActor {
    * when `current` (a wake-up's check) says the timer was armed again or cleared
    * since the wake-up fired.
    */
-  deliverTimer(timerId: string, current?: () => boolean): Promise<boolean>;
+  deliverTimer(timerId: string, current?: () => boolean, firedAt?: number): Promise<boolean>;
   /**
    * Delivers a message from another actor, consuming it in the same commit;
    * `base`: where its step was taken among the tree's, when the courier nests it

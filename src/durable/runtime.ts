@@ -129,7 +129,7 @@ export class DurableRuntime {
       store,
       this.clock,
       this.logger,
-      (actorId, timerId, current) => this.fireWake(actorId, timerId, current),
+      (actorId, timerId, current, firedAt) => this.fireWake(actorId, timerId, current, firedAt),
       this.owner,
       this.leaseMs,
     );
@@ -535,9 +535,10 @@ export class DurableRuntime {
     actorId: string,
     timerId: string,
     current: (() => boolean) | undefined,
+    firedAt?: number,
   ): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
-    return this.inTurn(actorId, () => this.fireNow(actorId, timerId, current));
+    return this.inTurn(actorId, () => this.fireNow(actorId, timerId, current, firedAt));
   }
 
   /**
@@ -561,6 +562,7 @@ export class DurableRuntime {
     actorId: string,
     timerId: string,
     current: (() => boolean) | undefined,
+    firedAt?: number,
   ): Promise<boolean> {
     if (this.closed || current?.() === false) return false;
     try {
@@ -568,7 +570,7 @@ export class DurableRuntime {
         return false; // its lease holder fires it
       }
       const actor = await this.actor(actorId);
-      return await actor.deliverTimer(timerId, current);
+      return await actor.deliverTimer(timerId, current, firedAt);
     } catch (error) {
       if (error instanceof ConcurrencyError) return false;
       if (error instanceof LeaseLostError) {

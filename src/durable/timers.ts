@@ -20,6 +20,8 @@ export type FireTimer = (
   actorId: string,
   timerId: string,
   current?: () => boolean,
+  /** For a wake-up: the clock's time when it fired, the instant its step is taken at. */
+  firedAt?: number,
 ) => Promise<boolean>;
 
 /** A wake-up's firing under way: superseded when its timer is armed again or cleared. */
@@ -181,7 +183,10 @@ export class TimerScheduler {
     const key = firingKey(actorId, timerId);
     const firing: Firing = { superseded: false };
     this.firings.set(key, firing);
-    const run = this.fire(actorId, timerId, () => !firing.superseded);
+    // Its step is taken at the instant the wake-up fired, as XState's scheduler
+    // takes a delayed event when its time comes: a clock moved by hand past two
+    // chained timers fires both (the second is armed from the first's due time).
+    const run = this.fire(actorId, timerId, () => !firing.superseded, this.clock.now());
     this.firing.add(run);
     void run.finally(() => {
       this.firing.delete(run);
