@@ -214,6 +214,78 @@ describe('a state space over the bound', () => {
   });
 });
 
+describe('an event the chart gives no sample of', () => {
+  // new --OPEN--> open --CLOSE--> closed (final); new --CLOSE--> closed. OPEN carries a
+  // title; the chart lists no samples, so the check must find one or say it could not.
+  const ticket = (title: z.ZodType) => {
+    const events = {
+      OPEN: eventSchema('OPEN', { title }),
+      CLOSE: eventSchema('CLOSE'),
+    };
+    return defineChart(
+      setup({
+        types: { events: {} as { type: 'OPEN'; title: string } | { type: 'CLOSE' } },
+      }).createMachine({
+        id: 'ticket',
+        initial: 'new',
+        states: {
+          new: { on: { OPEN: 'open', CLOSE: 'closed' } },
+          open: { on: { CLOSE: 'closed' } },
+          closed: { type: 'final' },
+        },
+      }),
+      { events },
+    );
+  };
+  const properties = [
+    bounded('OPEN', 0),
+    only('new', 'open', { via: ['CLOSE'] }),
+    reachable('open'),
+    reachable('closed'),
+    noDeadEnd(),
+    terminates(),
+  ];
+
+  test('one made from its schema stands in: OPEN is explored and refutes what it breaks', () => {
+    const report = checkChart(ticket(z.string()), { properties });
+    expect(report.complete).toBe(true);
+    expect(report.properties.map((p) => p.status)).toEqual([
+      'refuted',
+      'refuted',
+      'proven',
+      'proven',
+      'proven',
+      'proven',
+    ]);
+    expect(report.notes.join('\n')).toContain('made from its schema, stands in');
+  });
+
+  test('none to be made: never a pass, only what its paths show is decided', () => {
+    // A title no generated string has: OPEN is not explored. Before, bounded(OPEN, 0)
+    // was "proven" (exit 0) and reachable('open') "refuted".
+    const report = checkChart(ticket(z.string().startsWith('T-')), { properties });
+    expect(report.complete).toBe(false);
+    expect(report.properties.map((p) => [p.title, p.status])).toEqual([
+      ['bounded(OPEN ≤ 0)', 'unproven'],
+      ['only(new → open via CLOSE)', 'unproven'],
+      ['reachable(open)', 'unproven'],
+      // Its witness path (CLOSE) is real whatever OPEN does.
+      ['reachable(closed)', 'proven'],
+      ['noDeadEnd()', 'unproven'],
+      ['terminates()', 'unproven'],
+    ]);
+    expect(report.properties[0]?.detail).toMatch(/OPEN was not explored/);
+    expect(report.notes.join('\n')).toMatch(/no valid sample of OPEN/);
+  });
+
+  test('control: a refutation its path shows stands when another event is unexplored', () => {
+    const report = checkChart(ticket(z.string().startsWith('T-')), {
+      properties: [bounded('CLOSE', 0), only('new', 'closed', { via: ['OPEN'] })],
+    });
+    expect(report.properties.map((p) => p.status)).toEqual(['refuted', 'refuted']);
+  });
+});
+
 describe('invoked actors and failures while checking', () => {
   const fetcher = setup({
     actors: { fetchRefund: fromPromise(() => Promise.resolve({ ok: true })) },

@@ -21,6 +21,7 @@ import { checkBefore, checkBounded, checkOnly } from './monitors.ts';
 import { exploreSpace, type StateSpace } from './space.ts';
 import type { CheckPath } from './paths.ts';
 import { replayEvents } from './replay.ts';
+import { sampleOutput } from '../testing/invoke-samples.ts';
 import { stateLabel } from '../core/state.ts';
 import {
   checkNoDeadEnd,
@@ -96,12 +97,18 @@ function verdictOf(space: StateSpace, property: ChartProperty, names: PropertyNa
 
 /**
  * The samples the check sends: the chart's valid ones (the runtime refuses the
- * others), and a bare `{ type }` for an event type the machine handles but the
- * chart does not list, when that is a valid event (as `agentcharts paths` does). A
- * type listed with no samples (`PAID: []`) is never sent.
+ * others), and for an event type the machine handles but the chart does not
+ * list, a bare `{ type }` when that is a valid event (as `agentcharts paths`
+ * does), else one made from its schema (openapi-sampler, as an invoke's output
+ * is). A type listed with no samples (`PAID: []`) is never sent. `unsampled`:
+ * the handled types none of those gives a valid event of.
  */
-function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
+function samplesOf(
+  chart: ChartDefinition,
+  notes: string[],
+): { samples: EventObject[]; unsampled: string[] } {
   const out: EventObject[] = [];
+  const unsampled: string[] = [];
   const given = new Set<string>();
   const valid = (event: unknown): string | undefined => {
     try {
@@ -131,13 +138,52 @@ function samplesOf(chart: ChartDefinition, notes: string[]): EventObject[] {
       notes.push(
         `no sample of ${type}: { type: '${type}' } stands in (give eventSamples for payloads)`,
       );
-    } else {
-      notes.push(
-        `no valid sample of ${type}: its transitions are not explored (give eventSamples)`,
-      );
+      continue;
     }
+    const schema = Object.hasOwn(chart.events, type) ? chart.events[type] : undefined;
+    const made = schema === undefined ? undefined : sampleOutput(schema)?.output;
+    if (made !== undefined && valid(made) === undefined) {
+      out.push(made as EventObject);
+      notes.push(
+        `no sample of ${type}: ${JSON.stringify(made)}, made from its schema, stands in (give eventSamples for others)`,
+      );
+      continue;
+    }
+    unsampled.push(type);
+    notes.push(
+      `no valid sample of ${type}: its transitions are not explored (give eventSamples); what they could change is unproven`,
+    );
   }
-  return out;
+  return { samples: out, unsampled };
+}
+
+/**
+ * Property kinds whose refutation is a path that shows it (an event taken the
+ * wrong way, a count exceeded, an order broken): still a refutation when some
+ * events were not explored, as a reachable state's proof (its witness path) is
+ * still a proof. Every other verdict claims something of all paths (a proof, an
+ * unreachable state, a state with no way out), which an event left unexplored
+ * may change.
+ */
+const REFUTED_BY_ITS_PATH: ReadonlySet<ChartProperty['kind']> = new Set([
+  'only',
+  'before',
+  'bounded',
+]);
+
+/** A verdict reached without exploring `unexplored` event types: unproven unless its path shows it. */
+function withUnexplored(
+  verdict: Verdict,
+  property: ChartProperty,
+  unexplored: readonly string[],
+): Verdict {
+  if (verdict.status === 'unproven') return verdict;
+  if (verdict.status === 'refuted' && REFUTED_BY_ITS_PATH.has(property.kind)) return verdict;
+  if (verdict.status === 'proven' && property.kind === 'reachable') return verdict;
+  return {
+    status: 'unproven',
+    detail: `unproven: ${unexplored.join(', ')} ${unexplored.length === 1 ? 'was' : 'were'} not explored (no valid sample; give eventSamples), and could change it`,
+  };
 }
 
 /** The chart's samples of invoked actors' outcomes (`xstate.done.actor.<id>`), by type. */
@@ -243,8 +289,9 @@ export function checkChart(chart: ChartDefinition, options: CheckOptions = {}): 
 
   const started = performance.now();
   const notes: string[] = [];
+  const { samples, unsampled } = samplesOf(chart, notes);
   const space = exploreSpace(chart.machine, {
-    samples: samplesOf(chart, notes),
+    samples,
     outcomes: outcomesOf(chart),
     input: 'input' in options ? options.input : chart.defaultInput,
     serializeState: chart.serializeState as ((s: AnyMachineSnapshot) => string) | undefined,
@@ -253,7 +300,9 @@ export function checkChart(chart: ChartDefinition, options: CheckOptions = {}): 
   const names = propertyNames(chart.machine);
   const input = 'input' in options ? options.input : chart.defaultInput;
   const results: PropertyResult[] = properties.map((property) => {
-    const verdict = verdictOf(space, property, names);
+    const explored = verdictOf(space, property, names);
+    const verdict =
+      unsampled.length === 0 ? explored : withUnexplored(explored, property, unsampled);
     const unfaithful = verdict.counterexample && divergence(chart, input, verdict.counterexample);
     return {
       property,
@@ -291,7 +340,7 @@ export function checkChart(chart: ChartDefinition, options: CheckOptions = {}): 
     machineId: chart.machine.id,
     states: space.nodes.length,
     transitions: space.edges,
-    complete: space.complete,
+    complete: space.complete && unsampled.length === 0,
     limit,
     ms,
     properties: results,

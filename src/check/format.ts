@@ -159,7 +159,11 @@ export function formatCheck(check: ChartCheck, prefix = ''): string {
     totals.properties === 0 && check.states === 0
       ? 'not explored'
       : `${check.states} states, ${check.transitions} transitions${
-          check.complete ? '' : ` (stopped at the bound of ${check.limit})`
+          check.complete
+            ? ''
+            : check.states >= check.limit
+              ? ` (stopped at the bound of ${check.limit})`
+              : ' (some events not explored: see the notes)'
         }`;
   const lines = [`${name}: ${verdict} · ${space} · ${check.ms} ms`];
   for (const p of check.properties) lines.push(...formatProperty(p));
