@@ -1,9 +1,19 @@
 import { describe, expect, test } from 'vitest';
-import { setup } from 'xstate';
-import { ChartMetadataError, defineChart, metaTypes } from '../src/index.ts';
+import { fromPromise, setup } from 'xstate';
+import * as z from 'zod';
+import {
+  ChartMetadataError,
+  chartMeta,
+  defineChart,
+  eventSchema,
+  metaTypes,
+} from '../src/index.ts';
 
 // XState's own meta typing: a chart's metadata typed by NodeMeta and TransitionMeta.
-const typed = setup({ types: { events: {} as { type: 'GO' }, ...metaTypes } });
+const typed = setup({
+  types: { events: {} as { type: 'GO' }, ...metaTypes },
+  actors: { fetching: fromPromise(() => Promise.resolve(1)) },
+});
 
 describe('chart metadata typed through setup({ types: { ...metaTypes } })', () => {
   test('a typo in a class, an event kind or a rerun is a type error, as it is an error at definition', () => {
@@ -15,7 +25,11 @@ describe('chart metadata typed through setup({ types: { ...metaTypes } })', () =
       },
       initial: 'a',
       states: {
-        a: { meta: { class: 'idle' }, on: { GO: 'b' } },
+        a: {
+          meta: { class: 'idle' },
+          invoke: { id: 'fetch', src: 'fetching' },
+          on: { GO: 'b' },
+        },
         b: { type: 'final', meta: { class: 'completed' } },
       },
     });
@@ -47,5 +61,74 @@ describe('chart metadata typed through setup({ types: { ...metaTypes } })', () =
     for (const machine of typos) {
       expect(() => defineChart(machine)).toThrow(ChartMetadataError);
     }
+  });
+});
+
+describe('names the root metadata uses must be the chart’s own', () => {
+  const events = {
+    APPROVE: eventSchema('APPROVE', { approver: z.string() }),
+    EDIT: eventSchema('EDIT'),
+  };
+  const approving = (meta: Record<string, unknown>, editingMeta: Record<string, unknown> = {}) =>
+    setup({
+      types: { events: {} as { type: 'APPROVE'; approver: string } | { type: 'EDIT' } },
+      actors: { scoring: fromPromise(() => Promise.resolve(1)) },
+      delays: { deadline: 1_000 },
+    }).createMachine({
+      id: 'approving',
+      meta,
+      initial: 'editing',
+      states: {
+        editing: {
+          meta: editingMeta,
+          invoke: { id: 'score', src: 'scoring' },
+          on: { EDIT: 'editing', APPROVE: 'done' },
+          after: { deadline: 'done' },
+        },
+        done: { type: 'final' },
+      },
+    });
+  const define = (meta: Record<string, unknown>, editingMeta?: Record<string, unknown>) =>
+    defineChart(approving(meta, editingMeta), { events });
+
+  test('a misspelled event key is refused: it would leave APPROVE a command an agent may send', () => {
+    expect(() => define({ events: { APROVE: { kind: 'approval', signer: 'approver' } } })).toThrow(
+      /events\.APROVE.*the chart has no event "APROVE"; its events: APPROVE, EDIT/,
+    );
+    // The control: spelled right, APPROVE is an approval no agent may send.
+    const chart = define({ events: { APPROVE: { kind: 'approval', signer: 'approver' } } });
+    const approve = chartMeta(chart.machine).events.find((e) => e.type === 'APPROVE');
+    expect(approve).toMatchObject({ kind: 'approval' });
+    expect(approve?.roles).not.toContain('agent');
+  });
+
+  test('a signer the event’s schema does not have, a delay or invoke the chart lacks, are refused', () => {
+    expect(() => define({ events: { APPROVE: { kind: 'approval', signer: 'aprover' } } })).toThrow(
+      /events\.APPROVE\.signer.*no field "aprover"; its fields: approver, type/,
+    );
+    expect(() => define({ delays: { dedline: 'TIMEOUT' } })).toThrow(
+      /delays\.dedline.*no delay "dedline"; its delays: deadline/,
+    );
+    expect(() => define({ invokes: { socre: { rerun: 'safe' } } })).toThrow(
+      /invokes\.socre.*invokes nothing as "socre"; its invokes: score/,
+    );
+    // The control: the right names are taken.
+    const chart = define({
+      delays: { deadline: 'TIMEOUT' },
+      invokes: { score: { rerun: 'safe' } },
+      events: { 'audit.*': { roles: ['operator'] } },
+    });
+    expect(chartMeta(chart.machine).invokeRerunSafe('score')).toBe(true);
+  });
+
+  test('root-only metadata on another state is refused: there it says nothing', () => {
+    expect(() => define({}, { events: { EDIT: { kind: 'timer-only' } } })).toThrow(
+      ChartMetadataError,
+    );
+    expect(() => define({}, { events: { EDIT: { kind: 'timer-only' } } })).toThrow(
+      /state "editing".*`events` belongs on the root's meta/,
+    );
+    // The control: a state's own keys pass through.
+    expect(define({}, { class: 'working', owner: 'team-a' }).machine.id).toBe('approving');
   });
 });

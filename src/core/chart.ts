@@ -1,6 +1,7 @@
 import type { AnyStateMachine, EventFromLogic, EventObject, InputFrom, SnapshotFrom } from 'xstate';
 import type { z } from 'zod';
 import { checkChartMetadata } from './meta-check.ts';
+import { checkMetaNames } from './meta-names.ts';
 import { checkChartProperties, type PropertyOf } from './properties.ts';
 import { resumeAll, type RecoveryPolicy } from './recovery.ts';
 import { isMachine, requireArg, requireOptions } from './options.ts';
@@ -147,6 +148,7 @@ export function defineChart<TLogic extends AnyStateMachine>(
           ...options,
         };
   checkChartMetadata(chart.machine);
+  checkMetaNames(chart.machine, { ...schemasOfMachine(chart.machine), ...chart.events });
   checkChartProperties(chart.machine, chart.properties);
   if (!definedCharts.has(chart.machine)) definedCharts.set(chart.machine, chart);
   return chart;
@@ -192,4 +194,12 @@ export function chartEvents(chart: ChartDefinition | undefined): EventSchemas | 
   // On every send: no array of the keys, only whether there is one.
   for (const _ in chart.events) return chart.events;
   return undefined;
+}
+
+/** The event schemas `setup({ schemas: { events } })` put on the machine, if any. */
+function schemasOfMachine(machine: AnyStateMachine): Readonly<Record<string, unknown>> {
+  const events = (machine.schemas as { events?: unknown } | undefined)?.events;
+  return typeof events === 'object' && events !== null
+    ? (events as Readonly<Record<string, unknown>>)
+    : {};
 }

@@ -259,7 +259,7 @@ export function knownMachines(): AnyStateMachine[] {
  */
 export function checkChartMetadata(machine: AnyStateMachine): void {
   const id = machine.id;
-  checkMeta('root', machine.root.meta, id, 'root meta');
+  checkMeta('root', machine.root.meta, id, 'the root');
   for (const [path, node] of statePaths(machine)) {
     checkMeta('state', node.meta, id, `state "${path}"`);
     for (const list of node.transitions.values()) {

@@ -198,7 +198,7 @@ export function chartMeta(machine: AnyStateMachine): ChartMeta {
 
 function compile(machine: AnyStateMachine): ChartMeta {
   const machineId = machine.id;
-  const root = checkMeta('root', machine.root.meta, machineId, 'root meta');
+  const root = checkMeta('root', machine.root.meta, machineId, 'the root');
   const states: StateInfo[] = [];
   const byPath = new Map<string, StateInfo>();
   /** States whose class was said (on them, or on a state around them). */
