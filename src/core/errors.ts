@@ -70,7 +70,11 @@ export interface EventProblem {
   reason: InvalidEventReason;
   /** Dotted path of the offending field (`payload.amount`), when there is one. */
   field?: string | undefined;
-  /** What is wrong with it, in words. */
+  /**
+   * What is wrong with it: for a field the schema refuses, zod's issue code
+   * (`invalid_type`, `too_small`, `invalid_value`), never the value; otherwise
+   * in words.
+   */
   detail?: string | undefined;
 }
 
