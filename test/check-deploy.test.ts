@@ -7,10 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { setup } from 'xstate';
 import {
+  ManualClock,
   checkDeploy,
   createDurableActor,
+  defineChart,
   getRuntime,
+  openDurableActor,
   openStore,
   type Store,
 } from '../src/index.ts';
@@ -136,4 +140,77 @@ describe('agentcharts check-deploy', () => {
     const report = JSON.parse(json.stdout) as { ok: boolean; checked: number };
     expect(report).toMatchObject({ ok: false, checked: 8 });
   });
+});
+
+// docs/versions.md: a state renamed in a new version keeps its pending `after`
+// timers when it keeps its old id; renamed without it, they are lost.
+describe('a renamed state and its pending timer', () => {
+  const v1Timer = setup({ delays: { deadline: 1_000 } }).createMachine({
+    id: 'exp',
+    initial: 'draft',
+    states: {
+      draft: { on: { SUBMIT: 'approval' } },
+      approval: { after: { deadline: 'expired' }, on: { OK: 'paid' } },
+      expired: {},
+      paid: {},
+    },
+  });
+  const renamed = (keepId: boolean) =>
+    defineChart(
+      setup({ delays: { deadline: 1_000 } }).createMachine({
+        id: 'exp',
+        initial: 'draft',
+        states: {
+          draft: { on: { SUBMIT: 'signoff' } },
+          signoff: {
+            ...(keepId ? { id: 'exp.approval' } : {}),
+            after: { deadline: 'expired' },
+            on: { OK: 'paid' },
+          },
+          expired: {},
+          paid: {},
+        },
+      }),
+      {
+        version: 2,
+        migrations: {
+          1: (s) => ({ ...s, value: s.value === 'approval' ? 'signoff' : s.value }),
+        },
+      },
+    );
+
+  test.each([
+    [true, [], 'expired'],
+    [false, ['timer_lost'], 'signoff'],
+  ])(
+    'keeping its old id: %s — stranded %j, after the deadline in %s',
+    async (keepId, stranded, after) => {
+      const file = join(dir, `renamed-${String(keepId)}.db`);
+      const clock = new ManualClock(1_000_000);
+      let store = openStore(`sqlite:${file}`);
+      getRuntime(store, { clock });
+      const actor = await createDurableActor(defineChart(v1Timer), { id: 'e1', store });
+      await actor.send({ type: 'SUBMIT' });
+      await getRuntime(store).close();
+      await store.close();
+
+      const next = renamed(keepId);
+      store = openStore(`sqlite:${file}`);
+      try {
+        const report = await checkDeploy(store, {
+          charts: [next],
+          current: [defineChart(v1Timer)],
+        });
+        expect(report.stranded.map((s) => s.kind)).toEqual(stranded);
+        getRuntime(store, { clock, charts: [next] });
+        const migrated = await openDurableActor(store, 'e1');
+        clock.advance(2_000);
+        await getRuntime(store).drain();
+        expect(migrated.getSnapshot().value).toBe(after);
+      } finally {
+        await getRuntime(store).close();
+        await store.close();
+      }
+    },
+  );
 });
