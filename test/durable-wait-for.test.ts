@@ -4,7 +4,7 @@
  * on `createActor(machine)`; agentcharts exports them typed for a durable actor.
  */
 import { describe, expect, test } from 'vitest';
-import { assign, createActor, fromPromise, setup } from 'xstate';
+import { assign, createActor, fromPromise, setup, waitFor as xstateWaitFor } from 'xstate';
 import { createDurableActor, openStore, toPromise, waitFor } from '../src/index.ts';
 import { closedAfterEach } from './support/stores.ts';
 
@@ -47,9 +47,7 @@ describe('waitFor and toPromise on a durable actor', () => {
   test('resolve as on plain XState: the snapshot the predicate holds for, then the output', async () => {
     const machine = working(false);
     const plain = createActor(machine).start();
-    const plainWaited = waitFor(plain as never, (s: { matches(v: string): boolean }) =>
-      s.matches('c'),
-    );
+    const plainWaited = xstateWaitFor(plain, (s) => s.matches('c'));
     plain.send({ type: 'GO' });
 
     const actor = await createDurableActor(machine, {
@@ -63,7 +61,7 @@ describe('waitFor and toPromise on a durable actor', () => {
     await actor.send({ type: 'GO' });
     const snapshot = await waited;
     expect(snapshot.context).toEqual({ n: 5 });
-    expect(snapshot.value).toBe(((await plainWaited) as { value: unknown }).value);
+    expect(snapshot.value).toBe((await plainWaited).value);
     expect(await output).toEqual({ n: 5 });
   });
 

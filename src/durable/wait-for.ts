@@ -13,7 +13,8 @@ import {
   type OutputFrom,
   type SnapshotFrom,
 } from 'xstate';
-import type { DurableActor } from './actor.ts';
+import { isOptionsBag, requireArg, EXPECTED } from '../core/options.ts';
+import { DurableActor } from './actor.ts';
 
 /** As XState's `waitFor` options: a timeout in ms (default Infinity) and an abort signal. */
 export interface DurableWaitForOptions {
@@ -31,6 +32,14 @@ export function waitFor<TLogic extends AnyStateMachine>(
   predicate: (snapshot: SnapshotFrom<TLogic>) => boolean,
   options?: DurableWaitForOptions,
 ): Promise<SnapshotFrom<TLogic>> {
+  requireArg(
+    'waitFor',
+    'actor',
+    actor instanceof DurableActor,
+    'a durable actor (createDurableActor)',
+  );
+  requireArg('waitFor', 'predicate', typeof predicate === 'function', 'a function of the snapshot');
+  requireArg('waitFor', 'options', isOptionsBag(options), EXPECTED.options);
   return xstateWaitFor(
     actor as unknown as AnyActorRef,
     predicate as (snapshot: unknown) => boolean,
@@ -42,5 +51,11 @@ export function waitFor<TLogic extends AnyStateMachine>(
 export function toPromise<TLogic extends AnyStateMachine>(
   actor: DurableActor<TLogic>,
 ): Promise<OutputFrom<TLogic>> {
+  requireArg(
+    'toPromise',
+    'actor',
+    actor instanceof DurableActor,
+    'a durable actor (createDurableActor)',
+  );
   return xstateToPromise(actor as unknown as AnyActorRef) as Promise<OutputFrom<TLogic>>;
 }

@@ -699,6 +699,8 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     for (const t of list) (on[t.event] ??= []).push(transition(t));
     return on;
   };
+  // The promise invoke ids the states use: the chart's metadata names only those.
+  const invoked = new Set<string>();
   const node = (s: StateSpec): Record<string, unknown> => {
     here = s.id;
     const config: Record<string, unknown> = { id: s.id };
@@ -727,6 +729,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
     const invoke: unknown[] = [];
     if (s.work) {
       const w = s.work;
+      invoked.add(w.now === true ? 'workNow' : 'work');
       invoke.push({
         // One that settles at once has an id of its own: its outcome would otherwise
         // also be taken by the handlers of a `work` of another state, which may enter
@@ -816,7 +819,7 @@ export function buildMachine(spec: MachineSpec, gate: Gate): AnyStateMachine {
   }).createMachine({
     id: 'gen',
     // Its promise gives the same result when run again (after a restart mid-call).
-    meta: { invokes: { work: { rerun: 'safe' }, workNow: { rerun: 'safe' } } },
+    meta: { invokes: Object.fromEntries([...invoked].map((id) => [id, { rerun: 'safe' }])) },
     context: { n: 0, log: [], epoch: 0 },
     initial: spec.states[0]?.id,
     ...(sendsBySystemId && sysLasts
